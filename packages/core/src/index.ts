@@ -1,0 +1,4 @@
+export * from './datasets.js';
+export * from './errors.js';
+export * from './destination.js';
+export * from './tables.js';
