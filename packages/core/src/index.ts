@@ -2,3 +2,4 @@ export * from './datasets.js';
 export * from './errors.js';
 export * from './destination.js';
 export * from './tables.js';
+export * from './rows.js';
