@@ -1,0 +1,155 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { DYNAMODB_LOCAL_CACHE, ensureDynamoDbLocal } from './jar.js';
+
+/** Options of {@link startDynamoDbLocal}. */
+export interface DynamoDbLocalOptions {
+  /**
+   * Port on 127.0.0.1; 0 picks a free one.
+   * @default 0
+   */
+  port?: number;
+  /** Folder for the database file; when absent the database lives in memory and dies with the process. */
+  dbPath?: string;
+  /**
+   * How long to wait for the server to answer.
+   * @default 60000
+   */
+  startTimeoutMs?: number;
+}
+
+/** A running DynamoDB Local. */
+export interface DynamoDbLocal {
+  /** `http://127.0.0.1:<port>`. */
+  endpoint: string;
+  port: number;
+  /** Stops the server and waits for the process to exit. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+const READY = /SLUICE_DYNAMODB_READY (\d+)/;
+
+/**
+ * Starts DynamoDB Local bound to 127.0.0.1 only, with `-sharedDb` (one database whatever the client's
+ * credentials and region), and resolves once it answers HTTP.
+ *
+ * The Java process is tied to this one three ways: `stop()`, a `process.on('exit')` hook that kills it, and the
+ * launcher's own watchdog that exits when its standard input (a pipe from this process) closes, which also
+ * covers this process dying from SIGKILL.
+ */
+export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
+  const paths = await ensureDynamoDbLocal();
+  const args = [
+    `-Dsluice.port=${options.port ?? 0}`,
+    '-Dsluice.host=127.0.0.1',
+    `-Djava.library.path=${paths.libDir}`,
+    '-Xss1m',
+    '-cp',
+    `${paths.jar}:${paths.launcherDir}`,
+    paths.launcherClass,
+    '-port',
+    '8000', // placeholder: the jar rejects 0; the launcher applies -Dsluice.port
+    '-sharedDb',
+    '-disableTelemetry',
+  ];
+  if (options.dbPath) {
+    const dbPath = resolve(options.dbPath);
+    await mkdir(dbPath, { recursive: true });
+    args.push('-dbPath', dbPath);
+  } else {
+    args.push('-inMemory');
+  }
+
+  const child = spawn('java', args, { cwd: DYNAMODB_LOCAL_CACHE, stdio: ['pipe', 'pipe', 'pipe'] });
+  const killOnExit = () => child.kill('SIGKILL');
+  process.on('exit', killOnExit);
+  const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
+  exited.then(() => process.off('exit', killOnExit));
+
+  let port: number;
+  try {
+    port = await waitForReady(child, options.startTimeoutMs ?? 60_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    await exited;
+    throw error;
+  }
+  // Keep draining the pipes so a chatty server never blocks on a full buffer.
+  child.stdout?.resume();
+  child.stderr?.resume();
+
+  const endpoint = `http://127.0.0.1:${port}`;
+  await waitForHttp(endpoint, options.startTimeoutMs ?? 60_000);
+
+  let stopping: Promise<void> | undefined;
+  return {
+    endpoint,
+    port,
+    stop() {
+      stopping ??= (async () => {
+        if (child.exitCode === null && child.signalCode === null) {
+          child.stdin?.end();
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          await exited;
+          clearTimeout(timer);
+        }
+      })();
+      return stopping;
+    },
+  };
+}
+
+function waitForReady(child: ChildProcess, timeoutMs: number): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = READY.exec(output);
+      if (match?.[1]) {
+        cleanup();
+        resolvePort(Number(match[1]));
+      }
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`DynamoDB Local exited (code ${code}) before it was ready:\n${output.slice(-2000)}`));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(new Error(`Cannot run java for DynamoDB Local (Java 17+ must be on PATH): ${error.message}`));
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`DynamoDB Local was not ready after ${timeoutMs} ms:\n${output.slice(-2000)}`));
+    }, timeoutMs);
+    const cleanup = () => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.stderr?.off('data', onData);
+      child.off('exit', onExit);
+      child.off('error', onError);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', onExit);
+    child.once('error', onError);
+  });
+}
+
+/** Polls until the endpoint answers any HTTP response (DynamoDB Local answers a bare GET with 400). */
+async function waitForHttp(endpoint: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const response = await fetch(endpoint, { signal: AbortSignal.timeout(2_000) });
+      await response.arrayBuffer();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline)
+        throw new Error(`DynamoDB Local at ${endpoint} does not answer`, { cause: error });
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
+import { type KmsLocal, startKmsLocal } from './kms-local.js';
+import { createLocalTables, LOCAL_TABLE_NAMES, localDynamoDbClient } from './local-tables.js';
+import { type S3Local, startS3Local } from './s3-local.js';
+
+/** Options of {@link startLocalServices}. */
+export interface LocalServicesOptions {
+  /**
+   * Folder for the persistent state: `dynamodb/`, `s3/`, `kms-keys.json`. When absent a temporary folder is
+   * used (removed on stop) and DynamoDB and KMS keep everything in memory.
+   */
+  dataDir?: string;
+  /** Ports on 127.0.0.1; 0 or absent picks a free one. */
+  ports?: { dynamodb?: number; s3?: number; kms?: number };
+  /**
+   * Keep DynamoDB in memory even with a `dataDir`.
+   * @default true without a dataDir, false with one
+   */
+  inMemory?: boolean;
+  /** Receives one line per step with its duration. */
+  log?: (line: string) => void;
+}
+
+/** The environment of docs/internals.md for code running against the local services. */
+export interface LocalServicesEnv {
+  SLUICE_CONTROL_TABLE: string;
+  SLUICE_EVENTS_TABLE: string;
+  SLUICE_SUBSCRIBERS_TABLE: string;
+  SLUICE_KMS_KEY_ID: string;
+  SLUICE_ALLOWED_ENDPOINTS: string;
+  SLUICE_LOCAL_S3_ENDPOINT: string;
+  AWS_ENDPOINT_URL_DYNAMODB: string;
+  AWS_ENDPOINT_URL_KMS: string;
+  AWS_REGION: string;
+  AWS_ACCESS_KEY_ID: string;
+  AWS_SECRET_ACCESS_KEY: string;
+  [name: string]: string;
+}
+
+/** The running local services. */
+export interface LocalServices {
+  dynamodb: DynamoDbLocal;
+  s3: S3Local;
+  kms: KmsLocal;
+  /** The variables to put in `process.env` (or a child's environment). */
+  env: LocalServicesEnv;
+  /** Stops all three (and removes the temporary folder, if one was made). Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts DynamoDB Local, s3rver and the local KMS on 127.0.0.1 (in parallel), creates the tables of
+ * `@sluice/core`, and returns their endpoints and the environment that points the SDK at them.
+ * If one service fails to start, the others are stopped before the error is rethrown.
+ */
+export async function startLocalServices(options: LocalServicesOptions = {}): Promise<LocalServices> {
+  const log = options.log ?? (() => {});
+  const temporary = options.dataDir ? undefined : await mkdtemp(join(tmpdir(), 'sluice-local-'));
+  const dataDir = options.dataDir ?? (temporary as string);
+  const inMemory = options.inMemory ?? !options.dataDir;
+  const started = Date.now();
+  const timed = async <T>(name: string, start: () => Promise<T>): Promise<T> => {
+    const t0 = Date.now();
+    const value = await start();
+    log(`${name} ready in ${Date.now() - t0} ms`);
+    return value;
+  };
+
+  const results = await Promise.allSettled([
+    timed('DynamoDB Local', () =>
+      startDynamoDbLocal({
+        port: options.ports?.dynamodb ?? 0,
+        ...(inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }),
+      }),
+    ),
+    timed('s3rver', () => startS3Local({ directory: join(dataDir, 's3'), port: options.ports?.s3 ?? 0 })),
+    timed('local KMS', () =>
+      startKmsLocal({
+        port: options.ports?.kms ?? 0,
+        ...(inMemory && !options.dataDir ? {} : { keyFile: join(dataDir, 'kms-keys.json') }),
+      }),
+    ),
+  ]);
+  const running = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  const stopAll = async () => {
+    await Promise.allSettled(running.map((service) => service.stop()));
+    if (temporary) await rm(temporary, { recursive: true, force: true });
+  };
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed) {
+    await stopAll();
+    throw failed.reason;
+  }
+  const [dynamodb, s3, kms] = running as [DynamoDbLocal, S3Local, KmsLocal];
+
+  try {
+    const client = localDynamoDbClient(dynamodb.endpoint);
+    await timed('tables', () => createLocalTables(client));
+    client.destroy();
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  log(`local services ready in ${Date.now() - started} ms`);
+
+  let stopping: Promise<void> | undefined;
+  return {
+    dynamodb,
+    s3,
+    kms,
+    env: {
+      SLUICE_CONTROL_TABLE: LOCAL_TABLE_NAMES.control,
+      SLUICE_EVENTS_TABLE: LOCAL_TABLE_NAMES.events,
+      SLUICE_SUBSCRIBERS_TABLE: LOCAL_TABLE_NAMES.subscribers,
+      SLUICE_KMS_KEY_ID: kms.keyArn,
+      SLUICE_ALLOWED_ENDPOINTS: s3.endpoint,
+      SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
+      AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
+      AWS_ENDPOINT_URL_KMS: kms.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'local',
+      AWS_SECRET_ACCESS_KEY: 'local',
+    },
+    stop() {
+      stopping ??= stopAll();
+      return stopping;
+    },
+  };
+}

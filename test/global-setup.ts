@@ -1,0 +1,31 @@
+import type {} from 'vitest';
+import type { TestProject } from 'vitest/node';
+import { type LocalServices, startLocalServices } from '../packages/local/src/services.js';
+
+let services: LocalServices | undefined;
+
+/**
+ * Vitest global setup: starts DynamoDB Local (in memory), s3rver and the local KMS on free loopback ports,
+ * creates the tables, and sets the variables of docs/internals.md in `process.env` before the test workers
+ * fork, so every worker inherits them. Also provides them as `inject('localEnv')`.
+ * The returned teardown stops everything.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  services = await startLocalServices();
+  for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
+  // Never let a developer's AWS profile leak into the tests.
+  delete process.env.AWS_PROFILE;
+  delete process.env.AWS_SESSION_TOKEN;
+  project.provide('localEnv', services.env);
+  return async () => {
+    await services?.stop();
+    services = undefined;
+  };
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The environment of the local services, also set in `process.env`. */
+    localEnv: Record<string, string>;
+  }
+}
