@@ -1,0 +1,64 @@
+import type { EventDataset } from './datasets.js';
+import { type Window, windowDate } from './windows.js';
+
+/**
+ * File layout and names in the customer's bucket, exactly as the reference fixes them:
+ *
+ * ```
+ * <prefix>/<dataset>/date=YYYY-MM-DD/<dataset>-<fromMs>-<toMs>-NNNN.jsonl.gz
+ * <prefix>/subscribers/date=YYYY-MM-DD/subscribers-NNNN.jsonl.gz
+ * <prefix>/subscribers/date=YYYY-MM-DD/_SUCCESS
+ * ```
+ * An empty prefix puts the dataset folders at the bucket root (no leading slash).
+ */
+
+/** At most this many lines go in one file. */
+export const MAX_LINES_PER_FILE = 50_000;
+
+/** The file extension of the jsonl.gz format. */
+export const JSONL_GZ_EXTENSION = '.jsonl.gz';
+
+/** Name of the marker written last, once a day's subscriber snapshot is complete. */
+export const SUCCESS_MARKER = '_SUCCESS';
+
+/** `0000`, `0001`, ...: the file index within a window or snapshot. */
+export function fileIndex(index: number): string {
+  if (!Number.isInteger(index) || index < 0) throw new RangeError(`invalid file index ${index}`);
+  return String(index).padStart(4, '0');
+}
+
+/** Joins the path prefix and the rest of a key; `''` means the bucket root. */
+export function withPrefix(pathPrefix: string, rest: string): string {
+  const prefix = pathPrefix.replace(/^\/+|\/+$/g, '');
+  return prefix === '' ? rest : `${prefix}/${rest}`;
+}
+
+/** `<prefix>/<dataset>/date=D/`: the folder of an event window's files. */
+export function eventFolder(pathPrefix: string, dataset: EventDataset, window: Window): string {
+  return withPrefix(pathPrefix, `${dataset}/date=${windowDate(window)}/`);
+}
+
+/** The key of file `index` of an event window. */
+export function eventFileKey(
+  pathPrefix: string,
+  dataset: EventDataset,
+  window: Window,
+  index: number,
+): string {
+  return `${eventFolder(pathPrefix, dataset, window)}${dataset}-${window.fromMs}-${window.toMs}-${fileIndex(index)}${JSONL_GZ_EXTENSION}`;
+}
+
+/** `<prefix>/subscribers/date=D/`: the folder of a day's snapshot. */
+export function snapshotFolder(pathPrefix: string, date: string): string {
+  return withPrefix(pathPrefix, `subscribers/date=${date}/`);
+}
+
+/** The key of file `index` of a day's subscriber snapshot. */
+export function snapshotFileKey(pathPrefix: string, date: string, index: number): string {
+  return `${snapshotFolder(pathPrefix, date)}subscribers-${fileIndex(index)}${JSONL_GZ_EXTENSION}`;
+}
+
+/** The key of the `_SUCCESS` marker of a day's snapshot. */
+export function snapshotSuccessKey(pathPrefix: string, date: string): string {
+  return `${snapshotFolder(pathPrefix, date)}${SUCCESS_MARKER}`;
+}
