@@ -1,0 +1,145 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { ServiceUnavailableError } from '@sluice/core';
+
+/** The control table name, read once at load. Checked only when a store falls back to it. */
+const CONTROL_TABLE_NAME = process.env.SLUICE_CONTROL_TABLE;
+
+/**
+ * Builds a document client with the options every Sluice store relies on: `removeUndefinedValues`, and
+ * short connection and request timeouts so that an unreachable database fails fast (then maps to a 503).
+ * The endpoint comes from the SDK's own `AWS_ENDPOINT_URL_DYNAMODB` when set.
+ */
+export function createDocumentClient(
+  config: ConstructorParameters<typeof DynamoDBClient>[0] = {},
+): DynamoDBDocumentClient {
+  const base = new DynamoDBClient({
+    requestHandler: new NodeHttpHandler({ connectionTimeout: 2_000, requestTimeout: 10_000 }),
+    ...config,
+  });
+  return DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });
+}
+
+/** The one module-level document client; stores use it unless a client is injected. */
+export const documentClient: DynamoDBDocumentClient = createDocumentClient();
+
+/** Where a store reads and writes: the client and the control table name. */
+export interface ControlTableOptions {
+  /** @default the module-level {@link documentClient} */
+  client?: DynamoDBDocumentClient;
+  /** @default env `SLUICE_CONTROL_TABLE`, read at load */
+  tableName?: string;
+}
+
+/** The resolved pair every control store holds. */
+export interface ControlTable {
+  readonly client: DynamoDBDocumentClient;
+  readonly tableName: string;
+}
+
+/**
+ * Resolves injected options against the defaults. Throws when the table name is needed from the
+ * environment and `SLUICE_CONTROL_TABLE` is not set, so a misconfigured function fails at start.
+ */
+export function resolveControlTable(options: ControlTableOptions = {}): ControlTable {
+  const tableName = options.tableName ?? CONTROL_TABLE_NAME;
+  if (tableName === undefined || tableName === '') {
+    throw new Error('SLUICE_CONTROL_TABLE is not set: the control table name is required');
+  }
+  return { client: options.client ?? documentClient, tableName };
+}
+
+/** Error names DynamoDB uses for throttling and its own transient failures. */
+export const TRANSIENT_DYNAMO_ERROR_NAMES: readonly string[] = [
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+];
+
+/** Node socket error codes of a database that cannot be reached. */
+const CONNECTION_ERROR_CODES: readonly string[] = [
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'ECONNABORTED',
+];
+
+/** Transaction cancellation reasons that are worth retrying. */
+const TRANSIENT_CANCELLATION_CODES: readonly string[] = ['ThrottlingError', 'TransactionConflict'];
+
+/**
+ * True when a DynamoDB call failed for a reason that retrying later can fix: throttling, a 5xx from the
+ * service, a timeout or a connection failure (also inside an `AggregateError` or a `cause`).
+ */
+export function isTransientDynamoError(error: unknown, depth = 0): boolean {
+  if (depth > 4 || typeof error !== 'object' || error === null) return false;
+  const candidate = error as {
+    name?: unknown;
+    code?: unknown;
+    $metadata?: { httpStatusCode?: unknown };
+    CancellationReasons?: { Code?: unknown }[];
+    errors?: unknown[];
+    cause?: unknown;
+  };
+  if (typeof candidate.name === 'string' && TRANSIENT_DYNAMO_ERROR_NAMES.includes(candidate.name))
+    return true;
+  if (typeof candidate.code === 'string' && CONNECTION_ERROR_CODES.includes(candidate.code)) return true;
+  const status = candidate.$metadata?.httpStatusCode;
+  if (typeof status === 'number' && status >= 500) return true;
+  if (
+    candidate.name === 'TransactionCanceledException' &&
+    Array.isArray(candidate.CancellationReasons) &&
+    candidate.CancellationReasons.some(
+      (reason) => typeof reason?.Code === 'string' && TRANSIENT_CANCELLATION_CODES.includes(reason.Code),
+    )
+  ) {
+    return true;
+  }
+  if (
+    Array.isArray(candidate.errors) &&
+    candidate.errors.some((inner) => isTransientDynamoError(inner, depth + 1))
+  ) {
+    return true;
+  }
+  return candidate.cause !== undefined && isTransientDynamoError(candidate.cause, depth + 1);
+}
+
+/**
+ * Maps a failed DynamoDB call: throttling and connection failures become {@link ServiceUnavailableError}
+ * (503 `SERVICE_UNAVAILABLE` with `Retry-After`); every other error is rethrown as it is.
+ */
+export function mapDynamoError(error: unknown): never {
+  if (error instanceof ServiceUnavailableError) throw error;
+  if (isTransientDynamoError(error)) throw new ServiceUnavailableError(error);
+  throw error;
+}
+
+/** Runs one DynamoDB operation and passes its failure through {@link mapDynamoError}. */
+export async function withDynamoErrors<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation();
+  } catch (error) {
+    return mapDynamoError(error);
+  }
+}
+
+/** True for the error DynamoDB raises when a write's condition does not hold. */
+export function isConditionFailed(error: unknown): boolean {
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'ConditionalCheckFailedException'
+  );
+}

@@ -1,0 +1,545 @@
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type QueryCommandInput,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import {
+  ConflictError,
+  type Dataset,
+  DATASETS,
+  type Destination,
+  InvalidInputError,
+  isEventDataset,
+  ServiceUnavailableError,
+} from '@sluice/core';
+import { ApiKeyStore, type ApiKeyRecord, type CreateApiKeyInput } from './api-keys.js';
+import {
+  type ControlTable,
+  type ControlTableOptions,
+  isConditionFailed,
+  resolveControlTable,
+  mapDynamoError,
+  withDynamoErrors,
+} from './client.js';
+import {
+  cursorSkPrefix,
+  destinationSk,
+  dueAt,
+  dueAttributes,
+  dueKey,
+  isKeySafeId,
+  runsPk,
+  workspacePk,
+} from './items.js';
+import { type DataExportRun, listRuns } from './runs.js';
+import { type Workspace, WorkspaceStore } from './workspaces.js';
+
+/** The destination attributes the control table holds (everything but `exportedThrough`, which is the cursors'). */
+type StoredField = Exclude<keyof Destination, 'exportedThrough'>;
+
+const STORED: Record<StoredField, true> = {
+  workspaceId: true,
+  id: true,
+  name: true,
+  provider: true,
+  bucket: true,
+  region: true,
+  endpoint: true,
+  pathPrefix: true,
+  accessKeyId: true,
+  secret: true,
+  datasets: true,
+  frequency: true,
+  format: true,
+  isEnabled: true,
+  status: true,
+  configVersion: true,
+  startFrom: true,
+  datasetStartedAt: true,
+  nextRunAt: true,
+  lastRunAt: true,
+  lastSuccessAt: true,
+  lastError: true,
+  lastErrorAt: true,
+  consecutiveFailures: true,
+  totalRowsExported: true,
+  manualRunQueued: true,
+  createdAt: true,
+  updatedAt: true,
+};
+const STORED_FIELDS = Object.keys(STORED) as StoredField[];
+
+/** Fields that never change after create; `updatedAt` and `configVersion` are set by the store itself. */
+const FIXED_FIELDS = new Set<string>(['workspaceId', 'id', 'createdAt', 'updatedAt', 'configVersion']);
+
+/** What {@link ControlStore.updateDestination} may change. */
+export type DestinationChanges = Partial<
+  Omit<Destination, 'workspaceId' | 'id' | 'createdAt' | 'updatedAt' | 'configVersion' | 'exportedThrough'>
+>;
+
+/** Options of {@link ControlStore.updateDestination}. */
+export interface UpdateDestinationOptions {
+  /** Bump `configVersion` (a change of location or credentials): a running export stops before its next file. */
+  bumpConfigVersion?: boolean;
+  /** @default now; becomes `updatedAt` */
+  now?: Date;
+}
+
+/** The result of {@link ControlStore.queueRun}. */
+export interface QueueRunResult {
+  /** False when a run was already queued or running, or the destination is paused: nothing changed. */
+  queued: boolean;
+  destination: Destination;
+}
+
+type Item = Record<string, unknown>;
+
+/** Assembles the API's `exportedThrough`: a key per dataset of the destination, null until its first commit. */
+export function exportedThroughFromCursors(
+  datasets: readonly Dataset[],
+  cursors: ReadonlyMap<string, Item>,
+): Destination['exportedThrough'] {
+  const exportedThrough: Destination['exportedThrough'] = {};
+  for (const dataset of datasets) {
+    const cursor = cursors.get(dataset);
+    if (isEventDataset(dataset)) {
+      const ms = cursor?.exportedThroughMs;
+      exportedThrough[dataset] =
+        typeof ms === 'number' && Number.isFinite(ms) ? new Date(ms).toISOString() : null;
+    } else {
+      const date = cursor?.snapshotDate;
+      exportedThrough[dataset] = typeof date === 'string' ? date : null;
+    }
+  }
+  return exportedThrough;
+}
+
+/** A stored destination item without its keys and internal attributes, plus `exportedThrough`. */
+function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destination {
+  const picked: Item = {};
+  for (const field of STORED_FIELDS) picked[field] = item[field];
+  const destination = picked as unknown as Destination;
+  const datasets = Array.isArray(destination.datasets) ? destination.datasets : [];
+  destination.exportedThrough = exportedThroughFromCursors(datasets, cursors);
+  return destination;
+}
+
+/** The dataset a cursor item belongs to, from its sort key; `undefined` for any other item. */
+function cursorDataset(sk: string, destinationId: string): string | undefined {
+  const prefix = cursorSkPrefix(destinationId);
+  if (!sk.startsWith(prefix)) return undefined;
+  const dataset = sk.slice(prefix.length);
+  return (DATASETS as readonly string[]).includes(dataset) ? dataset : undefined;
+}
+
+const BATCH_SIZE = 25;
+const MAX_BATCH_ATTEMPTS = 8;
+const MAX_UPDATE_ATTEMPTS = 5;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The control table as the API sees it: workspaces, API keys, destinations (with their cursors' progress)
+ * and run history. Every DynamoDB error passes through `mapDynamoError`: throttling and connection
+ * failures become a 503 `ServiceUnavailableError`.
+ */
+export class ControlStore {
+  private readonly table: ControlTable;
+  private readonly apiKeys: ApiKeyStore;
+  private readonly workspaces: WorkspaceStore;
+
+  constructor(options: ControlTableOptions = {}) {
+    this.table = resolveControlTable(options);
+    this.apiKeys = new ApiKeyStore(this.table);
+    this.workspaces = new WorkspaceStore(this.table);
+  }
+
+  /** See {@link WorkspaceStore.ensureWorkspace}. */
+  ensureWorkspace(workspaceId: string, name?: string, now?: Date): Promise<Workspace> {
+    return this.workspaces.ensureWorkspace(workspaceId, name, now);
+  }
+
+  /** See {@link WorkspaceStore.getWorkspace}. */
+  getWorkspace(workspaceId: string): Promise<Workspace | undefined> {
+    return this.workspaces.getWorkspace(workspaceId);
+  }
+
+  /** See {@link ApiKeyStore.createApiKey}. */
+  createApiKey(input: CreateApiKeyInput): Promise<{ apiKey: string; record: ApiKeyRecord }> {
+    return this.apiKeys.createApiKey(input);
+  }
+
+  /** See {@link ApiKeyStore.findApiKey}: no database read for a malformed key. */
+  findApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
+    return this.apiKeys.findApiKey(apiKey);
+  }
+
+  /**
+   * Stores a new destination. `exportedThrough` is not stored (cursors hold progress). The due index keys
+   * are set when the destination is enabled and has a `nextRunAt`. Throws `ConflictError` when the id is
+   * already taken in the workspace.
+   */
+  async createDestination(destination: Destination): Promise<Destination> {
+    if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
+      throw new InvalidInputError('Destination or workspace id is not valid.');
+    }
+    const item: Item = {};
+    for (const field of STORED_FIELDS) item[field] = destination[field];
+    Object.assign(item, dueAttributes(destination), {
+      PK: workspacePk(destination.workspaceId),
+      SK: destinationSk(destination.id),
+    });
+    try {
+      await this.table.client.send(
+        new PutCommand({
+          TableName: this.table.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(PK)',
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailed(error))
+        throw new ConflictError('A data export with this id already exists.', 'conflict');
+      return mapDynamoError(error);
+    }
+    return toDestination(item, new Map());
+  }
+
+  /** The destination with its `exportedThrough`, or `undefined` (also for another workspace's id). */
+  async getDestination(workspaceId: string, destinationId: string): Promise<Destination | undefined> {
+    if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
+    const sk = destinationSk(destinationId);
+    const items = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
+      ExpressionAttributeValues: {
+        ':pk': workspacePk(workspaceId),
+        ':from': sk,
+        ':to': `${cursorSkPrefix(destinationId)}\uffff`,
+      },
+    });
+    const destination = items.find((item) => item.SK === sk);
+    if (destination === undefined) return undefined;
+    return toDestination(destination, this.cursorsOf(items, destinationId));
+  }
+
+  /** Every destination of the workspace, oldest first, each with its `exportedThrough`. Leases are ignored. */
+  async listDestinations(workspaceId: string): Promise<Destination[]> {
+    if (!isKeySafeId(workspaceId)) return [];
+    const items = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :dest)',
+      ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':dest': 'DEST#' },
+    });
+    const destinations = new Map<string, Item>();
+    const cursors = new Map<string, Map<string, Item>>();
+    for (const item of items) {
+      const rest = String(item.SK).slice('DEST#'.length);
+      const separator = rest.indexOf('#');
+      if (separator === -1) {
+        destinations.set(rest, item);
+        continue;
+      }
+      const id = rest.slice(0, separator);
+      const dataset = cursorDataset(String(item.SK), id);
+      if (dataset === undefined) continue;
+      let byDataset = cursors.get(id);
+      if (byDataset === undefined) {
+        byDataset = new Map();
+        cursors.set(id, byDataset);
+      }
+      byDataset.set(dataset, item);
+    }
+    return [...destinations.entries()]
+      .map(([id, item]) => toDestination(item, cursors.get(id) ?? new Map()))
+      .sort((a, b) =>
+        a.createdAt === b.createdAt
+          ? a.id < b.id
+            ? -1
+            : a.id > b.id
+              ? 1
+              : 0
+          : a.createdAt < b.createdAt
+            ? -1
+            : 1,
+      );
+  }
+
+  /**
+   * Changes a destination in one conditional UpdateItem, so no half-written state is possible.
+   * 1. If exactly one of `isEnabled`/`nextRunAt` changes, read the other (the due keys depend on both)
+   *    and make the write conditional on it still holding, retrying on a race.
+   * 2. SET the changed fields and `updatedAt`; bump `configVersion` when asked.
+   * 3. Keep the sparse due index consistent: `dueKey`/`dueAt` set while enabled with a `nextRunAt`, removed otherwise.
+   * Returns the updated destination, or `undefined` when it does not exist.
+   */
+  async updateDestination(
+    workspaceId: string,
+    destinationId: string,
+    changes: DestinationChanges,
+    options: UpdateDestinationOptions = {},
+  ): Promise<Destination | undefined> {
+    if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
+    const fields = Object.entries(changes).filter(
+      ([field, value]) => value !== undefined && field in STORED && !FIXED_FIELDS.has(field),
+    );
+    const changed = new Map<string, unknown>(fields);
+    const key = { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) };
+
+    for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
+      const names: Record<string, string> = {};
+      const values: Record<string, unknown> = {};
+      const sets: string[] = [];
+      const conditions = ['attribute_exists(PK)'];
+      let n = 0;
+      for (const [field, value] of changed) {
+        names[`#f${n}`] = field;
+        values[`:f${n}`] = value;
+        sets.push(`#f${n} = :f${n}`);
+        n++;
+      }
+      names['#updatedAt'] = 'updatedAt';
+      values[':updatedAt'] = (options.now ?? new Date()).toISOString();
+      sets.push('#updatedAt = :updatedAt');
+      if (options.bumpConfigVersion === true) {
+        names['#configVersion'] = 'configVersion';
+        values[':zero'] = 0;
+        values[':one'] = 1;
+        sets.push('#configVersion = if_not_exists(#configVersion, :zero) + :one');
+      }
+
+      let removeDue = false;
+      const touchesDue = changed.has('isEnabled') || changed.has('nextRunAt');
+      if (touchesDue) {
+        let isEnabled = changed.get('isEnabled') as boolean | undefined;
+        let nextRunAt = changed.get('nextRunAt') as string | null | undefined;
+        if (isEnabled === undefined || nextRunAt === undefined) {
+          const current = await this.readDueState(workspaceId, destinationId);
+          if (current === undefined) return undefined;
+          if (isEnabled === undefined) {
+            isEnabled = current.isEnabled;
+            names['#isEnabled'] = 'isEnabled';
+            values[':expectedEnabled'] = current.isEnabled;
+            conditions.push('#isEnabled = :expectedEnabled');
+          }
+          if (nextRunAt === undefined) {
+            nextRunAt = current.nextRunAt;
+            names['#nextRunAt'] = 'nextRunAt';
+            if (current.nextRunAt === null) {
+              values[':nullType'] = 'NULL';
+              conditions.push('(attribute_not_exists(#nextRunAt) OR attribute_type(#nextRunAt, :nullType))');
+            } else {
+              values[':expectedNextRunAt'] = current.nextRunAt;
+              conditions.push('#nextRunAt = :expectedNextRunAt');
+            }
+          }
+        }
+        const due = dueAttributes({ workspaceId, id: destinationId, isEnabled, nextRunAt });
+        if (due === undefined) {
+          removeDue = true;
+        } else {
+          values[':dueKey'] = due.dueKey;
+          values[':dueAt'] = due.dueAt;
+          sets.push('dueKey = :dueKey', 'dueAt = :dueAt');
+        }
+      }
+
+      const updateExpression = `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`;
+      let attributes: Item | undefined;
+      try {
+        const result = await this.table.client.send(
+          new UpdateCommand({
+            TableName: this.table.tableName,
+            Key: key,
+            UpdateExpression: updateExpression,
+            ConditionExpression: conditions.join(' AND '),
+            ExpressionAttributeNames: names,
+            ExpressionAttributeValues: values,
+            ReturnValues: 'ALL_NEW',
+          }),
+        );
+        attributes = result.Attributes;
+      } catch (error) {
+        if (!isConditionFailed(error)) return mapDynamoError(error);
+        // Either the destination is gone, or the state read in step 1 changed: re-read and retry.
+        if (conditions.length === 1) return undefined;
+        continue;
+      }
+      if (attributes === undefined) return undefined;
+      return toDestination(attributes, await this.readCursors(workspaceId, destinationId));
+    }
+    throw new ServiceUnavailableError(new Error('updateDestination: too much contention on the destination'));
+  }
+
+  /**
+   * Deletes a destination, then its cursors and lease, then its run history, in batches of 25.
+   * The destination item goes first, so a running export sees it gone before its next file.
+   * Returns false when there was no such destination (leftover items of the id are still cleaned).
+   */
+  async deleteDestination(workspaceId: string, destinationId: string): Promise<boolean> {
+    if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return false;
+    const pk = workspacePk(workspaceId);
+    const sk = destinationSk(destinationId);
+    const deleted = await withDynamoErrors(() =>
+      this.table.client.send(
+        new DeleteCommand({
+          TableName: this.table.tableName,
+          Key: { PK: pk, SK: sk },
+          ReturnValues: 'ALL_OLD',
+        }),
+      ),
+    );
+    const children = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
+      ExpressionAttributeValues: { ':pk': pk, ':from': `${sk}#`, ':to': `${sk}#\uffff` },
+      ProjectionExpression: 'PK, SK',
+    });
+    await this.deleteKeys(children.filter((item) => String(item.SK).startsWith(`${sk}#`)));
+    const runs = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk',
+      ExpressionAttributeValues: { ':pk': runsPk(workspaceId, destinationId) },
+      ProjectionExpression: 'PK, SK',
+    });
+    await this.deleteKeys(runs);
+    return deleted.Attributes !== undefined;
+  }
+
+  /**
+   * Queues a manual run: `status` queued, `manualRunQueued`, `nextRunAt` and the due index at `now`.
+   * One conditional write (enabled, not already queued or running), so concurrent calls queue once.
+   * Returns `queued: false` with the unchanged destination when a run is already queued or running or the
+   * destination is paused (the API refuses paused ones first), and `undefined` when it does not exist.
+   */
+  async queueRun(workspaceId: string, destinationId: string, now: Date): Promise<QueueRunResult | undefined> {
+    if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
+    const nowIso = now.toISOString();
+    let attributes: Item | undefined;
+    try {
+      const result = await this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          UpdateExpression:
+            'SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, dueKey = :dueKey, dueAt = :dueAt',
+          ConditionExpression:
+            'attribute_exists(PK) AND isEnabled = :true AND NOT (#status IN (:queued, :running))',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':queued': 'queued',
+            ':running': 'running',
+            ':true': true,
+            ':now': nowIso,
+            ':dueKey': dueKey(destinationId),
+            ':dueAt': dueAt(nowIso, workspaceId, destinationId),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      attributes = result.Attributes;
+    } catch (error) {
+      if (!isConditionFailed(error)) return mapDynamoError(error);
+      const destination = await this.getDestination(workspaceId, destinationId);
+      return destination === undefined ? undefined : { queued: false, destination };
+    }
+    if (attributes === undefined) return undefined;
+    return {
+      queued: true,
+      destination: toDestination(attributes, await this.readCursors(workspaceId, destinationId)),
+    };
+  }
+
+  /** The destination's runs of the last 14 days, newest first (see {@link listRuns}). */
+  listRuns(
+    workspaceId: string,
+    destinationId: string,
+    options: { limit?: number; now?: Date } = {},
+  ): Promise<DataExportRun[]> {
+    return listRuns(this.table, workspaceId, destinationId, options);
+  }
+
+  /** The cursor items of one destination, by dataset. */
+  private async readCursors(workspaceId: string, destinationId: string): Promise<Map<string, Item>> {
+    const prefix = cursorSkPrefix(destinationId);
+    const items = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+      ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':prefix': prefix },
+    });
+    return this.cursorsOf(items, destinationId);
+  }
+
+  private cursorsOf(items: Item[], destinationId: string): Map<string, Item> {
+    const cursors = new Map<string, Item>();
+    for (const item of items) {
+      const dataset = cursorDataset(String(item.SK), destinationId);
+      if (dataset !== undefined) cursors.set(dataset, item);
+    }
+    return cursors;
+  }
+
+  private async readDueState(
+    workspaceId: string,
+    destinationId: string,
+  ): Promise<{ isEnabled: boolean; nextRunAt: string | null } | undefined> {
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          ProjectionExpression: 'isEnabled, nextRunAt',
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    if (result.Item === undefined) return undefined;
+    return {
+      isEnabled: result.Item.isEnabled === true,
+      nextRunAt: typeof result.Item.nextRunAt === 'string' ? result.Item.nextRunAt : null,
+    };
+  }
+
+  /** Every item of a consistent Query, all pages. */
+  private async queryAll(input: Omit<QueryCommandInput, 'TableName'>): Promise<Item[]> {
+    const items: Item[] = [];
+    let startKey: Item | undefined;
+    do {
+      const page = await withDynamoErrors(() =>
+        this.table.client.send(
+          new QueryCommand({
+            ...input,
+            TableName: this.table.tableName,
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        ),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+    return items;
+  }
+
+  /** Deletes items by key in BatchWriteItem calls of 25, retrying unprocessed items with backoff. */
+  private async deleteKeys(items: Item[]): Promise<void> {
+    for (let start = 0; start < items.length; start += BATCH_SIZE) {
+      let requests = items
+        .slice(start, start + BATCH_SIZE)
+        .map((item) => ({ DeleteRequest: { Key: { PK: item.PK, SK: item.SK } } }));
+      for (let attempt = 0; requests.length > 0; attempt++) {
+        if (attempt >= MAX_BATCH_ATTEMPTS) {
+          throw new ServiceUnavailableError(new Error('BatchWriteItem left items unprocessed'));
+        }
+        if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
+        const result = await withDynamoErrors(() =>
+          this.table.client.send(
+            new BatchWriteCommand({ RequestItems: { [this.table.tableName]: requests } }),
+          ),
+        );
+        requests = (result.UnprocessedItems?.[this.table.tableName] ?? []) as typeof requests;
+      }
+    }
+  }
+}

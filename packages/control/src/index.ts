@@ -1,0 +1,6 @@
+export * from './client.js';
+export * from './items.js';
+export * from './api-keys.js';
+export * from './workspaces.js';
+export * from './runs.js';
+export * from './destinations.js';

@@ -1,0 +1,74 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { InvalidInputError } from '@sluice/core';
+import {
+  type ControlTable,
+  type ControlTableOptions,
+  resolveControlTable,
+  withDynamoErrors,
+} from './client.js';
+import { isKeySafeId, WORKSPACE_SK, workspacePk } from './items.js';
+
+/** A workspace: the tenant every destination and API key belongs to. */
+export interface Workspace {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+function toWorkspace(workspaceId: string, item: Record<string, unknown>): Workspace {
+  return {
+    id: workspaceId,
+    name: typeof item.name === 'string' ? item.name : workspaceId,
+    createdAt: String(item.createdAt ?? ''),
+  };
+}
+
+/** Workspace items of the control table (`PK = WS#<id>`, `SK = WORKSPACE`). */
+export class WorkspaceStore {
+  private readonly table: ControlTable;
+
+  constructor(options: ControlTableOptions = {}) {
+    this.table = resolveControlTable(options);
+  }
+
+  /**
+   * Creates the workspace if it does not exist and returns it. Idempotent: an existing workspace keeps
+   * its name and `createdAt` (one UpdateItem with `if_not_exists`, so concurrent calls agree).
+   */
+  async ensureWorkspace(workspaceId: string, name?: string, now: Date = new Date()): Promise<Workspace> {
+    if (!isKeySafeId(workspaceId)) {
+      throw new InvalidInputError('Workspace id is not valid: 1-200 characters, no "#".', [
+        { path: 'workspaceId', message: 'Invalid id' },
+      ]);
+    }
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: WORKSPACE_SK },
+          UpdateExpression:
+            'SET #name = if_not_exists(#name, :name), createdAt = if_not_exists(createdAt, :now)',
+          ExpressionAttributeNames: { '#name': 'name' },
+          ExpressionAttributeValues: { ':name': name ?? workspaceId, ':now': now.toISOString() },
+          ReturnValues: 'ALL_NEW',
+        }),
+      ),
+    );
+    return toWorkspace(workspaceId, result.Attributes ?? {});
+  }
+
+  /** The workspace, or `undefined` when it does not exist. */
+  async getWorkspace(workspaceId: string): Promise<Workspace | undefined> {
+    if (!isKeySafeId(workspaceId)) return undefined;
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: WORKSPACE_SK },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    return result.Item === undefined ? undefined : toWorkspace(workspaceId, result.Item);
+  }
+}
