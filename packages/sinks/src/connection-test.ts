@@ -1,0 +1,84 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
+import { classifyBucketError } from './classify.js';
+import { type BucketCredentials, createBucketClient } from './client.js';
+import {
+  ALLOWED_ENDPOINTS,
+  assertEndpointResolvesPublic,
+  isAllowListedEndpoint,
+  parseEndpoint,
+  type Resolver,
+} from './endpoint.js';
+import { connectionTestKey } from './keys.js';
+import { putSmallObject } from './upload.js';
+
+/** Options of {@link testConnection}. */
+export interface ConnectionTestOptions {
+  /** The clock for `testedAt`. */
+  now: () => Date;
+  /** A client to use instead of one made from the credentials (tests). */
+  client?: S3Client;
+  /** @default ALLOWED_ENDPOINTS */
+  allowedEndpoints?: ReadonlySet<string>;
+  /** @default the system resolver */
+  resolve?: Resolver;
+}
+
+/** What a successful connection test wrote. */
+export interface ConnectionTestResult {
+  key: string;
+  testedAt: string;
+}
+
+/**
+ * Tests a destination before it is saved:
+ * 1. validates the endpoint, if any: the endpoint rules, then every resolved address public (an
+ *    allow-listed origin is exempt);
+ * 2. writes `<prefix>/_sluice/connection-test.json` = `{"service":"sluice","testedAt":<ISO>}` with a
+ *    client that retries little (2 attempts);
+ * 3. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
+ *
+ * @throws InvalidInputError (`endpoint` issue) when the endpoint breaks the rules
+ * @throws ConnectionFailedError with a message a person can act on, `cause` the original error
+ */
+export async function testConnection(
+  location: BucketLocation,
+  credentials: BucketCredentials,
+  options: ConnectionTestOptions,
+): Promise<ConnectionTestResult> {
+  const allowedEndpoints = options.allowedEndpoints ?? ALLOWED_ENDPOINTS;
+  if (location.endpoint !== null) {
+    const origin = parseEndpoint(location.endpoint, { allowedEndpoints });
+    if (!isAllowListedEndpoint(origin, allowedEndpoints)) {
+      await assertEndpointResolvesPublic(origin, {
+        allowedEndpoints,
+        ...(options.resolve ? { resolve: options.resolve } : {}),
+      });
+    }
+  }
+  const client =
+    options.client ?? createBucketClient(location, credentials, { maxAttempts: 2, allowedEndpoints });
+  const key = connectionTestKey(location.pathPrefix);
+  const testedAt = options.now().toISOString();
+  try {
+    await putSmallObject(
+      client,
+      {
+        bucket: location.bucket,
+        key,
+        body: JSON.stringify({ service: 'sluice', testedAt }),
+        contentType: 'application/json',
+      },
+      location,
+    );
+    return { key, testedAt };
+  } catch (error) {
+    const classified = classifyBucketError(error, location);
+    throw new ConnectionFailedError(classified.message, {
+      cause: error,
+      retryable: classified.kind === 'transient',
+    });
+  } finally {
+    if (!options.client) client.destroy();
+  }
+}

@@ -1,0 +1,128 @@
+import type { S3Client } from '@aws-sdk/client-s3';
+import type { BucketLocation } from '@sluice/core';
+import { type BucketCredentials, createBucketClient } from './client.js';
+import { encodeJsonlGzip } from './encoder.js';
+import { JSONL_CONTENT_TYPE, putSmallObject, uploadStream } from './upload.js';
+
+/** What {@link BucketWriter.writeFile} wrote. */
+export interface WrittenFile {
+  key: string;
+  /** False when the source had no lines: no object is written then. */
+  written: boolean;
+  lines: number;
+  /** Bytes of the object (gzip). */
+  bytes: number;
+  /** Bytes of the JSON lines before compression. */
+  uncompressedBytes: number;
+}
+
+/**
+ * Writes export files to one customer bucket. The engine depends on this interface only; every provider
+ * is served by {@link S3BucketWriter}, and `bucket-writer.contract.ts` is the suite any other
+ * implementation must pass.
+ */
+export interface BucketWriter {
+  /**
+   * Encodes `lines` (serialized JSON, no newline) as `.jsonl.gz` and uploads it to `key` (the full
+   * object key, path prefix included: see the layout functions of `@sluice/core`). The object appears whole or not at all; a
+   * source with no lines writes nothing. Throws a `BucketError` for bucket failures, or the source's
+   * own error if reading the lines failed.
+   */
+  writeFile(key: string, lines: AsyncIterable<string> | Iterable<string>): Promise<WrittenFile>;
+  /** Writes a small object such as `_SUCCESS`. Throws a `BucketError`. */
+  writeMarker(key: string, body: string | Uint8Array): Promise<void>;
+}
+
+/** Options of {@link S3BucketWriter}: a client, or the credentials to make one. */
+export interface S3BucketWriterOptions {
+  location: BucketLocation;
+  client?: S3Client;
+  credentials?: BucketCredentials;
+  /** @default UPLOAD_PART_SIZE */
+  partSize?: number;
+  /** @default UPLOAD_QUEUE_SIZE */
+  queueSize?: number;
+}
+
+/** Yields nothing when `lines` is empty, otherwise the first line and then the rest, in one pass. */
+async function peek(
+  lines: AsyncIterable<string> | Iterable<string>,
+): Promise<AsyncIterable<string> | undefined> {
+  const iterator =
+    Symbol.asyncIterator in lines
+      ? (lines as AsyncIterable<string>)[Symbol.asyncIterator]()
+      : (lines as Iterable<string>)[Symbol.iterator]();
+  const first = await iterator.next();
+  if (first.done) return undefined;
+  return {
+    async *[Symbol.asyncIterator]() {
+      let finished = false;
+      try {
+        yield first.value;
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) {
+            finished = true;
+            return;
+          }
+          yield next.value;
+        }
+      } finally {
+        if (!finished) await iterator.return?.();
+      }
+    },
+  };
+}
+
+/** The {@link BucketWriter} for AWS S3, GCS (HMAC) and S3-compatible stores, through one S3 client. */
+export class S3BucketWriter implements BucketWriter {
+  private readonly client: S3Client;
+  private readonly location: BucketLocation;
+  private readonly partSize: number | undefined;
+  private readonly queueSize: number | undefined;
+
+  constructor(options: S3BucketWriterOptions) {
+    if (!options.client && !options.credentials) {
+      throw new Error('S3BucketWriter needs a client or credentials');
+    }
+    this.location = options.location;
+    this.client =
+      options.client ?? createBucketClient(options.location, options.credentials as BucketCredentials);
+    this.partSize = options.partSize;
+    this.queueSize = options.queueSize;
+  }
+
+  async writeFile(key: string, lines: AsyncIterable<string> | Iterable<string>): Promise<WrittenFile> {
+    const source = await peek(lines);
+    if (source === undefined) return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
+    const encoding = encodeJsonlGzip(source);
+    await uploadStream(
+      this.client,
+      {
+        bucket: this.location.bucket,
+        key,
+        body: encoding.stream,
+        contentType: JSONL_CONTENT_TYPE,
+        ...(this.partSize !== undefined ? { partSize: this.partSize } : {}),
+        ...(this.queueSize !== undefined ? { queueSize: this.queueSize } : {}),
+      },
+      this.location,
+    );
+    const stats = await encoding.done;
+    return {
+      key,
+      written: true,
+      lines: stats.lines,
+      bytes: stats.compressedBytes,
+      uncompressedBytes: stats.uncompressedBytes,
+    };
+  }
+
+  async writeMarker(key: string, body: string | Uint8Array): Promise<void> {
+    await putSmallObject(
+      this.client,
+      { bucket: this.location.bucket, key, body, contentType: 'text/plain' },
+      this.location,
+    );
+  }
+}
