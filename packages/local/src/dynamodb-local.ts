@@ -24,6 +24,8 @@ export interface DynamoDbLocal {
   /** `http://127.0.0.1:<port>`. */
   endpoint: string;
   port: number;
+  /** The Java process id. */
+  pid: number | undefined;
   /** Stops the server and waits for the process to exit. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -86,6 +88,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   return {
     endpoint,
     port,
+    pid: child.pid,
     stop() {
       stopping ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {

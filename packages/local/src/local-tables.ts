@@ -6,7 +6,6 @@ import {
   type GlobalSecondaryIndex,
   ResourceInUseException,
   UpdateTimeToLiveCommand,
-  waitUntilTableExists,
 } from '@aws-sdk/client-dynamodb';
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
 
@@ -56,35 +55,52 @@ export function createTableInput(name: string, spec: TableSpec) {
 }
 
 /**
- * Creates the given tables on a DynamoDB endpoint, skipping the ones that exist, and enables TTL where the
- * spec names a TTL attribute.
+ * Creates the given tables on a DynamoDB endpoint (in parallel), skipping the ones that exist, and enables TTL
+ * where the spec names a TTL attribute.
  */
 export async function createLocalTables(
   client: DynamoDBClient,
   tables: { name: string; spec: TableSpec }[] = LOCAL_TABLES,
 ): Promise<void> {
-  for (const { name, spec } of tables) {
-    let created = false;
+  await Promise.all(tables.map(({ name, spec }) => createLocalTable(client, name, spec)));
+}
+
+async function createLocalTable(client: DynamoDBClient, name: string, spec: TableSpec): Promise<void> {
+  let created = false;
+  try {
+    await client.send(new DescribeTableCommand({ TableName: name }));
+  } catch (error) {
+    if ((error as Error).name !== 'ResourceNotFoundException') throw error;
     try {
-      await client.send(new DescribeTableCommand({ TableName: name }));
+      await client.send(new CreateTableCommand(createTableInput(name, spec)));
+      created = true;
+    } catch (createError) {
+      if (!(createError instanceof ResourceInUseException)) throw createError;
+    }
+    await waitUntilActive(client, name);
+  }
+  if (created && spec.ttlAttribute) {
+    await client.send(
+      new UpdateTimeToLiveCommand({
+        TableName: name,
+        TimeToLiveSpecification: { AttributeName: spec.ttlAttribute, Enabled: true },
+      }),
+    );
+  }
+}
+
+/** Polls DescribeTable every 50 ms until the table is ACTIVE (DynamoDB Local makes it so at once). */
+async function waitUntilActive(client: DynamoDBClient, name: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
+      if (Table?.TableStatus === 'ACTIVE') return;
     } catch (error) {
       if ((error as Error).name !== 'ResourceNotFoundException') throw error;
-      try {
-        await client.send(new CreateTableCommand(createTableInput(name, spec)));
-        created = true;
-      } catch (createError) {
-        if (!(createError instanceof ResourceInUseException)) throw createError;
-      }
-      await waitUntilTableExists({ client, maxWaitTime: 60, minDelay: 1 }, { TableName: name });
     }
-    if (created && spec.ttlAttribute) {
-      await client.send(
-        new UpdateTimeToLiveCommand({
-          TableName: name,
-          TimeToLiveSpecification: { AttributeName: spec.ttlAttribute, Enabled: true },
-        }),
-      );
-    }
+    if (Date.now() > deadline) throw new Error(`Table ${name} is not ACTIVE after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
