@@ -1,0 +1,140 @@
+import {
+  BatchWriteItemCommand,
+  type BatchWriteItemCommandOutput,
+  type DynamoDBClient,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import { SluiceError } from '@sluice/core';
+
+/** BatchWriteItem's limit of requests per call. */
+export const BATCH_WRITE_LIMIT = 25;
+
+/** Error names of DynamoDB throttling and transient failures that a later attempt can fix. */
+const TRANSIENT_ERROR_NAMES: ReadonlySet<string> = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'InternalServerError',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+
+/** Options of {@link batchWrite}. */
+export interface BatchWriteOptions {
+  /**
+   * Calls per chunk, the first included, before its remaining items count as not written.
+   * @default 8
+   */
+  maxAttempts?: number;
+  /**
+   * The first backoff; each retry doubles it, up to `maxDelayMs`, and sleeps a random part of it (full jitter).
+   * @default 50
+   */
+  baseDelayMs?: number;
+  /** @default 2000 */
+  maxDelayMs?: number;
+  /**
+   * Chunks in flight at once.
+   * @default 4
+   */
+  concurrency?: number;
+  /** For tests: how to wait. @default setTimeout */
+  sleep?: (ms: number) => Promise<void>;
+  /** For tests: the jitter source in [0, 1). @default Math.random */
+  random?: () => number;
+}
+
+/** Some items of a batched write were still unprocessed after every attempt. */
+export class UnwrittenItemsError extends SluiceError {
+  /** Items not written. */
+  readonly unwritten: number;
+  /** Items the write was asked for. */
+  readonly total: number;
+
+  constructor(tableName: string, unwritten: number, total: number, attempts: number) {
+    super(
+      `${unwritten} of ${total} items were not written to ${tableName} after ${attempts} attempts (throttled); ` +
+        'retry the write',
+    );
+    this.unwritten = unwritten;
+    this.total = total;
+  }
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function isTransient(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  if (typeof name === 'string' && TRANSIENT_ERROR_NAMES.has(name)) return true;
+  const status = $metadata?.httpStatusCode;
+  return typeof status === 'number' && status >= 500;
+}
+
+/**
+ * Writes requests with BatchWriteItem in chunks of 25, a few chunks at once. `UnprocessedItems` (and throttling
+ * errors) are retried with exponential backoff and full jitter, at most `maxAttempts` calls per chunk; then
+ * {@link UnwrittenItemsError} says how many items were not written. Other errors are rethrown at once.
+ * The requests must not contain two writes of the same key (DynamoDB refuses such a batch).
+ * @returns the number of items written
+ */
+export async function batchWrite(
+  client: DynamoDBClient,
+  tableName: string,
+  requests: readonly WriteRequest[],
+  options: BatchWriteOptions = {},
+): Promise<number> {
+  const maxAttempts = options.maxAttempts ?? 8;
+  const baseDelayMs = options.baseDelayMs ?? 50;
+  const maxDelayMs = options.maxDelayMs ?? 2_000;
+  const sleep = options.sleep ?? defaultSleep;
+  const random = options.random ?? Math.random;
+  const chunks: WriteRequest[][] = [];
+  for (let i = 0; i < requests.length; i += BATCH_WRITE_LIMIT) {
+    chunks.push(requests.slice(i, i + BATCH_WRITE_LIMIT));
+  }
+
+  let unwritten = 0;
+  let failure: { error: unknown } | undefined;
+  let next = 0;
+
+  const writeChunk = async (chunk: WriteRequest[]) => {
+    let pending = chunk;
+    for (let attempt = 1; ; attempt++) {
+      let output: BatchWriteItemCommandOutput | undefined;
+      try {
+        output = await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: pending } }));
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+      }
+      if (output) pending = output.UnprocessedItems?.[tableName] ?? [];
+      if (pending.length === 0) return;
+      if (attempt >= maxAttempts) {
+        unwritten += pending.length;
+        return;
+      }
+      const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
+      await sleep(Math.floor(random() * ceiling));
+    }
+  };
+
+  const worker = async () => {
+    while (failure === undefined && next < chunks.length) {
+      const chunk = chunks[next++]!;
+      try {
+        await writeChunk(chunk);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+
+  const workers = Math.max(1, Math.min(options.concurrency ?? 4, chunks.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  if (failure) throw failure.error;
+  if (unwritten > 0) throw new UnwrittenItemsError(tableName, unwritten, requests.length, maxAttempts);
+  return requests.length;
+}

@@ -1,0 +1,54 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+
+/**
+ * Builds the low-level DynamoDB client the event log uses. Low level on purpose: items are four flat
+ * attributes, and the reader takes the `line` string straight out of `{ S }` without unmarshalling.
+ * The endpoint comes from the SDK's own `AWS_ENDPOINT_URL_DYNAMODB` when set.
+ */
+export function createEventLogClient(
+  config: ConstructorParameters<typeof DynamoDBClient>[0] = {},
+): DynamoDBClient {
+  return new DynamoDBClient({
+    requestHandler: new NodeHttpHandler({ connectionTimeout: 2_000, requestTimeout: 30_000 }),
+    ...config,
+  });
+}
+
+let shared: DynamoDBClient | undefined;
+
+/** The one module-level client, created on first use; writers and readers use it unless one is injected. */
+export function defaultEventLogClient(): DynamoDBClient {
+  shared ??= createEventLogClient();
+  return shared;
+}
+
+/** Table names from the environment, read once at load. */
+const ENV_EVENTS_TABLE = process.env.SLUICE_EVENTS_TABLE;
+const ENV_SUBSCRIBERS_TABLE = process.env.SLUICE_SUBSCRIBERS_TABLE;
+const ENV_RETENTION_DAYS = process.env.SLUICE_EVENT_RETENTION_DAYS;
+
+/** Days an event stays in the log after it was recorded (TTL). Must exceed the 30-day `startFrom` limit. */
+export const DEFAULT_EVENT_RETENTION_DAYS = 35;
+
+/** Resolves a table name: the injected one, else the environment variable; throws when neither is set. */
+export function resolveTableName(injected: string | undefined, kind: 'events' | 'subscribers'): string {
+  const name = injected ?? (kind === 'events' ? ENV_EVENTS_TABLE : ENV_SUBSCRIBERS_TABLE);
+  if (name === undefined || name === '') {
+    const variable = kind === 'events' ? 'SLUICE_EVENTS_TABLE' : 'SLUICE_SUBSCRIBERS_TABLE';
+    throw new Error(`${variable} is not set: the ${kind} table name is required`);
+  }
+  return name;
+}
+
+/**
+ * Resolves the retention: the injected value, else `SLUICE_EVENT_RETENTION_DAYS`, else 35. Throws unless it is
+ * an integer above 30 (rows must outlive the 30 days a first export may reach back).
+ */
+export function resolveRetentionDays(injected: number | undefined): number {
+  const days = injected ?? (ENV_RETENTION_DAYS ? Number(ENV_RETENTION_DAYS) : DEFAULT_EVENT_RETENTION_DAYS);
+  if (!Number.isInteger(days) || days <= 30) {
+    throw new Error(`SLUICE_EVENT_RETENTION_DAYS must be an integer above 30, got ${String(days)}`);
+  }
+  return days;
+}

@@ -1,0 +1,6 @@
+export * from './batch.js';
+export * from './client.js';
+export * from './ingest.js';
+export * from './keys.js';
+export * from './reader.js';
+export * from './source.js';

@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { InvalidInputError, parseRow, serializeRow } from '@sluice/core';
+import { describe, expect, it, vi } from 'vitest';
+import { defaultEventLogClient } from './client.js';
+import { EventLogWriter } from './ingest.js';
+import { EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
+import { EventLogReader } from './reader.js';
+
+const NOW = Date.parse('2026-09-30T12:00:00.000Z');
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+function setup(now = NOW) {
+  const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+  const warn = vi.spyOn(logger, 'warn');
+  const writer = new EventLogWriter({ now: () => now, logger });
+  const reader = new EventLogReader();
+  const workspaceId = `ws_${randomUUID()}`;
+  return { writer, reader, workspaceId, warn };
+}
+
+function email(id: string, occurredMs: number, extra: Record<string, unknown> = {}) {
+  return {
+    dataset: 'email_events',
+    id,
+    event_type: 'delivered',
+    occurred_at: new Date(occurredMs).toISOString(),
+    subscriber_id: 'sub_1',
+    email: 'ada@example.com',
+    email_send_id: 'send_1',
+    message_type: 'campaign',
+    campaign_id: 'cmp_1',
+    ...extra,
+  };
+}
+
+async function readAll(
+  reader: EventLogReader,
+  workspaceId: string,
+  dataset: 'email_events' | 'sms_events' | 'custom_events',
+  fromMs: number,
+  toMs: number,
+) {
+  const lines: string[] = [];
+  for await (const page of reader.readWindow(workspaceId, dataset, fromMs, toMs)) lines.push(...page);
+  return lines;
+}
+
+describe('EventLogWriter.ingestEvents', () => {
+  it('writes valid events as their serialized line, recorded now, with the expected keys and TTL', async () => {
+    // Prepare
+    const { writer, reader, workspaceId } = setup();
+    const input = email('evt_a', NOW - 5_000);
+
+    // Act
+    const result = await writer.ingestEvents(workspaceId, [
+      input,
+      { dataset: 'sms_events', id: 'sms_a', event_type: 'delivered', occurred_at: NOW - 1_000, segments: 2 },
+      {
+        dataset: 'custom_events',
+        id: 'ce_a',
+        event_name: 'order.placed',
+        occurred_at: NOW,
+        properties: { total: 12.5 },
+      },
+    ]);
+
+    // Assess
+    expect(result).toEqual({
+      accepted: 3,
+      duplicates: 0,
+      dropped: { test: 0, history: 0, late: 0 },
+      invalid: [],
+    });
+    const { dataset: _dataset, ...fields } = input;
+    const expected = parseRow('email_events', { ...fields, recorded_at: NOW });
+    if (!expected.ok) throw new Error(expected.reason);
+    const lines = await readAll(reader, workspaceId, 'email_events', NOW - HOUR, NOW);
+    expect(lines).toEqual([serializeRow('email_events', expected.row)]);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      recorded_at: '2026-09-30T12:00:00.000Z',
+      schema_version: 1,
+    });
+
+    const item = await defaultEventLogClient().send(
+      new GetItemCommand({
+        TableName: process.env.SLUICE_EVENTS_TABLE,
+        Key: {
+          PK: { S: eventPk(workspaceId, 'email_events', hourStart(NOW), shardOf('evt_a', EVENT_SHARDS)) },
+          SK: { S: eventSk(NOW, 'evt_a') },
+        },
+      }),
+    );
+    expect(item.Item?.line?.S).toBe(lines[0]);
+    expect(item.Item?.expiresAt?.N).toBe(String(NOW / 1000 + 35 * 86_400));
+    expect(await readAll(reader, workspaceId, 'sms_events', NOW - HOUR, NOW)).toHaveLength(1);
+    expect(
+      JSON.parse((await readAll(reader, workspaceId, 'custom_events', NOW - HOUR, NOW))[0]!).properties,
+    ).toEqual({
+      total: 12.5,
+    });
+  });
+
+  it('drops test sends, history imports and events recorded more than 7 days late', async () => {
+    const { writer, reader, workspaceId } = setup();
+
+    const result = await writer.ingestEvents(workspaceId, [
+      email('evt_test', NOW, { test: true }),
+      email('evt_test_false', NOW, { test: false }),
+      email('evt_import_old', NOW - HOUR - 1, { import: true }),
+      email('evt_source_old', NOW - 2 * DAY, { source: 'import' }),
+      email('evt_import_recent', NOW - HOUR, { source: 'import' }),
+      email('evt_late', NOW - 7 * DAY - 1),
+      email('evt_seven_days', NOW - 7 * DAY),
+    ]);
+
+    expect(result.dropped).toEqual({ test: 1, history: 2, late: 1 });
+    expect(result.accepted).toBe(3);
+    expect(result.invalid).toEqual([]);
+    const ids = (await readAll(reader, workspaceId, 'email_events', NOW - 1, NOW)).map(
+      (line) => JSON.parse(line).id,
+    );
+    expect(ids.sort()).toEqual(['evt_import_recent', 'evt_seven_days', 'evt_test_false']);
+    // Envelope fields are not row fields.
+    for (const line of await readAll(reader, workspaceId, 'email_events', NOW - 1, NOW)) {
+      const keys = Object.keys(JSON.parse(line));
+      for (const envelope of ['test', 'source', 'import', 'dataset']) expect(keys).not.toContain(envelope);
+    }
+  });
+
+  it('refuses invalid events with their index and a reason, writes the rest, and logs no values', async () => {
+    const { writer, reader, workspaceId, warn } = setup();
+
+    const result = await writer.ingestEvents(workspaceId, [
+      email('evt_ok', NOW),
+      email('evt_bad_type', NOW, { event_type: 'viewed', email: 'secret.person@example.com' }),
+      { ...email('evt_no_dataset', NOW), dataset: 'page_views' },
+      'not an object',
+      email('evt_bad_time', NOW, { occurred_at: 'last tuesday' }),
+      email('evt_future', NOW + DAY + 1),
+      email('evt_bad_recorded', NOW, { recorded_at: 'soon' }),
+      email('has space', NOW),
+      email('evt_test_flag', NOW, { test: 'yes' }),
+    ]);
+
+    expect(result.accepted).toBe(1);
+    expect(result.invalid).toEqual([
+      { index: 1, reason: expect.stringMatching(/^event_type: /) },
+      { index: 2, reason: 'dataset: must be one of email_events, sms_events, custom_events' },
+      { index: 3, reason: '(event): must be an object' },
+      { index: 4, reason: expect.stringMatching(/^occurred_at: /) },
+      { index: 5, reason: 'occurred_at: more than 24 hours after the recorded time' },
+      { index: 6, reason: expect.stringMatching(/^recorded_at: /) },
+      { index: 7, reason: expect.stringMatching(/^id: /) },
+      { index: 8, reason: 'test: must be a boolean' },
+    ]);
+    expect(
+      (await readAll(reader, workspaceId, 'email_events', NOW - 1, NOW)).map((l) => JSON.parse(l).id),
+    ).toEqual(['evt_ok']);
+    expect(warn).toHaveBeenCalledTimes(1);
+    const logged = JSON.stringify(warn.mock.calls[0]);
+    expect(logged).toContain('evt_bad_type');
+    expect(logged).toContain('"invalidCount":8');
+    expect(logged).not.toContain('secret.person');
+    expect(logged).not.toContain('viewed');
+  });
+
+  it('uses an explicit recorded_at, and writes an exact duplicate once', async () => {
+    const { writer, reader, workspaceId } = setup();
+    const recorded = NOW - 3 * HOUR;
+
+    const result = await writer.ingestEvents(workspaceId, [
+      email('evt_x', recorded - 10, { recorded_at: new Date(recorded).toISOString() }),
+      email('evt_x', recorded - 10, { recorded_at: recorded }),
+      email('evt_y', recorded - 10, { recorded_at: recorded }),
+    ]);
+    // A retry of the same call with the same recorded time rewrites the same items.
+    await writer.ingestEvents(workspaceId, [email('evt_y', recorded - 10, { recorded_at: recorded })]);
+
+    expect(result).toMatchObject({ accepted: 2, duplicates: 1 });
+    const lines = await readAll(reader, workspaceId, 'email_events', recorded - 1, recorded);
+    expect(lines.map((l) => JSON.parse(l).id)).toEqual(['evt_x', 'evt_y']);
+    expect(JSON.parse(lines[0]!).recorded_at).toBe(new Date(recorded).toISOString());
+    expect(await readAll(reader, workspaceId, 'email_events', recorded, NOW)).toEqual([]);
+  });
+
+  it('refuses a workspace id that could break the keys', async () => {
+    const { writer } = setup();
+    await expect(writer.ingestEvents('a#b', [email('evt_1', NOW)])).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(writer.ingestEvents('', [])).rejects.toBeInstanceOf(InvalidInputError);
+  });
+
+  it('writes more than one batch of 25', async () => {
+    const { writer, reader, workspaceId } = setup();
+    const inputs = Array.from({ length: 130 }, (_, i) => email(`evt_${String(i).padStart(3, '0')}`, NOW - i));
+    const result = await writer.ingestEvents(workspaceId, inputs);
+    expect(result.accepted).toBe(130);
+    expect(await reader.countWindow(workspaceId, 'email_events', NOW - 1, NOW)).toBe(130);
+  });
+});
+
+describe('EventLogWriter subscribers', () => {
+  it('upserts, replaces, deletes and reads subscribers across shards', async () => {
+    // Prepare
+    const { writer, reader, workspaceId, warn } = setup();
+    const subscriber = (id: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      email: `${id}@example.com`,
+      status: 'active',
+      tags: ['vip'],
+      custom_attributes: { plan: 'pro' },
+      created_at: '2026-01-01T00:00:00Z',
+      updated_at: '2026-09-01T00:00:00Z',
+      ...extra,
+    });
+    const ids = Array.from({ length: 40 }, (_, i) => `sub_${i}`);
+
+    // Act
+    const upserted = await writer.upsertSubscribers(workspaceId, [
+      ...ids.map((id) => subscriber(id)),
+      subscriber('sub_bad', { status: undefined }),
+    ]);
+    await writer.upsertSubscribers(workspaceId, [subscriber('sub_1', { status: 'unsubscribed' })]);
+    const deleted = await writer.deleteSubscribers(workspaceId, [
+      'sub_2',
+      'sub_3',
+      'sub_never_existed',
+      'bad id',
+    ]);
+    const lines: string[] = [];
+    for await (const page of reader.readSubscribers(workspaceId)) lines.push(...page);
+
+    // Assess
+    expect(upserted).toEqual({
+      accepted: 40,
+      invalid: [{ index: 40, reason: expect.stringMatching(/^status: /) }],
+    });
+    expect(deleted).toEqual({ accepted: 3, invalid: [{ index: 3, reason: expect.stringMatching(/^id: /) }] });
+    const rows = lines.map((line) => JSON.parse(line));
+    expect(rows.map((row) => row.id).sort()).toEqual(
+      ids.filter((id) => id !== 'sub_2' && id !== 'sub_3').sort(),
+    );
+    expect(rows.find((row) => row.id === 'sub_1')).toMatchObject({
+      status: 'unsubscribed',
+      schema_version: 1,
+    });
+    expect(rows[0]).not.toHaveProperty('snapshot_date');
+    expect(warn).toHaveBeenCalled();
+  });
+
+  it('reads subscribers in pages', async () => {
+    const { writer, workspaceId } = setup();
+    await writer.upsertSubscribers(
+      workspaceId,
+      Array.from({ length: 30 }, (_, i) => ({
+        id: `s${i}`,
+        status: 'active',
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-01T00:00:00Z',
+      })),
+    );
+    const reader = new EventLogReader({ pageLimit: 4 });
+    const pages: string[][] = [];
+    for await (const page of reader.readSubscribers(workspaceId)) pages.push(page);
+    expect(pages.flat()).toHaveLength(30);
+    expect(Math.max(...pages.map((p) => p.length))).toBeLessThanOrEqual(4);
+    expect(new Set(pages.flat()).size).toBe(30);
+  });
+});

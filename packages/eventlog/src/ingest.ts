@@ -1,0 +1,356 @@
+/**
+ * Ingestion: the library producers call (and the ingest Lambda wraps) to write events and subscribers.
+ *
+ * Rules, applied to each event in order:
+ * 1. not an object, or `dataset` not one of `email_events`, `sms_events`, `custom_events`: refused (invalid);
+ * 2. `test: true` (a test send): dropped, counted in `dropped.test`;
+ * 3. the row does not match its schema (see `@sluice/core` rows): refused with the reason, never written;
+ * 4. a history import: dropped, counted in `dropped.history`. An event is an import when it carries
+ *    `import: true` or `source: "import"`; it is history when it occurred more than one hour before it is
+ *    recorded (the reference: "Import Events with timestamps older than an hour"). An import of something that
+ *    just happened is streamed like any event;
+ * 5. recorded more than 7 days after it occurred: dropped, counted in `dropped.late`;
+ * 6. occurred more than 24 hours after it is recorded (a producer's clock or unit is wrong): refused;
+ * 7. serialized row above 350,000 bytes (DynamoDB items hold 400 KB): refused.
+ *
+ * `dataset`, `test`, `import` and `source` are envelope fields, not row fields: they are not stored. Unknown
+ * fields are dropped.
+ *
+ * Recorded time is assigned here, once per call: now. An input may carry an explicit `recorded_at` instead, for
+ * migrations and tests. Caveat: exports advance a cursor of recorded time, so a row recorded at or before a
+ * destination's `exportedThrough` is never exported to it. Only use `recorded_at` for times no export has
+ * passed yet (in practice: before any destination's `startFrom`, or within the last two minutes).
+ *
+ * Writes are idempotent per (recorded time, id): an event written twice with the same explicit `recorded_at`
+ * is one item. A retry without it is a second row with a later recorded time, which consumers deduplicate on
+ * `id` (the product promises at least once).
+ */
+import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import {
+  EVENT_DATASETS,
+  type EventDataset,
+  ID_PATTERN,
+  parseRow,
+  serializeRow,
+  timestamp,
+} from '@sluice/core';
+import { type BatchWriteOptions, batchWrite } from './batch.js';
+import { defaultEventLogClient, resolveRetentionDays, resolveTableName } from './client.js';
+import {
+  assertWorkspaceId,
+  EVENT_SHARDS,
+  eventPk,
+  eventSk,
+  hourStart,
+  MAX_RECORDED_MS,
+  SUBSCRIBER_SHARDS,
+  shardOf,
+  subscriberPk,
+} from './keys.js';
+
+/** Imports that occurred more than this before they are recorded are history and not streamed. */
+export const HISTORY_IMPORT_AGE_MS = 60 * 60 * 1000;
+/** Events recorded more than this after they occurred are not part of the stream. */
+export const MAX_LATENESS_MS = 7 * 24 * 60 * 60 * 1000;
+/** Events may not occur more than this after they are recorded. */
+export const MAX_FUTURE_SKEW_MS = 24 * 60 * 60 * 1000;
+/** The largest serialized row accepted, in bytes. */
+export const MAX_LINE_BYTES = 350_000;
+
+/** One event as a producer sends it: the row's fields plus the envelope. */
+export interface EventInput {
+  dataset: EventDataset;
+  /** A test send: dropped. */
+  test?: boolean;
+  /** A history import (with `source: 'import'`): dropped when it occurred more than an hour ago. */
+  import?: boolean;
+  source?: string;
+  /** Explicit recorded time (ISO or epoch ms), for migrations and tests; see the module's caveat. */
+  recorded_at?: string | number;
+  [field: string]: unknown;
+}
+
+/** An input that was refused, by its position in the call. */
+export interface InvalidInput {
+  index: number;
+  reason: string;
+}
+
+/** What {@link EventLogWriter.ingestEvents} did with each input. */
+export interface IngestResult {
+  /** Events written (after removing exact duplicates of one call). */
+  accepted: number;
+  /** Inputs identical in (dataset, recorded time, id) to another input of the same call: written once. */
+  duplicates: number;
+  dropped: { test: number; history: number; late: number };
+  invalid: InvalidInput[];
+}
+
+/** What {@link EventLogWriter.upsertSubscribers} or {@link EventLogWriter.deleteSubscribers} did. */
+export interface SubscriberWriteResult {
+  /** Subscribers written or deleted. */
+  accepted: number;
+  invalid: InvalidInput[];
+}
+
+/** Options of {@link EventLogWriter}. */
+export interface EventLogWriterOptions {
+  /** @default the module-level client */
+  client?: DynamoDBClient;
+  /** @default env `SLUICE_EVENTS_TABLE` */
+  eventsTable?: string;
+  /** @default env `SLUICE_SUBSCRIBERS_TABLE` */
+  subscribersTable?: string;
+  /** The clock, epoch ms. @default Date.now */
+  now?: () => number;
+  /** Days an event is kept after it is recorded. @default env `SLUICE_EVENT_RETENTION_DAYS`, else 35 */
+  retentionDays?: number;
+  /** Retry and concurrency of the batched writes. */
+  batch?: BatchWriteOptions;
+  /** @default a Powertools Logger, service `sluice-eventlog` */
+  logger?: Logger;
+}
+
+const defaultLogger = new Logger({ serviceName: 'sluice-eventlog' });
+const EVENT_DATASET_SET: ReadonlySet<string> = new Set(EVENT_DATASETS);
+/** How many refused inputs a log line details. */
+const LOGGED_INVALID = 20;
+
+/** An id that is safe to log: a well-formed id that does not look like an email address. */
+function loggableId(value: unknown): string | undefined {
+  return typeof value === 'string' && ID_PATTERN.test(value) && !value.includes('@') ? value : undefined;
+}
+
+/**
+ * Writes events to the event log and subscribers to the subscribers table, batched (BatchWriteItem, 25 a call,
+ * unprocessed items retried with backoff). See the module documentation for the rules.
+ */
+export class EventLogWriter {
+  private readonly client: DynamoDBClient;
+  private readonly eventsTable: string | undefined;
+  private readonly subscribersTable: string | undefined;
+  private readonly now: () => number;
+  private readonly retentionDays: number;
+  private readonly batch: BatchWriteOptions;
+  private readonly logger: Logger;
+
+  constructor(options: EventLogWriterOptions = {}) {
+    this.client = options.client ?? defaultEventLogClient();
+    this.eventsTable = options.eventsTable;
+    this.subscribersTable = options.subscribersTable;
+    this.now = options.now ?? Date.now;
+    this.retentionDays = resolveRetentionDays(options.retentionDays);
+    this.batch = options.batch ?? {};
+    this.logger = options.logger ?? defaultLogger;
+  }
+
+  /**
+   * Validates, filters and writes events of one workspace. Throws `InvalidInputError` for a bad workspace id and
+   * `UnwrittenItemsError` when throttling outlasted the retries (some items may be written: retrying the call
+   * is safe, at least once).
+   */
+  async ingestEvents(workspaceId: string, inputs: readonly unknown[]): Promise<IngestResult> {
+    assertWorkspaceId(workspaceId);
+    const nowMs = this.now();
+    const result: IngestResult = {
+      accepted: 0,
+      duplicates: 0,
+      dropped: { test: 0, history: 0, late: 0 },
+      invalid: [],
+    };
+    const refused: { index: number; dataset?: string; id?: string; reason: string }[] = [];
+    const refuse = (index: number, reason: string, input?: Record<string, unknown>) => {
+      result.invalid.push({ index, reason });
+      const dataset =
+        typeof input?.dataset === 'string' && EVENT_DATASET_SET.has(input.dataset)
+          ? input.dataset
+          : undefined;
+      refused.push({
+        index,
+        reason,
+        ...(dataset ? { dataset } : {}),
+        ...(input ? { id: loggableId(input.id) } : {}),
+      });
+    };
+    const items = new Map<string, WriteRequest>();
+    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionDays * 86_400;
+
+    inputs.forEach((raw, index) => {
+      if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+        refuse(index, '(event): must be an object');
+        return;
+      }
+      const {
+        dataset,
+        test,
+        import: isImportFlag,
+        source,
+        recorded_at,
+        ...fields
+      } = raw as Record<string, unknown>;
+      const input = raw as Record<string, unknown>;
+      if (typeof dataset !== 'string' || !EVENT_DATASET_SET.has(dataset)) {
+        refuse(index, `dataset: must be one of ${EVENT_DATASETS.join(', ')}`, input);
+        return;
+      }
+      if (test !== undefined && typeof test !== 'boolean') {
+        refuse(index, 'test: must be a boolean', input);
+        return;
+      }
+      if (test === true) {
+        result.dropped.test++;
+        return;
+      }
+      let recordedMs = nowMs;
+      if (recorded_at !== undefined && recorded_at !== null) {
+        const parsed = timestamp.safeParse(recorded_at);
+        if (!parsed.success) {
+          refuse(index, 'recorded_at: must be an ISO 8601 time with a zone, or epoch milliseconds', input);
+          return;
+        }
+        recordedMs = Date.parse(parsed.data);
+      }
+      if (recordedMs > MAX_RECORDED_MS) {
+        refuse(index, 'recorded_at: too far in the future', input);
+        return;
+      }
+      const eventDataset = dataset as EventDataset;
+      const parsed = parseRow(eventDataset, { ...fields, recorded_at: recordedMs });
+      if (!parsed.ok) {
+        refuse(index, parsed.reason, input);
+        return;
+      }
+      const row = parsed.row;
+      const occurredMs = Date.parse(row.occurred_at);
+      const isImport = isImportFlag === true || source === 'import';
+      if (isImport && recordedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
+        result.dropped.history++;
+        return;
+      }
+      if (recordedMs - occurredMs > MAX_LATENESS_MS) {
+        result.dropped.late++;
+        return;
+      }
+      if (occurredMs - recordedMs > MAX_FUTURE_SKEW_MS) {
+        refuse(index, 'occurred_at: more than 24 hours after the recorded time', input);
+        return;
+      }
+      const line = serializeRow(eventDataset, row);
+      if (line.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(line) > MAX_LINE_BYTES) {
+        refuse(index, `(row): serialized row exceeds ${MAX_LINE_BYTES} bytes`, input);
+        return;
+      }
+      const pk = eventPk(workspaceId, eventDataset, hourStart(recordedMs), shardOf(row.id, EVENT_SHARDS));
+      const sk = eventSk(recordedMs, row.id);
+      const key = `${pk}\n${sk}`;
+      if (items.has(key)) result.duplicates++;
+      items.set(key, {
+        PutRequest: {
+          Item: {
+            PK: { S: pk },
+            SK: { S: sk },
+            line: { S: line },
+            expiresAt: { N: String(expiresAt(recordedMs)) },
+          },
+        },
+      });
+    });
+
+    this.logRefused('events', workspaceId, refused);
+    if (items.size > 0) {
+      result.accepted = await batchWrite(
+        this.client,
+        resolveTableName(this.eventsTable, 'events'),
+        [...items.values()],
+        this.batch,
+      );
+    }
+    this.logger.debug('Ingested events', { workspaceId, ...result, invalid: result.invalid.length });
+    return result;
+  }
+
+  /**
+   * Validates and writes subscribers (the current state, one item per subscriber id; the last of a call wins).
+   * Rows are the snapshot's fields without `snapshot_date`.
+   */
+  async upsertSubscribers(workspaceId: string, rows: readonly unknown[]): Promise<SubscriberWriteResult> {
+    assertWorkspaceId(workspaceId);
+    const updatedAt = new Date(this.now()).toISOString();
+    const invalid: InvalidInput[] = [];
+    const refused: { index: number; id?: string; reason: string }[] = [];
+    const items = new Map<string, WriteRequest>();
+    rows.forEach((raw, index) => {
+      const parsed = parseRow('subscribers', raw);
+      if (!parsed.ok) {
+        invalid.push({ index, reason: parsed.reason });
+        refused.push({ index, reason: parsed.reason, id: loggableId((raw as { id?: unknown } | null)?.id) });
+        return;
+      }
+      const line = serializeRow('subscribers', parsed.row);
+      if (Buffer.byteLength(line) > MAX_LINE_BYTES) {
+        const reason = `(row): serialized row exceeds ${MAX_LINE_BYTES} bytes`;
+        invalid.push({ index, reason });
+        refused.push({ index, reason, id: parsed.row.id });
+        return;
+      }
+      const pk = subscriberPk(workspaceId, shardOf(parsed.row.id, SUBSCRIBER_SHARDS));
+      items.set(parsed.row.id, {
+        PutRequest: {
+          Item: { PK: { S: pk }, SK: { S: parsed.row.id }, line: { S: line }, updatedAt: { S: updatedAt } },
+        },
+      });
+    });
+    this.logRefused('subscribers', workspaceId, refused);
+    const accepted =
+      items.size === 0
+        ? 0
+        : await batchWrite(
+            this.client,
+            resolveTableName(this.subscribersTable, 'subscribers'),
+            [...items.values()],
+            this.batch,
+          );
+    return { accepted, invalid };
+  }
+
+  /** Deletes subscribers by id; they are absent from the next snapshot. Deleting an unknown id is not an error. */
+  async deleteSubscribers(workspaceId: string, ids: readonly unknown[]): Promise<SubscriberWriteResult> {
+    assertWorkspaceId(workspaceId);
+    const invalid: InvalidInput[] = [];
+    const items = new Map<string, WriteRequest>();
+    ids.forEach((id, index) => {
+      if (typeof id !== 'string' || !ID_PATTERN.test(id)) {
+        invalid.push({ index, reason: 'id: must be 1 to 256 printable ASCII characters without spaces' });
+        return;
+      }
+      const pk = subscriberPk(workspaceId, shardOf(id, SUBSCRIBER_SHARDS));
+      items.set(id, { DeleteRequest: { Key: { PK: { S: pk }, SK: { S: id } } } });
+    });
+    this.logRefused(
+      'subscriber deletes',
+      workspaceId,
+      invalid.map((entry) => ({ ...entry })),
+    );
+    const accepted =
+      items.size === 0
+        ? 0
+        : await batchWrite(
+            this.client,
+            resolveTableName(this.subscribersTable, 'subscribers'),
+            [...items.values()],
+            this.batch,
+          );
+    return { accepted, invalid };
+  }
+
+  /** Logs refused inputs (positions, ids, reasons naming fields: no row values, so no PII beyond ids). */
+  private logRefused(kind: string, workspaceId: string, refused: readonly object[]): void {
+    if (refused.length === 0) return;
+    this.logger.warn(`Refused ${refused.length} invalid ${kind}`, {
+      workspaceId,
+      invalidCount: refused.length,
+      invalid: refused.slice(0, LOGGED_INVALID),
+    });
+  }
+}

@@ -1,0 +1,38 @@
+import type { EventDataset } from '@sluice/core';
+
+/**
+ * The port the export engine reads through. `EventLogReader` implements it over the DynamoDB tables; a
+ * platform team with another store (Kafka, a warehouse, their own database) implements the same three calls.
+ *
+ * Lines are serialized rows exactly as files hold them (`@sluice/core` `serializeRow`): JSON, no newline,
+ * `schema_version` included. The engine writes them byte for byte, so the same window read twice must yield
+ * the same lines in the same order.
+ */
+export interface EventSource {
+  /**
+   * The rows of one dataset recorded in `(fromMs, toMs]` (epoch ms; `fromMs` exclusive, `toMs` inclusive), as
+   * pages of lines in recorded-time order, ties broken by id. Streams: memory is bounded by a few pages, not
+   * by the window. An empty window yields nothing.
+   */
+  readWindow(
+    workspaceId: string,
+    dataset: EventDataset,
+    fromMs: number,
+    toMs: number,
+  ): AsyncIterable<string[]>;
+
+  /** True when at least one row of the dataset was recorded in `(afterMs, untilMs]`. Cheap: no rows are read. */
+  hasRowsAfter(
+    workspaceId: string,
+    dataset: EventDataset,
+    afterMs: number,
+    untilMs: number,
+  ): Promise<boolean>;
+
+  /**
+   * The current subscribers of a workspace, as pages of stored lines (the snapshot row without
+   * `snapshot_date`: add it with `@sluice/core` `withSnapshotDate`). Every subscriber exactly once; order is
+   * stable for an unchanged table.
+   */
+  readSubscribers(workspaceId: string): AsyncIterable<string[]>;
+}
