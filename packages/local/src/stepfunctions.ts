@@ -1,0 +1,488 @@
+import { randomUUID } from 'node:crypto';
+
+// aws-local-stepfunctions 3 calls Promise.withResolvers (Node 22+) inside every Task state. Without it on
+// Node 20 each Task throws a TypeError that a States.ALL Catch would swallow as an ordinary failure, so it
+// is installed here, before any state machine runs (the library only calls it at run time).
+if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== 'function') {
+  Object.defineProperty(Promise, 'withResolvers', {
+    configurable: true,
+    writable: true,
+    value: function withResolvers<T>() {
+      let resolve!: (value: T | PromiseLike<T>) => void;
+      let reject!: (reason?: unknown) => void;
+      const promise = new Promise<T>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      return { promise, resolve, reject };
+    },
+  });
+}
+
+import {
+  ExecutionError,
+  type RunOptions,
+  StateMachine,
+  type StateMachineDefinition,
+} from 'aws-local-stepfunctions';
+import { loadWorkflowDefinitions, type WorkflowDefinitions } from './template.js';
+
+/** A JSON value, as state machine payloads are. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** What a Lambda handler receives as its second argument here (the fields handlers use). */
+export interface LocalLambdaContext {
+  functionName: string;
+  functionVersion: string;
+  invokedFunctionArn: string;
+  memoryLimitInMB: string;
+  awsRequestId: string;
+  logGroupName: string;
+  logStreamName: string;
+  callbackWaitsForEmptyEventLoop: boolean;
+  getRemainingTimeInMillis(): number;
+  done(): void;
+  fail(): void;
+  succeed(): void;
+}
+
+/** A Lambda handler: `(event, context) => result`. */
+export type LambdaHandler = (event: unknown, context: LocalLambdaContext) => Promise<unknown>;
+
+/** The three Lambda functions the workflows call. */
+export interface WorkflowFunctions {
+  /** `functions/run-control/handler.ts`: ClaimAndPlan, Commit, RecordFailure. */
+  runControl: LambdaHandler;
+  /** `functions/writer/handler.ts`: WriteWindow. */
+  writer: LambdaHandler;
+  /** `functions/dispatch/handler.ts`: FindDueDestinations. */
+  dispatch: LambdaHandler;
+}
+
+/** The Task state whose resource names each function; other Tasks on the same resource use it too. */
+const ANCHOR_STATES: Record<keyof WorkflowFunctions, { workflow: keyof WorkflowDefinitions; state: string }> =
+  {
+    runControl: { workflow: 'exportRun', state: 'ClaimAndPlan' },
+    writer: { workflow: 'exportRun', state: 'WriteWindow' },
+    dispatch: { workflow: 'dispatch', state: 'FindDueDestinations' },
+  };
+const HANDLER_MODULES: Record<keyof WorkflowFunctions, string> = {
+  runControl: '../../../functions/run-control/handler.js',
+  writer: '../../../functions/writer/handler.js',
+  dispatch: '../../../functions/dispatch/handler.js',
+};
+/** Lambda timeouts the local context reports through `getRemainingTimeInMillis`. */
+const FUNCTION_TIMEOUT_MS: Record<keyof WorkflowFunctions, number> = {
+  runControl: 60_000,
+  writer: 300_000,
+  dispatch: 60_000,
+};
+/** Step Functions refuses a state's input or output above 256 KiB. */
+const PAYLOAD_LIMIT_BYTES = 256 * 1024;
+const START_EXECUTION_RESOURCE = 'arn:aws:states:::states:startExecution';
+
+/**
+ * Loads the real Lambda handlers (`functions/<name>/handler.ts`, export `handler`), so the local runtime runs
+ * the same code as Lambda. Imported lazily: their config modules read the environment at load.
+ */
+export async function loadWorkflowFunctions(): Promise<WorkflowFunctions> {
+  const entries = await Promise.all(
+    (Object.keys(HANDLER_MODULES) as (keyof WorkflowFunctions)[]).map(async (name) => {
+      const mod = (await import(new URL(HANDLER_MODULES[name], import.meta.url).href)) as {
+        handler?: unknown;
+      };
+      if (typeof mod.handler !== 'function')
+        throw new Error(`${HANDLER_MODULES[name]} exports no handler function`);
+      return [name, mod.handler as LambdaHandler] as const;
+    }),
+  );
+  return Object.fromEntries(entries) as unknown as WorkflowFunctions;
+}
+
+/** The error Step Functions reports: `Error` is the Lambda's errorType, `Cause` its JSON error. */
+export interface StatesError {
+  Error: string;
+  Cause: string;
+}
+
+/**
+ * Runs a Task state's local handler. `invoke` calls the real one; an interceptor may call it, change its
+ * input or output, or throw instead (tests: a writer that fails after its first window).
+ */
+export type TaskInterceptor = (
+  state: string,
+  input: Json,
+  invoke: (input: Json) => Promise<Json>,
+) => Promise<Json>;
+
+/** One ExportRun execution, as the local runner saw it end. */
+export interface ExportRunOutcome {
+  executionArn: string;
+  input: Json;
+  /** `skipped`: the lease was held or the destination paused/deleted before the run began. */
+  status: 'succeeded' | 'stopped' | 'skipped' | 'failed';
+  /** Why it was skipped (ClaimAndPlan's `reason`). */
+  reason?: string;
+  /** The Fail state's error, for failed runs: what RecordFailure recorded. */
+  error?: StatesError;
+  /** Commit's `runAgain`: the destination is still behind. */
+  runAgain: boolean;
+  /** Windows and snapshots planned. */
+  items: number;
+  rows: number;
+  files: number;
+  bytes: number;
+  /** The execution's final state (ids, windows and counts). */
+  output?: Json;
+}
+
+/** One Dispatch execution and every ExportRun it started. */
+export interface DispatchOutcome {
+  executionArn: string;
+  /** FindDueDestinations' `destinations`. */
+  started: number;
+  /** The ExportRuns it started, all finished. */
+  runs: ExportRunOutcome[];
+}
+
+/** Options of {@link LocalWorkflows.create}. */
+export interface LocalWorkflowsOptions {
+  /** @default the definitions of the synthesized CDK app ({@link loadWorkflowDefinitions}) */
+  definitions?: WorkflowDefinitions;
+  /** Replaces some or all functions. @default the real handlers ({@link loadWorkflowFunctions}) */
+  functions?: Partial<WorkflowFunctions>;
+  /** Wraps every Task handler call. */
+  intercept?: TaskInterceptor;
+  /**
+   * Milliseconds to wait before each retry, by state name (aws-local-stepfunctions `retryIntervalOverrides`).
+   * @default the definition's own backoff and jitter
+   */
+  retryIntervalOverrides?: Record<string, number | number[]>;
+  /** Progress and task errors, one line each. @default nothing is logged */
+  log?: (line: string) => void;
+}
+
+const ACCOUNT = '000000000000';
+const REGION = 'us-east-1';
+
+/**
+ * The ExportRun and Dispatch state machines of the synthesized template, run in-process by
+ * aws-local-stepfunctions with each Task state calling a local Lambda handler:
+ * ClaimAndPlan/Commit/RecordFailure → run-control, WriteWindow → writer, FindDueDestinations → dispatch (and
+ * every other Task on the same resource as these), StartExportRun → a local ExportRun execution.
+ *
+ * Handlers see what Lambda would give them: a JSON copy of the input, a context; their errors reach the
+ * definition's Retry and Catch as Step Functions reports a Lambda error (`Error` = the error's name,
+ * `Cause` = `{"errorType","errorMessage"}` as JSON). A Task state without a local handler refuses to run
+ * (the library would otherwise call AWS Lambda).
+ */
+export class LocalWorkflows {
+  private readonly exportRunMachine: StateMachine;
+  private readonly dispatchMachine: StateMachine;
+  private readonly exportRunHandlers: Record<string, (input: Json) => Promise<Json>>;
+  private readonly dispatchHandlers: Record<string, (input: Json) => Promise<Json>>;
+  private readonly pending = new Set<Promise<ExportRunOutcome>>();
+
+  private constructor(
+    private readonly definitions: WorkflowDefinitions,
+    private readonly functions: WorkflowFunctions,
+    private readonly options: LocalWorkflowsOptions,
+  ) {
+    this.exportRunMachine = new StateMachine(definitions.exportRun);
+    this.dispatchMachine = new StateMachine(definitions.dispatch);
+    this.exportRunHandlers = this.taskHandlers('exportRun');
+    this.dispatchHandlers = this.taskHandlers('dispatch');
+  }
+
+  /** Loads the definitions and the handlers (unless given) and checks every Task state has a handler. */
+  static async create(options: LocalWorkflowsOptions = {}): Promise<LocalWorkflows> {
+    const definitions = options.definitions ?? (await loadWorkflowDefinitions());
+    const given = options.functions ?? {};
+    const missing = (['runControl', 'writer', 'dispatch'] as const).filter(
+      (name) => given[name] === undefined,
+    );
+    const loaded = missing.length > 0 ? await loadWorkflowFunctions() : undefined;
+    const functions: WorkflowFunctions = {
+      runControl: given.runControl ?? loaded!.runControl,
+      writer: given.writer ?? loaded!.writer,
+      dispatch: given.dispatch ?? loaded!.dispatch,
+    };
+    return new LocalWorkflows(definitions, functions, options);
+  }
+
+  /** Runs one ExportRun execution to its end (it never throws for a failed run: see `status`). */
+  async runExportRun(input: {
+    workspaceId: string;
+    destinationId: string;
+    trigger: string;
+  }): Promise<ExportRunOutcome> {
+    return this.track(this.executeExportRun(input as unknown as Json));
+  }
+
+  /**
+   * Runs one Dispatch execution, then waits for every ExportRun it started (in AWS they run on their own;
+   * waiting keeps ticks from overlapping and tests deterministic).
+   */
+  async runDispatch(): Promise<DispatchOutcome> {
+    const executionArn = this.executionArn('Dispatch');
+    const runs: Promise<ExportRunOutcome>[] = [];
+    const startExportRun = async (parameters: Json): Promise<Json> => {
+      // The startExecution parameters: { StateMachineArn, Input } (Input an object or a JSON string).
+      const given = (parameters as { Input?: Json } | null)?.Input ?? null;
+      const input = typeof given === 'string' ? (JSON.parse(given) as Json) : given;
+      const run = this.track(this.executeExportRun(input));
+      runs.push(run);
+      return { ExecutionArn: this.executionArn('ExportRun'), StartDate: new Date().toISOString() };
+    };
+    const handlers = { ...this.dispatchHandlers };
+    for (const [state, resource] of taskStates(this.definitions.dispatch)) {
+      if (resource === START_EXECUTION_RESOURCE) handlers[state] = startExportRun;
+    }
+    let output: Json;
+    try {
+      output = await this.execute(this.dispatchMachine, {}, executionArn, handlers);
+    } finally {
+      // Runs already started keep going even when Dispatch failed after them; wait for them either way.
+      await Promise.allSettled(runs);
+    }
+    const outcomes = await Promise.all(runs);
+    const destinations = (output as { destinations?: unknown[] } | null)?.destinations;
+    return {
+      executionArn,
+      started: Array.isArray(destinations) ? destinations.length : runs.length,
+      runs: outcomes,
+    };
+  }
+
+  /** Resolves when every ExportRun started so far has ended. */
+  async idle(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending]);
+  }
+
+  private track(run: Promise<ExportRunOutcome>): Promise<ExportRunOutcome> {
+    this.pending.add(run);
+    void run.finally(() => this.pending.delete(run)).catch(() => undefined);
+    return run;
+  }
+
+  private async executeExportRun(input: Json): Promise<ExportRunOutcome> {
+    const executionArn = this.executionArn('ExportRun');
+    try {
+      const output = await this.execute(this.exportRunMachine, input, executionArn, this.exportRunHandlers);
+      return summarize(executionArn, input, output);
+    } catch (error) {
+      const statesError = toStatesError(error);
+      this.options.log?.(
+        `ExportRun ${describe(input)} failed: ${statesError.Error}: ${causeMessage(statesError)}`,
+      );
+      return {
+        executionArn,
+        input,
+        status: 'failed',
+        error: statesError,
+        runAgain: false,
+        items: 0,
+        rows: 0,
+        files: 0,
+        bytes: 0,
+      };
+    }
+  }
+
+  private async execute(
+    machine: StateMachine,
+    input: Json,
+    executionArn: string,
+    handlers: Record<string, (input: Json) => Promise<Json>>,
+  ): Promise<Json> {
+    const name = executionArn.split(':').at(-2) ?? randomUUID();
+    const options: RunOptions = {
+      overrides: {
+        taskResourceLocalHandlers: handlers,
+        ...(this.options.retryIntervalOverrides
+          ? { retryIntervalOverrides: this.options.retryIntervalOverrides }
+          : {}),
+      },
+      context: {
+        Execution: { Id: executionArn, Name: name },
+        StateMachine: {
+          Id: executionArn.split(':').slice(0, 7).join(':').replace(':express:', ':stateMachine:'),
+        },
+      },
+    };
+    const execution = machine.run(input, options);
+    return (await execution.result) as Json;
+  }
+
+  private executionArn(machine: 'ExportRun' | 'Dispatch'): string {
+    return `arn:aws:states:${REGION}:${ACCOUNT}:express:Sluice${machine}:${randomUUID()}:${randomUUID()}`;
+  }
+
+  /** One local handler per Task state of a workflow, chosen by resource. */
+  private taskHandlers(workflow: keyof WorkflowDefinitions): Record<string, (input: Json) => Promise<Json>> {
+    const definition = this.definitions[workflow];
+    const tasks = taskStates(definition);
+    const byResource = new Map<string, keyof WorkflowFunctions>();
+    for (const [fn, anchor] of Object.entries(ANCHOR_STATES) as [
+      keyof WorkflowFunctions,
+      { workflow: string; state: string },
+    ][]) {
+      if (anchor.workflow !== workflow) continue;
+      const resource = tasks.get(anchor.state);
+      if (resource === undefined)
+        throw new Error(`the ${workflow} definition has no Task state ${anchor.state}`);
+      byResource.set(resource, fn);
+    }
+    const handlers: Record<string, (input: Json) => Promise<Json>> = {};
+    for (const [state, resource] of tasks) {
+      if (resource === START_EXECUTION_RESOURCE) {
+        // Replaced per Dispatch execution (runDispatch); never reaches AWS.
+        handlers[state] = async () => {
+          throw new Error(`${state} runs only inside runDispatch`);
+        };
+        continue;
+      }
+      const fn = byResource.get(resource);
+      if (fn === undefined) {
+        throw new Error(
+          `no local handler for Task state ${state} (${resource}) of the ${workflow} definition`,
+        );
+      }
+      handlers[state] = (input) => this.invoke(state, fn, input);
+    }
+    return handlers;
+  }
+
+  private async invoke(state: string, fn: keyof WorkflowFunctions, input: Json): Promise<Json> {
+    const call = (payload: Json) => invokeLambda(fn, this.functions[fn], payload);
+    try {
+      return this.options.intercept ? await this.options.intercept(state, input, call) : await call(input);
+    } catch (error) {
+      const e = error as Error;
+      this.options.log?.(
+        `${state} ${describe(input)}: ${e.name}: ${causeMessage({ Error: e.name, Cause: e.message })}`,
+      );
+      throw error;
+    }
+  }
+}
+
+/** Calls a handler as Lambda would: JSON in, JSON out, errors as Step Functions reports them. */
+async function invokeLambda(
+  fn: keyof WorkflowFunctions,
+  handler: LambdaHandler,
+  payload: Json,
+): Promise<Json> {
+  const event = JSON.parse(checkSize(JSON.stringify(payload), 'input')) as Json;
+  const deadline = Date.now() + FUNCTION_TIMEOUT_MS[fn];
+  const requestId = randomUUID();
+  const context: LocalLambdaContext = {
+    functionName: `sluice-local-${fn}`,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:${REGION}:${ACCOUNT}:function:sluice-local-${fn}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: requestId,
+    logGroupName: `/aws/lambda/sluice-local-${fn}`,
+    logStreamName: `local/${requestId}`,
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+  let result: unknown;
+  try {
+    result = await handler(event, context);
+  } catch (error) {
+    throw lambdaError(error);
+  }
+  const text = result === undefined ? 'null' : JSON.stringify(result);
+  return JSON.parse(checkSize(text, 'output')) as Json;
+}
+
+function checkSize(text: string, what: string): string {
+  if (Buffer.byteLength(text) > PAYLOAD_LIMIT_BYTES) {
+    const error = new Error(`the state ${what} is over Step Functions' 256 KiB limit`);
+    error.name = 'States.DataLimitExceeded';
+    throw error;
+  }
+  return text;
+}
+
+/** The error Step Functions would see from a Lambda that threw `error`. */
+function lambdaError(error: unknown): Error {
+  const errorType = error instanceof Error ? error.name || 'Error' : 'Error';
+  const errorMessage = error instanceof Error ? error.message : String(error);
+  const wrapped = new Error(JSON.stringify({ errorType, errorMessage }));
+  wrapped.name = errorType;
+  return wrapped;
+}
+
+function toStatesError(error: unknown): StatesError {
+  const inner = error instanceof ExecutionError && error.cause instanceof Error ? error.cause : error;
+  if (inner instanceof Error) return { Error: inner.name, Cause: inner.message };
+  return { Error: 'Error', Cause: String(inner) };
+}
+
+/** The human part of a Cause: the Lambda's errorMessage when it is one. */
+function causeMessage(error: StatesError): string {
+  try {
+    const parsed = JSON.parse(error.Cause) as { errorMessage?: unknown };
+    if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
+  } catch {
+    // not JSON: a States.* error's plain message
+  }
+  return error.Cause;
+}
+
+function describe(input: Json): string {
+  const record = (input ?? {}) as Record<string, Json>;
+  const run = (record.run ?? record) as Record<string, Json>;
+  const item = record.item as Record<string, Json> | undefined;
+  const where = [run.workspaceId, run.destinationId].filter((v) => typeof v === 'string').join('/');
+  const what = item
+    ? ` ${String(item.dataset)} ${item.date ?? `${String(item.fromMs)}-${String(item.toMs)}`}`
+    : '';
+  return `${where}${what}`;
+}
+
+/** Task state name → resource, across the definition and its Map/Parallel processors. */
+export function taskStates(definition: StateMachineDefinition): Map<string, string> {
+  const found = new Map<string, string>();
+  const visit = (states: StateMachineDefinition['States']) => {
+    for (const [name, state] of Object.entries(states)) {
+      if (state.Type === 'Task') found.set(name, state.Resource);
+      if (state.Type === 'Map') {
+        const processor = state.ItemProcessor ?? state.Iterator;
+        if (processor) visit(processor.States);
+      }
+      if (state.Type === 'Parallel') for (const branch of state.Branches) visit(branch.States);
+    }
+  };
+  visit(definition.States);
+  return found;
+}
+
+function summarize(executionArn: string, input: Json, output: Json): ExportRunOutcome {
+  const state = (output ?? {}) as {
+    plan?: { outcome?: string; reason?: string; items?: unknown[] };
+    results?: { rows?: number; files?: number; bytes?: number }[];
+    commit?: { status?: string; runAgain?: boolean };
+  };
+  const results = Array.isArray(state.results) ? state.results : [];
+  const sum = (key: 'rows' | 'files' | 'bytes') =>
+    results.reduce((total, r) => total + (typeof r[key] === 'number' ? r[key] : 0), 0);
+  const planned = state.plan?.outcome === 'planned';
+  return {
+    executionArn,
+    input,
+    status: !planned ? 'skipped' : state.commit?.status === 'stopped' ? 'stopped' : 'succeeded',
+    ...(state.plan?.reason !== undefined ? { reason: state.plan.reason } : {}),
+    runAgain: state.commit?.runAgain === true,
+    items: Array.isArray(state.plan?.items) ? state.plan.items.length : 0,
+    rows: sum('rows'),
+    files: sum('files'),
+    bytes: sum('bytes'),
+    output,
+  };
+}
