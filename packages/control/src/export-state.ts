@@ -248,14 +248,12 @@ export class ExportStateStore {
           },
           ConditionExpression: 'attribute_not_exists(PK) OR expiresAtMs < :now',
           ExpressionAttributeValues: { ':now': input.nowMs },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return lease;
     } catch (error) {
       if (!isConditionFailed(error)) return mapDynamoError(error);
-      const old =
-        (error as { Item?: Item }).Item ?? (await this.getLeaseItem(input.workspaceId, input.destinationId));
+      const old = await this.getLeaseItem(input.workspaceId, input.destinationId);
       if (old !== undefined && old.runId === input.runId && typeof old.token === 'string') {
         return {
           ...lease,
