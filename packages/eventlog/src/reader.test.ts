@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { describe, expect, it } from 'vitest';
+import { defaultEventLogClient } from './client.js';
+import { EventLogWriter } from './ingest.js';
+import { EVENT_SHARDS, shardOf } from './keys.js';
+import { EventLogReader } from './reader.js';
+
+const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
+const HOUR = 3_600_000;
+const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+
+interface Written {
+  id: string;
+  recordedMs: number;
+}
+
+/** Writes custom events at explicit recorded times; returns them sorted as the reader must return them. */
+async function seed(workspaceId: string, events: Written[]): Promise<Written[]> {
+  const writer = new EventLogWriter({ now: () => MIDNIGHT + 10 * HOUR, logger });
+  const result = await writer.ingestEvents(
+    workspaceId,
+    events.map(({ id, recordedMs }) => ({
+      dataset: 'custom_events',
+      id,
+      event_name: 'e',
+      occurred_at: recordedMs - 1,
+      recorded_at: recordedMs,
+    })),
+  );
+  expect(result.invalid).toEqual([]);
+  return [...events].sort((a, b) => a.recordedMs - b.recordedMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+async function read(reader: EventLogReader, workspaceId: string, fromMs: number, toMs: number) {
+  const pages: string[][] = [];
+  for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, toMs)) pages.push(page);
+  const rows = pages.flat().map((line) => JSON.parse(line) as { id: string; recorded_at: string });
+  return { pages, ids: rows.map((row) => row.id), rows };
+}
+
+/** The real client, counting its calls. */
+function countingClient() {
+  const real = defaultEventLogClient();
+  const counter = { calls: 0 };
+  const client = {
+    send: (command: Parameters<DynamoDBClient['send']>[0]) => {
+      counter.calls++;
+      return real.send(command);
+    },
+  } as unknown as DynamoDBClient;
+  return { client, counter };
+}
+
+describe('EventLogReader.readWindow', () => {
+  it('merges shards in recorded-time order across hours and a UTC midnight, ties broken by id', async () => {
+    // Prepare: 200 events over 22:00..02:00 around a midnight, in 20 distinct milliseconds, so that many share
+    // a millisecond and every shard holds some.
+    const workspaceId = `ws_${randomUUID()}`;
+    const events: Written[] = Array.from({ length: 200 }, (_, i) => ({
+      id: `ev_${((i * 7919) % 1000).toString(36)}_${i}`,
+      recordedMs: MIDNIGHT - 2 * HOUR + (i % 20) * 12 * 60_000 + (i % 3),
+    }));
+    const expected = await seed(workspaceId, events);
+    expect(new Set(events.map((e) => shardOf(e.id, EVENT_SHARDS))).size).toBe(EVENT_SHARDS);
+
+    // Act: small Query pages and output pages, so every partition takes several pages.
+    const { pages, ids, rows } = await read(
+      new EventLogReader({ pageLimit: 3, batchSize: 17 }),
+      workspaceId,
+      MIDNIGHT - 3 * HOUR,
+      MIDNIGHT + 3 * HOUR,
+    );
+
+    // Assess
+    expect(ids).toEqual(expected.map((e) => e.id));
+    expect(rows.map((row) => Date.parse(row.recorded_at))).toEqual(expected.map((e) => e.recordedMs));
+    expect(pages.slice(0, -1).every((page) => page.length === 17)).toBe(true);
+  });
+
+  it('reads (fromMs, toMs]: fromMs exclusive, toMs inclusive, also at an hour boundary', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const t = MIDNIGHT + 5 * HOUR;
+    await seed(workspaceId, [
+      { id: 'before', recordedMs: t - 1 },
+      { id: 'at_from', recordedMs: t },
+      { id: 'inside', recordedMs: t + 1 },
+      { id: 'at_to', recordedMs: t + HOUR },
+      { id: 'after', recordedMs: t + HOUR + 1 },
+    ]);
+    const reader = new EventLogReader();
+
+    expect((await read(reader, workspaceId, t, t + HOUR)).ids).toEqual(['inside', 'at_to']);
+    expect((await read(reader, workspaceId, t - 1, t)).ids).toEqual(['at_from']);
+    expect((await read(reader, workspaceId, t + HOUR, t + HOUR)).ids).toEqual([]);
+    expect((await read(reader, workspaceId, t + 2, t + HOUR - 1)).ids).toEqual([]);
+    expect(await reader.countWindow(workspaceId, 'custom_events', t - 2, t + HOUR + 1)).toBe(5);
+  });
+
+  it('streams a partition larger than one 1 MB DynamoDB page', async () => {
+    // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
+    const workspaceId = `ws_${randomUUID()}`;
+    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger });
+    const padding = 'x'.repeat(2_000);
+    const inputs = Array.from({ length: 2_400 }, (_, i) => ({
+      dataset: 'custom_events',
+      id: `big_${String(i).padStart(4, '0')}`,
+      event_name: 'big',
+      occurred_at: MIDNIGHT - 10 * HOUR,
+      recorded_at: MIDNIGHT - 10 * HOUR + i,
+      properties: { padding },
+    }));
+    expect((await writer.ingestEvents(workspaceId, inputs)).accepted).toBe(2_400);
+    const { client, counter } = countingClient();
+
+    // Act
+    const { ids } = await read(new EventLogReader({ client }), workspaceId, MIDNIGHT - 11 * HOUR, MIDNIGHT);
+
+    // Assess: every row once, in order, and more than one Query page for some shard (more calls than the
+    // 11 hours x 4 shards of single pages).
+    expect(ids).toEqual(inputs.map((input) => input.id));
+    expect(counter.calls).toBeGreaterThan(11 * EVENT_SHARDS);
+  });
+
+  it('yields nothing for an empty or inverted window and keeps workspaces apart', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    await seed(workspaceId, [{ id: 'mine', recordedMs: MIDNIGHT + HOUR }]);
+    const reader = new EventLogReader();
+    expect((await read(reader, `ws_${randomUUID()}`, MIDNIGHT, MIDNIGHT + 2 * HOUR)).pages).toEqual([]);
+    expect((await read(reader, workspaceId, MIDNIGHT + 2 * HOUR, MIDNIGHT)).pages).toEqual([]);
+    const other = reader.readWindow(workspaceId, 'email_events', MIDNIGHT, MIDNIGHT + 2 * HOUR);
+    for await (const _page of other) throw new Error('email_events must be empty');
+  });
+});
+
+describe('EventLogReader.hasRowsAfter', () => {
+  it('answers for (afterMs, untilMs] and stops at the first hour with a row', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const t = MIDNIGHT + 30 * 60_000;
+    await seed(workspaceId, [{ id: 'only', recordedMs: t }]);
+    const { client, counter } = countingClient();
+    const reader = new EventLogReader({ client });
+
+    expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t - 1, t)).toBe(true);
+    expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t + HOUR)).toBe(false);
+    expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t - HOUR, t - 1)).toBe(false);
+    expect(await reader.hasRowsAfter(workspaceId, 'email_events', t - 1, t)).toBe(false);
+    expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t)).toBe(false);
+
+    // A 7-day span with the row in its first hour: one round of 6 hours x 4 shards, then stop.
+    counter.calls = 0;
+    expect(await reader.hasRowsAfter(workspaceId, 'custom_events', MIDNIGHT, MIDNIGHT + 7 * 24 * HOUR)).toBe(
+      true,
+    );
+    expect(counter.calls).toBe(6 * EVENT_SHARDS);
+  });
+});
