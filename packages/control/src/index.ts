@@ -4,3 +4,4 @@ export * from './api-keys.js';
 export * from './workspaces.js';
 export * from './runs.js';
 export * from './destinations.js';
+export * from './export-state.js';
