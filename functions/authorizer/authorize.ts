@@ -1,0 +1,84 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { AuthorizerContext } from '@sluice/api';
+import { type ApiKeyRecord, parseApiKey } from '@sluice/control';
+import { ServiceUnavailableError } from '@sluice/core';
+
+/** The authorizer's logger. It logs outcomes only, never a key or any part of one. */
+export const logger = new Logger({ serviceName: 'sluice-authorizer' });
+
+/** What the authorizer needs from the control table. */
+export interface ApiKeyFinder {
+  findApiKey(apiKey: string): Promise<ApiKeyRecord | undefined>;
+}
+
+/** The subset of an HTTP API (payload 2.0) REQUEST authorizer event that is read. */
+export interface AuthorizerRequest {
+  identitySource?: string[] | null;
+  headers?: Record<string, string | undefined>;
+}
+
+/** A simple response (`enableSimpleResponses`), always authorized: see {@link createAuthorizer}. */
+export interface AuthorizerResponse {
+  isAuthorized: true;
+  context: AuthorizerContext & Record<string, string>;
+}
+
+const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+function bearerToken(request: AuthorizerRequest): string | undefined {
+  const header =
+    request.identitySource?.[0] ??
+    Object.entries(request.headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+  if (header === undefined || header.trim() === '') return undefined;
+  return BEARER_RE.exec(header.trim())?.[1] ?? '';
+}
+
+/**
+ * Builds the HTTP API Lambda authorizer (payload 2.0, simple responses).
+ *
+ * Why it never answers `isAuthorized: false`: an HTTP API answers a denied request itself, with its own body
+ * (`{"message":"Forbidden"}` or `{"message":"Unauthorized"}`), which would break the API's error format
+ * (`{success:false, error, code, retryable}`) and its 401 status. So the authorizer only establishes who the
+ * caller is and always lets the request through:
+ * - a valid key: context `{workspaceId, role, scopes}` (scopes comma-separated: contexts hold only strings);
+ * - no key: `{authError: 'missing_api_key'}`; a malformed, mistyped or unknown key: `{authError: 'invalid_api_key'}`;
+ * - the key store unreachable: `{authError: 'unavailable'}`.
+ * The API handler turns any `authError`, or a missing context, into 401 (503 for `unavailable`) before doing
+ * anything else, so no route is reachable without a valid key.
+ *
+ * The key's format and checksum are checked before any database read (a typo costs no read), and the key is
+ * never logged.
+ */
+export function createAuthorizer(store: ApiKeyFinder, log: Logger = logger) {
+  return async (request: AuthorizerRequest): Promise<AuthorizerResponse> => {
+    const token = bearerToken(request);
+    if (token === undefined) return deny('missing_api_key', log);
+    const parsed = parseApiKey(token);
+    if (!parsed.ok) return deny('invalid_api_key', log, parsed.reason);
+    let record: ApiKeyRecord | undefined;
+    try {
+      record = await store.findApiKey(parsed.apiKey);
+    } catch (error) {
+      log.warn('API key lookup failed', {
+        reason: error instanceof ServiceUnavailableError ? 'unavailable' : 'error',
+        errorName: error instanceof Error ? error.name : undefined,
+      });
+      return { isAuthorized: true, context: { authError: 'unavailable' } };
+    }
+    if (record === undefined) return deny('invalid_api_key', log, 'unknown');
+    log.info('Authorized', { workspaceId: record.workspaceId, role: record.role });
+    return {
+      isAuthorized: true,
+      context: { workspaceId: record.workspaceId, role: record.role, scopes: record.scopes.join(',') },
+    };
+  };
+}
+
+function deny(
+  authError: 'missing_api_key' | 'invalid_api_key',
+  log: Logger,
+  reason?: string,
+): AuthorizerResponse {
+  log.info('Not authenticated', { authError, reason });
+  return { isAuthorized: true, context: { authError } };
+}

@@ -1,0 +1,324 @@
+/**
+ * The HTTP side of the Data Exports API: one router for `/v1` and `/api/v1`, body parsing, and the one error
+ * handler. It speaks the shape of an API Gateway HTTP API (payload 2.0) event without importing a Lambda type:
+ * {@link HttpRequest} and {@link HttpResponse} are the subsets it reads and writes.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { HttpError, ServiceUnavailableError } from '@sluice/core';
+import { SecretUnavailableError } from '@sluice/secrets';
+import { testConnection } from '@sluice/sinks';
+import { type Access, type AuthorizerContext, authorize, callerFromContext } from './auth.js';
+import type { ApiSealer, ApiStore, Caller, ConnectionTester } from './ports.js';
+import { createDataExport } from './use-cases/create-data-export.js';
+import { deleteDataExport } from './use-cases/delete-data-export.js';
+import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
+import { getDataExport } from './use-cases/get-data-export.js';
+import { listDataExportRuns } from './use-cases/list-data-export-runs.js';
+import { listDataExports } from './use-cases/list-data-exports.js';
+import { runDataExport } from './use-cases/run-data-export.js';
+import { testDataExport } from './use-cases/test-data-export.js';
+import { updateDataExport } from './use-cases/update-data-export.js';
+
+/** Largest JSON body the API reads; API Gateway itself allows 10 MB. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** The fields of an API Gateway v2 event the API reads. */
+export interface HttpRequest {
+  rawPath: string;
+  rawQueryString?: string;
+  /** Lower-cased names, as API Gateway v2 delivers them. */
+  headers?: Record<string, string | undefined>;
+  body?: string;
+  isBase64Encoded?: boolean;
+  requestContext: {
+    http: { method: string };
+    requestId?: string;
+    authorizer?: { lambda?: AuthorizerContext | null } | null;
+  };
+}
+
+/** An API Gateway v2 structured response. */
+export interface HttpResponse {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The API's Powertools logger (JSON lines). It never logs a request body, a header or a secret. */
+export const logger = new Logger({ serviceName: 'sluice-api' });
+
+type Handler = (context: {
+  deps: UseCaseDeps;
+  caller: Caller;
+  id: string;
+  request: HttpRequest;
+}) => Promise<{ status: number; body: unknown }>;
+
+interface Operation {
+  operationId: string;
+  access: Access;
+  run: Handler;
+}
+
+const ROUTES: Record<string, Partial<Record<string, Operation>>> = {
+  collection: {
+    GET: {
+      operationId: 'listDataExports',
+      access: 'read',
+      run: async ({ deps, caller }) => ok(await listDataExports(deps, caller)),
+    },
+    POST: {
+      operationId: 'createDataExport',
+      access: 'write',
+      run: async ({ deps, caller, request }) => ({
+        status: 201,
+        body: await createDataExport(deps, caller, readJsonBody(request)),
+      }),
+    },
+  },
+  item: {
+    GET: {
+      operationId: 'getDataExport',
+      access: 'read',
+      run: async ({ deps, caller, id }) => ok(await getDataExport(deps, caller, id)),
+    },
+    PATCH: {
+      operationId: 'updateDataExport',
+      access: 'write',
+      run: async ({ deps, caller, id, request }) =>
+        ok(await updateDataExport(deps, caller, id, readJsonBody(request))),
+    },
+    DELETE: {
+      operationId: 'deleteDataExport',
+      access: 'delete',
+      run: async ({ deps, caller, id }) => ok(await deleteDataExport(deps, caller, id)),
+    },
+  },
+  test: {
+    POST: {
+      operationId: 'testDataExport',
+      access: 'write',
+      run: async ({ deps, caller, id }) => ok(await testDataExport(deps, caller, id)),
+    },
+  },
+  run: {
+    POST: {
+      operationId: 'runDataExport',
+      access: 'write',
+      run: async ({ deps, caller, id }) => ok(await runDataExport(deps, caller, id)),
+    },
+  },
+  runs: {
+    GET: {
+      operationId: 'listDataExportRuns',
+      access: 'read',
+      run: async ({ deps, caller, id, request }) =>
+        ok(await listDataExportRuns(deps, caller, id, queryParam(request, 'limit'))),
+    },
+  },
+};
+
+function ok(body: unknown): { status: number; body: unknown } {
+  return { status: 200, body };
+}
+
+const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs))?)?\/?$/;
+
+/** Matches a raw path to a route name and the destination id, or undefined for an unknown path. */
+export function matchRoute(rawPath: string): { route: string; id: string } | undefined {
+  const match = PATH_RE.exec(rawPath);
+  if (!match) return undefined;
+  const [, rawId, action] = match;
+  if (rawId === undefined) return { route: 'collection', id: '' };
+  let id: string;
+  try {
+    id = decodeURIComponent(rawId);
+  } catch {
+    return undefined;
+  }
+  return { route: action ?? 'item', id };
+}
+
+function queryParam(request: HttpRequest, name: string): string | undefined {
+  const value = new URLSearchParams(request.rawQueryString ?? '').get(name);
+  return value ?? undefined;
+}
+
+function header(request: HttpRequest, name: string): string | undefined {
+  const headers = request.headers ?? {};
+  const found = Object.keys(headers).find((key) => key.toLowerCase() === name);
+  return found === undefined ? undefined : headers[found];
+}
+
+const JSON_TYPE_RE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i;
+
+/**
+ * Reads the JSON body of a create or update: `415` unless the content type is JSON, `413` over
+ * {@link MAX_BODY_BYTES}, `400 invalid_json` when empty or not JSON. Parser messages are never echoed, since
+ * they can quote the body (and so a secret).
+ */
+export function readJsonBody(request: HttpRequest): unknown {
+  const raw = request.body ?? '';
+  const text = request.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
+  const contentType = header(request, 'content-type');
+  if (text.trim() === '') {
+    throw new HttpError(
+      400,
+      'The request body is empty; send a JSON object with Content-Type: application/json.',
+      {
+        code: 'invalid_json',
+      },
+    );
+  }
+  if (contentType === undefined || !JSON_TYPE_RE.test(contentType.trim())) {
+    throw new HttpError(415, 'Send the body as JSON with the header Content-Type: application/json.', {
+      code: 'unsupported_media_type',
+    });
+  }
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_BODY_BYTES) {
+    throw new HttpError(413, `The request body is ${bytes} bytes; the limit is ${MAX_BODY_BYTES} bytes.`, {
+      code: 'payload_too_large',
+    });
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'The request body is not valid JSON.', { code: 'invalid_json' });
+  }
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
+
+function json(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResponse {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
+
+/**
+ * The one error handler. An `HttpError` becomes its status and `{success:false, error, code, retryable,
+ * issues?}` with its headers (`Retry-After` on 503). Anything else is a 500 with a generic message, logged
+ * with its stack but never with the request body or a secret.
+ */
+export function errorResponse(error: unknown, log: Logger = logger): HttpResponse {
+  if (error instanceof SecretUnavailableError && error.retryable) {
+    return errorResponse(
+      new HttpError(503, 'The service could not reach its key service for a moment. Retry the request.', {
+        code: 'SERVICE_UNAVAILABLE',
+        retryable: true,
+        headers: { 'Retry-After': '1' },
+        cause: error,
+      }),
+      log,
+    );
+  }
+  if (error instanceof HttpError) {
+    const shown = error.expose || error instanceof ServiceUnavailableError ? error.message : 'Internal error';
+    if (error.statusCode >= 500) {
+      log.warn('Request failed', {
+        statusCode: error.statusCode,
+        code: error.code,
+        cause: causeName(error.cause),
+      });
+    }
+    return json(
+      error.statusCode,
+      {
+        success: false,
+        error: shown,
+        code: error.code ?? (error.statusCode >= 500 ? 'internal_error' : 'error'),
+        retryable: error.retryable,
+        ...(error.issues && error.issues.length > 0 ? { issues: error.issues } : {}),
+      },
+      error.headers,
+    );
+  }
+  log.error('Unhandled error', error instanceof Error ? { error } : { error: String(error) });
+  return json(500, { success: false, error: 'Internal error', code: 'internal_error', retryable: true });
+}
+
+function causeName(cause: unknown): string | undefined {
+  return cause instanceof Error ? cause.name : undefined;
+}
+
+/** What {@link createApiHandler} needs. */
+export interface ApiHandlerOptions {
+  store: ApiStore;
+  sealer: ApiSealer;
+  /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks` */
+  testConnection?: ConnectionTester;
+  /** @default () => new Date() */
+  now?: () => Date;
+  /** @default `exp_` + 24 random hex digits */
+  newId?: () => string;
+  /** @default the module-level {@link logger} */
+  logger?: Logger;
+}
+
+/**
+ * Builds the API's request handler:
+ * 1. the authorizer's verdict: no caller is a 401 (a store outage while checking the key a 503);
+ * 2. the route: unknown path 404, wrong method 405 with `Allow`;
+ * 3. role and scopes: 403;
+ * 4. the use case, whose errors go through {@link errorResponse}.
+ * Every response is JSON; one access-log line per request (method, route, status, workspace, duration).
+ */
+export function createApiHandler(
+  options: ApiHandlerOptions,
+): (request: HttpRequest) => Promise<HttpResponse> {
+  const deps: UseCaseDeps = {
+    store: options.store,
+    sealer: options.sealer,
+    testConnection: options.testConnection ?? testConnection,
+    now: options.now ?? (() => new Date()),
+    newId: options.newId ?? newDestinationId,
+  };
+  const log = options.logger ?? logger;
+
+  return async (request) => {
+    const started = Date.now();
+    const method = request.requestContext.http.method.toUpperCase();
+    let operationId: string | undefined;
+    let workspaceId: string | undefined;
+    let response: HttpResponse;
+    try {
+      const context = request.requestContext.authorizer?.lambda;
+      if (context?.authError === 'unavailable') throw new ServiceUnavailableError();
+      const caller = callerFromContext(context);
+      workspaceId = caller.workspaceId;
+      const match = matchRoute(request.rawPath);
+      if (match === undefined) {
+        throw new HttpError(
+          404,
+          `No route ${method} ${request.rawPath}. The API lives under /api/v1/data-exports.`,
+          {
+            code: 'route_not_found',
+          },
+        );
+      }
+      const methods = ROUTES[match.route] ?? {};
+      const operation = methods[method];
+      if (operation === undefined) {
+        const allow = Object.keys(methods).join(', ');
+        throw new HttpError(405, `Method ${method} is not allowed here; use ${allow}.`, {
+          code: 'method_not_allowed',
+          headers: { Allow: allow },
+        });
+      }
+      operationId = operation.operationId;
+      authorize(caller, operation.access);
+      const result = await operation.run({ deps, caller, id: match.id, request });
+      response = json(result.status, result.body);
+    } catch (error) {
+      response = errorResponse(error, log);
+    }
+    log.info('Request', {
+      method,
+      operationId,
+      statusCode: response.statusCode,
+      workspaceId,
+      requestId: request.requestContext.requestId,
+      durationMs: Date.now() - started,
+    });
+    return response;
+  };
+}

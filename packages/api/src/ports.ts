@@ -1,0 +1,98 @@
+import type { BucketLocation, Destination, SealedSecret } from '@sluice/core';
+
+/** The caller, as the authorizer established it. Every use case is keyed by `workspaceId`. */
+export interface Caller {
+  workspaceId: string;
+  role: string;
+  scopes: readonly string[];
+}
+
+/** Fields of a destination that an update may change (the store bumps `configVersion` when asked). */
+export type DestinationChanges = Partial<
+  Pick<
+    Destination,
+    | 'name'
+    | 'bucket'
+    | 'region'
+    | 'endpoint'
+    | 'pathPrefix'
+    | 'accessKeyId'
+    | 'secret'
+    | 'datasets'
+    | 'frequency'
+    | 'isEnabled'
+    | 'nextRunAt'
+    | 'datasetStartedAt'
+    | 'updatedAt'
+  >
+>;
+
+/** A run as the API returns it (`DataExportRun` of the OpenAPI). */
+export interface DataExportRunView {
+  id: string;
+  destinationId: string;
+  status: 'running' | 'succeeded' | 'failed';
+  isManual: boolean;
+  rowCount: number;
+  fileCount: number;
+  byteCount: number;
+  stats: Record<string, Record<string, unknown>>;
+  error: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+}
+
+/**
+ * What the API needs from the control table. `@sluice/control`'s `ControlStore` implements it; the port
+ * keeps the use cases testable and says exactly which operations the API performs.
+ */
+export interface ApiStore {
+  createDestination(destination: Destination): Promise<unknown>;
+  getDestination(workspaceId: string, id: string): Promise<Destination | undefined>;
+  listDestinations(workspaceId: string): Promise<Destination[]>;
+  updateDestination(
+    workspaceId: string,
+    id: string,
+    changes: DestinationChanges,
+    options: { bumpConfigVersion?: boolean; now?: Date },
+  ): Promise<Destination | undefined>;
+  deleteDestination(workspaceId: string, id: string): Promise<boolean>;
+  queueRun(
+    workspaceId: string,
+    id: string,
+    now: Date,
+  ): Promise<{ queued: boolean; destination: Destination } | undefined>;
+  listRuns(
+    workspaceId: string,
+    id: string,
+    options: { limit: number; now: Date },
+  ): Promise<readonly DataExportRunView[]>;
+}
+
+/** Encryption context binding a sealed secret to its destination. */
+export interface SecretContext {
+  workspaceId: string;
+  destinationId: string;
+}
+
+/** What the API needs from `@sluice/secrets`' `SecretSealer`. */
+export interface ApiSealer {
+  seal(secret: string, context: SecretContext): Promise<SealedSecret>;
+  open(sealed: SealedSecret, context: SecretContext): Promise<string>;
+}
+
+/** Credentials of a bucket, in clear: only ever held in memory for the duration of a request. */
+export interface BucketCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/**
+ * Writes `<prefix>/_sluice/connection-test.json` and throws `ConnectionFailedError` (a person can act on its
+ * message) when the write fails. `@sluice/sinks`' `testConnection` is the implementation.
+ */
+export type ConnectionTester = (
+  location: BucketLocation,
+  credentials: BucketCredentials,
+  options: { now: () => Date },
+) => Promise<unknown>;

@@ -1,0 +1,62 @@
+import type { Destination } from '@sluice/core';
+import type { Caller } from '../ports.js';
+import { parseCreateRequest } from '../validation.js';
+import { type DataExportView, toDataExportView } from '../view.js';
+import type { UseCaseDeps } from './deps.js';
+
+/**
+ * Creates a data export and queues its first run.
+ * 1. Validate the body (422 for the wrong shape, 400 `invalid_input` for invalid values) and apply defaults.
+ * 2. Pick a new id `exp_…`.
+ * 3. Test the connection first: write `<prefix>/_sluice/connection-test.json` (endpoint resolved and checked
+ *    public). On failure, `400 connection_failed` and nothing is saved.
+ * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}`.
+ * 5. Save the destination: enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
+ *    starting at `startFrom`, `configVersion` 1.
+ * 6. Return the `DataExport` view (201).
+ */
+export async function createDataExport(
+  deps: UseCaseDeps,
+  caller: Caller,
+  body: unknown,
+): Promise<{ success: true; dataExport: DataExportView }> {
+  const now = deps.now();
+  const request = parseCreateRequest(body, now);
+  const id = deps.newId();
+  const credentials = { accessKeyId: request.accessKeyId, secretAccessKey: request.secretAccessKey };
+  await deps.testConnection(request.location, credentials, { now: () => now });
+  const secret = await deps.sealer.seal(request.secretAccessKey, {
+    workspaceId: caller.workspaceId,
+    destinationId: id,
+  });
+  const nowIso = now.toISOString();
+  const destination: Destination = {
+    workspaceId: caller.workspaceId,
+    id,
+    name: request.name,
+    ...request.location,
+    accessKeyId: request.accessKeyId,
+    secret,
+    datasets: request.datasets,
+    frequency: request.frequency,
+    format: 'jsonl.gz',
+    isEnabled: true,
+    status: 'queued',
+    configVersion: 1,
+    startFrom: request.startFrom,
+    exportedThrough: Object.fromEntries(request.datasets.map((dataset) => [dataset, null])),
+    datasetStartedAt: Object.fromEntries(request.datasets.map((dataset) => [dataset, request.startFrom])),
+    nextRunAt: nowIso,
+    lastRunAt: null,
+    lastSuccessAt: null,
+    lastError: null,
+    lastErrorAt: null,
+    consecutiveFailures: 0,
+    totalRowsExported: 0,
+    manualRunQueued: true,
+    createdAt: nowIso,
+    updatedAt: nowIso,
+  };
+  await deps.store.createDestination(destination);
+  return { success: true, dataExport: toDataExportView(destination) };
+}

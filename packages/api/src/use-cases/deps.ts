@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import { type Destination, NotFoundError } from '@sluice/core';
+import type { ApiSealer, ApiStore, ConnectionTester } from '../ports.js';
+
+/** What every use case runs with. Built once per handler by `createApiHandler`. */
+export interface UseCaseDeps {
+  store: ApiStore;
+  sealer: ApiSealer;
+  testConnection: ConnectionTester;
+  /** The clock; injected so tests can pin it. */
+  now: () => Date;
+  /** New destination ids, `exp_` and 24 hex digits by default. */
+  newId: () => string;
+}
+
+/** A new destination id: `exp_` followed by 96 random bits in hex. */
+export function newDestinationId(): string {
+  return `exp_${randomBytes(12).toString('hex')}`;
+}
+
+/** Ids the API ever hands out; anything else cannot exist, so it is a 404 without a database read. */
+const DESTINATION_ID_RE = /^exp_[A-Za-z0-9_-]{1,64}$/;
+
+/** Reads the caller's destination, or throws `NotFoundError` (also for another workspace's id). */
+export async function loadDestination(
+  deps: UseCaseDeps,
+  workspaceId: string,
+  id: string,
+): Promise<Destination> {
+  if (!DESTINATION_ID_RE.test(id)) throw new NotFoundError();
+  const destination = await deps.store.getDestination(workspaceId, id);
+  if (destination === undefined) throw new NotFoundError();
+  return destination;
+}
+
+/** Checks an id's shape before any read; see {@link loadDestination}. */
+export function assertDestinationId(id: string): void {
+  if (!DESTINATION_ID_RE.test(id)) throw new NotFoundError();
+}

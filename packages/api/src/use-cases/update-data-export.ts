@@ -1,0 +1,84 @@
+import { type BucketLocation, NotFoundError } from '@sluice/core';
+import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
+import { parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
+import { type DataExportView, toDataExportView } from '../view.js';
+import { assertDestinationId, loadDestination, type UseCaseDeps } from './deps.js';
+
+const LOCATION_FIELDS = [
+  'bucket',
+  'region',
+  'endpoint',
+  'pathPrefix',
+] as const satisfies readonly (keyof BucketLocation)[];
+
+/**
+ * Updates a data export: rename, datasets, frequency, pause or resume, move, rotate credentials.
+ * 1. Validate the body field by field (422 wrong shape, 400 invalid values, credentials only together).
+ * 2. Read the destination (404 when absent).
+ * 3. Merge the location fields with the stored ones and check the result as a whole.
+ * 4. When the location or the credentials change: test the connection with the merged configuration (the
+ *    stored secret opened when only the location changes); on failure `400 connection_failed`, nothing changed.
+ * 5. Re-seal the secret when credentials change.
+ * 6. Datasets added start now (`datasetStartedAt`); `isEnabled: false` pauses (off the due index),
+ *    `true` resumes (due now when it had no next run).
+ * 7. Write everything in one conditional update, bumping `configVersion` on a location or credential change,
+ *    so a running export stops before its next file; return the view.
+ */
+export async function updateDataExport(
+  deps: UseCaseDeps,
+  caller: Caller,
+  id: string,
+  body: unknown,
+): Promise<{ success: true; dataExport: DataExportView }> {
+  assertDestinationId(id);
+  const update = parseUpdateRequest(body);
+  const stored = await loadDestination(deps, caller.workspaceId, id);
+  const now = deps.now();
+  const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
+
+  const location = resolveUpdatedLocation(stored, update);
+  const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
+  const changes: DestinationChanges = {};
+
+  if (locationChanged || update.credentials !== undefined) {
+    const credentials: BucketCredentials = update.credentials ?? {
+      accessKeyId: stored.accessKeyId,
+      secretAccessKey: await deps.sealer.open(stored.secret, context),
+    };
+    await deps.testConnection(location, credentials, { now: () => now });
+    if (update.credentials !== undefined) {
+      changes.accessKeyId = update.credentials.accessKeyId;
+      changes.secret = await deps.sealer.seal(update.credentials.secretAccessKey, context);
+    }
+    if (locationChanged) {
+      for (const field of LOCATION_FIELDS) {
+        if (location[field] !== stored[field]) Object.assign(changes, { [field]: location[field] });
+      }
+    }
+  }
+
+  if (update.name !== undefined && update.name !== stored.name) changes.name = update.name;
+  if (update.frequency !== undefined && update.frequency !== stored.frequency)
+    changes.frequency = update.frequency;
+  if (update.datasets !== undefined) {
+    changes.datasets = update.datasets;
+    const added = update.datasets.filter((dataset) => !stored.datasets.includes(dataset));
+    if (added.length > 0) {
+      const startedAt = { ...stored.datasetStartedAt };
+      for (const dataset of added) startedAt[dataset] = now.toISOString();
+      changes.datasetStartedAt = startedAt;
+    }
+  }
+  if (update.isEnabled !== undefined && update.isEnabled !== stored.isEnabled) {
+    changes.isEnabled = update.isEnabled;
+    if (update.isEnabled && stored.nextRunAt === null) changes.nextRunAt = now.toISOString();
+  }
+
+  const bumpConfigVersion = locationChanged || update.credentials !== undefined;
+  const updated = await deps.store.updateDestination(caller.workspaceId, id, changes, {
+    bumpConfigVersion,
+    now,
+  });
+  if (updated === undefined) throw new NotFoundError();
+  return { success: true, dataExport: toDataExportView(updated) };
+}

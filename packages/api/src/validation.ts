@@ -1,0 +1,479 @@
+/**
+ * Request validation for the Data Exports API, in two stages with one rule between them:
+ *
+ * 1. The body is checked against the OpenAPI request schema (JSON types, required fields, enums,
+ *    `maxLength`, `minItems`, `format: date-time`). A body that does not match it is `422
+ *    unprocessable_entity`: the client sent the wrong shape (not an object, a number for a string, an unknown
+ *    dataset, frequency or provider, a missing required field, a 256-character name, no dataset at all).
+ * 2. A body that matches the schema but carries an invalid value is `400 invalid_input`: empty name, a URL as
+ *    bucket, a missing region, an unsafe endpoint, a bad path prefix, a duplicate dataset, a `startFrom` out of
+ *    range, credentials sent alone on PATCH, and unknown properties. Unknown properties are refused rather than
+ *    ignored, so that a misspelt field (`isEnabeld: false`) never looks like a successful change.
+ *
+ * So a 422 body always fails the OpenAPI request schema and a 400 `invalid_input` body always passes it; the
+ * contract suite checks both. Issues carry dotted paths (`datasets[1]`), at most ten, and the error message
+ * summarises the first three. No message ever contains the value of `secretAccessKey`.
+ */
+import {
+  type BucketLocation,
+  DATASETS,
+  DEFAULT_DATASETS,
+  DEFAULT_FREQUENCY,
+  type Dataset,
+  FREQUENCIES,
+  type Frequency,
+  HttpError,
+  type InputIssue,
+  InvalidInputError,
+  PROVIDERS,
+  type Provider,
+  UnprocessableError,
+} from '@sluice/core';
+import { parseEndpoint } from '@sluice/sinks';
+import { type ZodType, z } from 'zod';
+
+/** At most this many issues are reported. */
+export const MAX_ISSUES = 10;
+/** How far back `startFrom` may reach. */
+export const START_FROM_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+/** Clock skew tolerated on both ends of the `startFrom` range. */
+export const CLOCK_SKEW_MS = 60 * 1000;
+/** Longest path prefix accepted, after trimming slashes. */
+export const MAX_PATH_PREFIX_LENGTH = 512;
+/** Default and bounds of the `limit` query parameter of the runs list. */
+export const RUNS_LIMIT = { default: 20, min: 1, max: 100 } as const;
+
+const MAX_ACCESS_KEY_ID_LENGTH = 256;
+const MAX_SECRET_LENGTH = 1024;
+
+const nullableString = z.string().nullable().optional();
+
+/** Stage 1 of create: the OpenAPI `createDataExport` request schema. */
+export const createRequestSchema = z.looseObject({
+  name: z.string().max(255),
+  provider: z.enum(PROVIDERS),
+  bucket: z.string(),
+  region: nullableString,
+  endpoint: nullableString,
+  pathPrefix: nullableString,
+  accessKeyId: z.string(),
+  secretAccessKey: z.string(),
+  datasets: z.array(z.enum(DATASETS)).min(1).optional(),
+  frequency: z.enum(FREQUENCIES).optional(),
+  startFrom: z.iso.datetime({ offset: true }).nullable().optional(),
+});
+
+/** Stage 1 of PATCH: the OpenAPI `updateDataExport` request schema. */
+export const updateRequestSchema = z.looseObject({
+  name: z.string().max(255).optional(),
+  bucket: z.string().optional(),
+  region: nullableString,
+  endpoint: nullableString,
+  pathPrefix: nullableString,
+  accessKeyId: z.string().optional(),
+  secretAccessKey: z.string().optional(),
+  datasets: z.array(z.enum(DATASETS)).min(1).optional(),
+  frequency: z.enum(FREQUENCIES).optional(),
+  isEnabled: z.boolean().optional(),
+});
+
+const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
+const UPDATE_FIELDS = Object.keys(updateRequestSchema.shape);
+
+/** A validated create request: every default applied, every value normalised. */
+export interface CreateRequest {
+  name: string;
+  location: BucketLocation;
+  accessKeyId: string;
+  secretAccessKey: string;
+  datasets: Dataset[];
+  frequency: Frequency;
+  startFrom: string;
+}
+
+/**
+ * A validated PATCH request. Location fields keep the caller's intent: `undefined` leaves the stored value,
+ * `null` (or `''` for region and endpoint) asks for the default. Merge with {@link resolveUpdatedLocation}.
+ */
+export interface UpdateRequest {
+  name?: string;
+  bucket?: string;
+  region?: string | null;
+  endpoint?: string | null;
+  pathPrefix?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+  datasets?: Dataset[];
+  frequency?: Frequency;
+  isEnabled?: boolean;
+}
+
+/** Formats a path as the API reports it: `datasets[1]`, `audience.subscriberIds[0]`, `''` for the body. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+/** The `error` text for a list of issues: the only message, or the first three with their paths. */
+export function summarizeIssues(issues: readonly InputIssue[], fallback: string): string {
+  if (issues.length === 0) return fallback;
+  if (issues.length === 1) return issues[0]!.message;
+  const head = issues
+    .slice(0, 3)
+    .map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message))
+    .join('; ');
+  const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : '';
+  return `${head}${more}`;
+}
+
+function invalidInput(issues: InputIssue[]): InvalidInputError {
+  const kept = issues.slice(0, MAX_ISSUES);
+  return new InvalidInputError(summarizeIssues(kept, 'Invalid request'), kept);
+}
+
+function unprocessable(issues: InputIssue[]): UnprocessableError {
+  const kept = issues.slice(0, MAX_ISSUES);
+  return new UnprocessableError(summarizeIssues(kept, 'The request body does not match the schema'), kept);
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (value === undefined) return 'nothing';
+  const type = typeof value;
+  return type === 'object' ? 'an object' : `a ${type}`;
+}
+
+const EXPECTED: Record<string, string> = {
+  string: 'a string',
+  number: 'a number',
+  boolean: 'a boolean',
+  array: 'an array',
+  object: 'a JSON object',
+};
+
+/** Turns one zod issue of stage 1 into an API issue, in words, never echoing a secret. */
+function schemaIssue(issue: z.core.$ZodIssue): InputIssue {
+  const path = formatPath(issue.path);
+  switch (issue.code) {
+    case 'invalid_type': {
+      const expected = EXPECTED[issue.expected] ?? issue.expected;
+      if (issue.input === undefined) return { path, message: 'Required' };
+      if (path === '') return { path, message: `The request body must be ${expected}.` };
+      return { path, message: `Expected ${expected}, got ${jsonType(issue.input)}.` };
+    }
+    case 'invalid_value': {
+      const shown = typeof issue.input === 'string' ? `"${issue.input}"` : jsonType(issue.input);
+      return {
+        path,
+        message: `Unknown value ${shown}. Allowed: ${issue.values.join(', ')}.`,
+        allowedValues: issue.values,
+      };
+    }
+    case 'too_big':
+      return { path, message: `At most ${String(issue.maximum)} characters.` };
+    case 'too_small':
+      return { path, message: 'Send at least one value.' };
+    case 'invalid_format':
+      return {
+        path,
+        message: 'Expected an ISO 8601 date-time with a time zone, such as 2026-09-30T12:00:00Z.',
+      };
+    default:
+      return { path, message: 'Invalid value.' };
+  }
+}
+
+function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
+  const result = schema.safeParse(body, { reportInput: true });
+  if (!result.success) throw unprocessable(result.error.issues.map(schemaIssue));
+  return result.data;
+}
+
+function unknownFields(body: object, known: readonly string[]): InputIssue[] {
+  return Object.keys(body)
+    .filter((key) => !known.includes(key))
+    .map((key) => ({
+      path: key,
+      message: `Unknown field "${key}".`,
+      allowedValues: known,
+    }));
+}
+
+function checkName(raw: string, issues: InputIssue[]): string {
+  const name = raw.trim();
+  if (name === '') issues.push({ path: 'name', message: 'Name must not be empty.' });
+  return name;
+}
+
+const BUCKET_RE = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+const GCS_BUCKET_RE = /^[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]$/;
+const IPV4_RE = /^\d{1,3}(\.\d{1,3}){3}$/;
+
+/** The problem with a bucket name, or undefined when it is valid for the provider. */
+export function bucketNameProblem(bucket: string, provider: Provider): string | undefined {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(bucket) || bucket.includes('/') || /^(s3|gs):/i.test(bucket)) {
+    return 'Bucket name, not a URL (for example acme-exports). Put a folder in pathPrefix.';
+  }
+  if (bucket.length < 3 || bucket.length > 63) return 'Bucket names are 3 to 63 characters long.';
+  const pattern = provider === 'gcs' ? GCS_BUCKET_RE : BUCKET_RE;
+  if (!pattern.test(bucket)) {
+    return provider === 'gcs'
+      ? 'Bucket names use lowercase letters, digits, dots, hyphens and underscores, and start and end with a letter or digit.'
+      : 'Bucket names use lowercase letters, digits, dots and hyphens, and start and end with a letter or digit.';
+  }
+  if (bucket.includes('..') || bucket.includes('.-') || bucket.includes('-.')) {
+    return 'Bucket names cannot have two dots in a row or a dot next to a hyphen.';
+  }
+  if (IPV4_RE.test(bucket)) return 'Bucket names cannot be IP addresses.';
+  return undefined;
+}
+
+const AWS_REGION_RE = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
+const OTHER_REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/i;
+const REGION_REQUIRED = 'Region is required for Amazon S3 (for example us-east-1).';
+
+const PREFIX_CHARS_RE = /^[A-Za-z0-9/!_.*'()=-]*$/;
+
+/** Normalises a path prefix (leading and trailing slashes removed) and reports what is wrong with it. */
+export function normalizePathPrefix(raw: string | null | undefined, issues: InputIssue[]): string {
+  const prefix = (raw ?? '').trim().replace(/^\/+/, '').replace(/\/+$/, '');
+  if (prefix === '') return '';
+  const before = issues.length;
+  if (!PREFIX_CHARS_RE.test(prefix)) {
+    issues.push({
+      path: 'pathPrefix',
+      message: "Path prefix may contain only letters, numbers, / and ! _ . * ' ( ) = -",
+    });
+  } else if (prefix.length > MAX_PATH_PREFIX_LENGTH) {
+    issues.push({
+      path: 'pathPrefix',
+      message: `Path prefix is at most ${MAX_PATH_PREFIX_LENGTH} characters.`,
+    });
+  } else {
+    const segments = prefix.split('/');
+    if (segments.some((segment) => segment === '..' || segment === '.')) {
+      issues.push({ path: 'pathPrefix', message: 'Path prefix cannot contain . or .. segments.' });
+    } else if (segments.some((segment) => segment === '')) {
+      issues.push({ path: 'pathPrefix', message: 'Path prefix cannot contain empty segments (//).' });
+    }
+  }
+  return issues.length === before ? prefix : '';
+}
+
+function checkEndpoint(raw: string, issues: InputIssue[]): string | null {
+  try {
+    return parseEndpoint(raw);
+  } catch (error) {
+    if (error instanceof HttpError && error.statusCode === 400) {
+      const found = error.issues?.filter((issue) => issue.path === 'endpoint') ?? [];
+      if (found.length > 0) issues.push(...found);
+      else issues.push({ path: 'endpoint', message: error.message });
+      return null;
+    }
+    throw error;
+  }
+}
+
+/** The location fields as sent, or merged from the stored destination on PATCH. */
+export interface LocationInput {
+  provider: Provider;
+  bucket: string;
+  region: string | null | undefined;
+  endpoint: string | null | undefined;
+  pathPrefix: string | null | undefined;
+}
+
+/**
+ * Checks and normalises a bucket location: bucket name, endpoint (HTTPS origin via `parseEndpoint`, not with
+ * gcs), region (required for Amazon S3 without an endpoint, `auto` otherwise) and path prefix. Pushes the
+ * problems to `issues`; the result is meaningful only when none were pushed.
+ */
+export function resolveLocation(input: LocationInput, issues: InputIssue[]): BucketLocation {
+  const bucket = input.bucket.trim();
+  const bucketProblem = bucketNameProblem(bucket, input.provider);
+  if (bucketProblem) issues.push({ path: 'bucket', message: bucketProblem });
+
+  let endpoint: string | null = null;
+  const rawEndpoint = input.endpoint?.trim() ?? '';
+  if (rawEndpoint !== '') {
+    if (input.provider === 'gcs') {
+      issues.push({
+        path: 'endpoint',
+        message: 'Endpoint is not allowed with gcs: Google Cloud Storage is always storage.googleapis.com.',
+      });
+    } else {
+      endpoint = checkEndpoint(rawEndpoint, issues);
+    }
+  }
+
+  const rawRegion = input.region?.trim() ?? '';
+  const isAws = input.provider === 's3' && rawEndpoint === '';
+  let region = rawRegion === '' ? 'auto' : rawRegion;
+  if (isAws) {
+    if (rawRegion === '' || rawRegion === 'auto') issues.push({ path: 'region', message: REGION_REQUIRED });
+    else if (!AWS_REGION_RE.test(rawRegion)) {
+      issues.push({
+        path: 'region',
+        message: 'Not an AWS region name (for example us-east-1 or eu-west-2).',
+      });
+    }
+  } else if (!OTHER_REGION_RE.test(region)) {
+    issues.push({
+      path: 'region',
+      message: 'Region may contain only letters, digits and hyphens (or auto).',
+    });
+  }
+  if (isAws) region = rawRegion;
+
+  const pathPrefix = normalizePathPrefix(input.pathPrefix, issues);
+  return { provider: input.provider, bucket, region, endpoint, pathPrefix };
+}
+
+function checkCredentials(
+  accessKeyId: string,
+  secretAccessKey: string,
+  issues: InputIssue[],
+): { accessKeyId: string; secretAccessKey: string } {
+  const id = accessKeyId.trim();
+  const secret = secretAccessKey.trim();
+  if (id === '') issues.push({ path: 'accessKeyId', message: 'Access key ID must not be empty.' });
+  else if (id.length > MAX_ACCESS_KEY_ID_LENGTH || /\s/.test(id)) {
+    issues.push({
+      path: 'accessKeyId',
+      message: `Access key ID has no spaces and at most ${MAX_ACCESS_KEY_ID_LENGTH} characters.`,
+    });
+  }
+  if (secret === '')
+    issues.push({ path: 'secretAccessKey', message: 'Secret access key must not be empty.' });
+  else if (secret.length > MAX_SECRET_LENGTH || /\s/.test(secret)) {
+    issues.push({
+      path: 'secretAccessKey',
+      message: `Secret access key has no spaces and at most ${MAX_SECRET_LENGTH} characters.`,
+    });
+  }
+  return { accessKeyId: id, secretAccessKey: secret };
+}
+
+function checkDatasets(datasets: readonly Dataset[], issues: InputIssue[]): Dataset[] {
+  datasets.forEach((dataset, index) => {
+    if (datasets.indexOf(dataset) !== index) {
+      issues.push({ path: `datasets[${index}]`, message: `Dataset "${dataset}" is listed twice.` });
+    }
+  });
+  return [...datasets];
+}
+
+function checkStartFrom(raw: string | null | undefined, now: Date, issues: InputIssue[]): string {
+  if (raw === null || raw === undefined) return now.toISOString();
+  const ms = Date.parse(raw);
+  if (ms < now.getTime() - START_FROM_MAX_AGE_MS - CLOCK_SKEW_MS) {
+    issues.push({ path: 'startFrom', message: 'startFrom can be at most 30 days ago.' });
+  } else if (ms > now.getTime() + CLOCK_SKEW_MS) {
+    issues.push({ path: 'startFrom', message: 'startFrom cannot be in the future.' });
+  }
+  return new Date(Math.min(ms, now.getTime())).toISOString();
+}
+
+/**
+ * Validates a create request body (already parsed JSON). Throws `UnprocessableError` (422) when it does not
+ * match the schema, `InvalidInputError` (400) when a value is invalid; otherwise returns it with defaults:
+ * datasets email_events, custom_events, subscribers; frequency every_15_minutes; startFrom now; region `auto`
+ * for gcs and custom endpoints; pathPrefix ''.
+ */
+export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
+  const data = parseSchema(createRequestSchema, body);
+  const issues = unknownFields(data, CREATE_FIELDS);
+  const name = checkName(data.name, issues);
+  const location = resolveLocation(
+    {
+      provider: data.provider,
+      bucket: data.bucket,
+      region: data.region,
+      endpoint: data.endpoint,
+      pathPrefix: data.pathPrefix,
+    },
+    issues,
+  );
+  const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
+  const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
+  const startFrom = checkStartFrom(data.startFrom, now, issues);
+  if (issues.length > 0) throw invalidInput(issues);
+  return {
+    name,
+    location,
+    ...credentials,
+    datasets,
+    frequency: data.frequency ?? DEFAULT_FREQUENCY,
+    startFrom,
+  };
+}
+
+/**
+ * Validates a PATCH body (already parsed JSON): field by field, with `accessKeyId` and `secretAccessKey` only
+ * together and at least one field. The location is checked as a whole by {@link resolveUpdatedLocation}
+ * once merged with the stored destination.
+ */
+export function parseUpdateRequest(body: unknown): UpdateRequest {
+  const data = parseSchema(updateRequestSchema, body);
+  const issues = unknownFields(data, UPDATE_FIELDS);
+  const update: UpdateRequest = {};
+  if (data.name !== undefined) update.name = checkName(data.name, issues);
+  if (data.bucket !== undefined) update.bucket = data.bucket;
+  if (data.region !== undefined) update.region = data.region;
+  if (data.endpoint !== undefined) update.endpoint = data.endpoint;
+  if (data.pathPrefix !== undefined) update.pathPrefix = data.pathPrefix ?? '';
+  const hasId = data.accessKeyId !== undefined;
+  const hasSecret = data.secretAccessKey !== undefined;
+  if (hasId !== hasSecret) {
+    issues.push({
+      path: hasId ? 'secretAccessKey' : 'accessKeyId',
+      message: 'accessKeyId and secretAccessKey must be sent together.',
+    });
+  } else if (hasId && hasSecret) {
+    update.credentials = checkCredentials(data.accessKeyId ?? '', data.secretAccessKey ?? '', issues);
+  }
+  if (data.datasets !== undefined) update.datasets = checkDatasets(data.datasets, issues);
+  if (data.frequency !== undefined) update.frequency = data.frequency;
+  if (data.isEnabled !== undefined) update.isEnabled = data.isEnabled;
+  if (issues.length === 0 && Object.keys(data).length === 0) {
+    issues.push({ path: '', message: 'Send at least one field to change.', allowedValues: UPDATE_FIELDS });
+  }
+  if (issues.length > 0) throw invalidInput(issues);
+  return update;
+}
+
+/**
+ * Merges a PATCH's location fields into the stored location and checks the result as a whole (region
+ * required once an endpoint is cleared, endpoint refused with gcs, ...). Throws `InvalidInputError`.
+ */
+export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateRequest): BucketLocation {
+  const issues: InputIssue[] = [];
+  const location = resolveLocation(
+    {
+      provider: stored.provider,
+      bucket: update.bucket ?? stored.bucket,
+      region: update.region === undefined ? stored.region : update.region,
+      endpoint: update.endpoint === undefined ? stored.endpoint : update.endpoint,
+      pathPrefix: update.pathPrefix ?? stored.pathPrefix,
+    },
+    issues,
+  );
+  if (issues.length > 0) throw invalidInput(issues);
+  return location;
+}
+
+/** Parses the `limit` query parameter of the runs list: an integer 1-100, default 20. */
+export function parseRunsLimit(raw: string | undefined): number {
+  if (raw === undefined || raw === '') return RUNS_LIMIT.default;
+  const limit = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(limit) || limit < RUNS_LIMIT.min || limit > RUNS_LIMIT.max) {
+    throw invalidInput([
+      { path: 'limit', message: `limit must be an integer from ${RUNS_LIMIT.min} to ${RUNS_LIMIT.max}.` },
+    ]);
+  }
+  return limit;
+}

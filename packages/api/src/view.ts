@@ -1,0 +1,66 @@
+import { type Dataset, type Destination, maskAccessKeyId } from '@sluice/core';
+
+/** A destination as the API returns it: exactly the OpenAPI `DataExport`, never the secret. */
+export interface DataExportView {
+  id: string;
+  name: string;
+  provider: Destination['provider'];
+  bucket: string;
+  region: string;
+  endpoint: string | null;
+  pathPrefix: string;
+  /** Masked, for example `AKIA…WXYZ`. */
+  accessKeyId: string;
+  datasets: Dataset[];
+  frequency: Destination['frequency'];
+  isEnabled: boolean;
+  status: Destination['status'];
+  startFrom: string;
+  exportedThrough: Partial<Record<Dataset, string | null>>;
+  nextRunAt: string | null;
+  lastRunAt: string | null;
+  lastSuccessAt: string | null;
+  lastError: string | null;
+  lastErrorAt: string | null;
+  consecutiveFailures: number;
+  totalRowsExported: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
+ * Builds the `DataExport` view, field by field (so nothing stored, such as the sealed secret, can leak by
+ * being added to the record). `exportedThrough` lists every current dataset, `null` until its first export.
+ * `accessKeyId` is masked here (masking a masked id leaves it as it is).
+ */
+export function toDataExportView(destination: Destination): DataExportView {
+  const exportedThrough: Partial<Record<Dataset, string | null>> = {};
+  for (const dataset of destination.datasets) {
+    exportedThrough[dataset] = destination.exportedThrough?.[dataset] ?? null;
+  }
+  return {
+    id: destination.id,
+    name: destination.name,
+    provider: destination.provider,
+    bucket: destination.bucket,
+    region: destination.region,
+    endpoint: destination.endpoint,
+    pathPrefix: destination.pathPrefix,
+    accessKeyId: maskAccessKeyId(destination.accessKeyId),
+    datasets: [...destination.datasets],
+    frequency: destination.frequency,
+    isEnabled: destination.isEnabled,
+    status: destination.status,
+    startFrom: destination.startFrom,
+    exportedThrough,
+    nextRunAt: destination.nextRunAt,
+    lastRunAt: destination.lastRunAt,
+    lastSuccessAt: destination.lastSuccessAt,
+    lastError: destination.lastError,
+    lastErrorAt: destination.lastErrorAt,
+    consecutiveFailures: destination.consecutiveFailures,
+    totalRowsExported: destination.totalRowsExported,
+    createdAt: destination.createdAt,
+    updatedAt: destination.updatedAt,
+  };
+}

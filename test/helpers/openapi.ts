@@ -1,0 +1,142 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { parse } from 'yaml';
+
+/** The reference contract, relative to the repository root: `../shared/reference/data-exports.openapi.yaml`. */
+export const OPENAPI_PATH = fileURLToPath(
+  new URL('../../../shared/reference/data-exports.openapi.yaml', import.meta.url),
+);
+
+type Json = Record<string, unknown>;
+const SCHEMA_ID = 'https://sluice.invalid/data-exports.openapi.json';
+
+/** The OpenAPI document as parsed from YAML. */
+export const openapi: Json = parse(readFileSync(OPENAPI_PATH, 'utf8')) as Json;
+
+/**
+ * A stricter copy for response checks: `DataExport`, `DataExportRun` and `Error` allow no property beyond
+ * the documented ones, and a `DataExport` must carry all of them. The reference leaves
+ * `additionalProperties` open; closing it here is what proves that no secret or ciphertext field leaks.
+ */
+function strictCopy(doc: Json): Json {
+  const copy = structuredClone(doc);
+  const schemas = (copy.components as Json).schemas as Record<string, Json>;
+  for (const name of ['DataExport', 'DataExportRun', 'Error', 'InputIssue']) {
+    const schema = schemas[name]!;
+    schema.additionalProperties = false;
+  }
+  schemas.DataExport!.required = Object.keys(schemas.DataExport!.properties as Json);
+  return copy;
+}
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+const ajv = new Ajv2020({ strict: false, allErrors: true });
+addFormats(ajv);
+ajv.addSchema({ ...strictCopy(openapi), $id: SCHEMA_ID });
+// The request schemas exactly as published (not closed), for the 422-versus-400 rule.
+ajv.addSchema({ ...openapi, $id: `${SCHEMA_ID}.requests` });
+
+function pointer(parts: string[]): string {
+  return `/${parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')}`;
+}
+
+interface OperationRef {
+  path: string;
+  method: string;
+  operation: Json;
+}
+
+function findOperation(operationId: string): OperationRef {
+  for (const [path, item] of Object.entries(openapi.paths as Record<string, Json>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if ((operation as Json).operationId === operationId)
+        return { path, method, operation: operation as Json };
+    }
+  }
+  throw new Error(`No operation ${operationId} in the OpenAPI document`);
+}
+
+const cache = new Map<string, ValidateFunction>();
+
+function validatorAt(id: string, parts: string[]): ValidateFunction {
+  const ref = `${id}#${pointer(parts)}`;
+  let validate = cache.get(ref);
+  if (!validate) {
+    const found = ajv.getSchema(ref);
+    if (!found) throw new Error(`No schema at ${ref}`);
+    validate = found;
+    cache.set(ref, validate);
+  }
+  return validate;
+}
+
+/** Where a response's JSON schema lives: the operation's response for the status, following a `$ref`. */
+function responseSchemaPath(operationId: string, status: number): string[] | undefined {
+  const { path, method, operation } = findOperation(operationId);
+  const responses = operation.responses as Record<string, Json>;
+  const response = responses[String(status)];
+  if (response === undefined) return undefined;
+  const ref = response.$ref;
+  if (typeof ref === 'string') {
+    const parts = ref.replace(/^#\//, '').split('/');
+    return [...parts, 'content', 'application/json', 'schema'];
+  }
+  return ['paths', path, method, 'responses', String(status), 'content', 'application/json', 'schema'];
+}
+
+/** The outcome of {@link validateResponse}: whether the status is documented for the operation. */
+export interface ResponseCheck {
+  documented: boolean;
+}
+
+/**
+ * Validates a response body against the OpenAPI: the operation's schema for the status when documented;
+ * an undocumented error status (413, 415, 405, a 503 or 403 the spec lists only on some operations) against
+ * the `Error` schema. Throws with ajv's errors when the body does not match, or for an undocumented 2xx.
+ * Pass `operationId` undefined for a path that matches no operation (then only an `Error` body is valid).
+ */
+export function validateResponse(
+  operationId: string | undefined,
+  status: number,
+  body: unknown,
+): ResponseCheck {
+  const parts = operationId === undefined ? undefined : responseSchemaPath(operationId, status);
+  if (parts === undefined && status < 400) {
+    throw new Error(`${operationId} does not document status ${status}`);
+  }
+  const validate = validatorAt(SCHEMA_ID, parts ?? ['components', 'schemas', 'Error']);
+  if (!validate(body)) {
+    throw new Error(
+      `${operationId ?? 'unknown route'} ${status} body does not match the OpenAPI: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body)}`,
+    );
+  }
+  return { documented: parts !== undefined };
+}
+
+/** Whether a request body matches the operation's published request schema (formats included). */
+export function requestMatchesSchema(operationId: string, body: unknown): boolean {
+  const { path, method } = findOperation(operationId);
+  const validate = validatorAt(`${SCHEMA_ID}.requests`, [
+    'paths',
+    path,
+    method,
+    'requestBody',
+    'content',
+    'application/json',
+    'schema',
+  ]);
+  return validate(body) === true;
+}
+
+/** The operation a method and path of the API (under `/v1` or `/api/v1`) belongs to, if any. */
+export function operationFor(method: string, rawPath: string): string | undefined {
+  const match = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs))?)?\/?$/.exec(rawPath);
+  if (!match) return undefined;
+  const route =
+    match[1] === undefined ? '/data-exports' : `/data-exports/{id}${match[2] ? `/${match[2]}` : ''}`;
+  const item = (openapi.paths as Record<string, Json>)[route];
+  const operation = item?.[method.toLowerCase()] as Json | undefined;
+  return typeof operation?.operationId === 'string' ? operation.operationId : undefined;
+}
