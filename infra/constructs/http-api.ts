@@ -1,0 +1,145 @@
+import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import * as apigateway from 'aws-cdk-lib/aws-apigateway';
+import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+
+/** The route prefixes of the Data Exports API; both serve the same operations. */
+export const API_ROUTE_PATHS = ['/v1/{proxy+}', '/api/v1/{proxy+}'] as const;
+
+/** How long API Gateway caches the authorizer's answer for one Authorization header (at most 5 minutes). */
+export const AUTHORIZER_CACHE_TTL = Duration.minutes(5);
+
+/** Properties of {@link SluiceHttpApi}. */
+export interface SluiceHttpApiProps {
+  /** Serves every route. */
+  readonly apiFunction: lambda.IFunction;
+  /** Checks the Bearer key and returns `{isAuthorized, context}` (simple responses). */
+  readonly authorizerFunction: lambda.IFunction;
+  /** Retention of the access log group. */
+  readonly logRetention: logs.RetentionDays;
+  /** Browser origins allowed by CORS. @default - CORS off: no CORS headers, no preflight answers */
+  readonly corsOrigins?: readonly string[];
+  /** A custom domain (with {@link certificateArn}). @default - only the execute-api URL */
+  readonly domainName?: string;
+  /** An ACM certificate in the stack's region covering {@link domainName}. */
+  readonly certificateArn?: string;
+  /** Steady-state requests per second for the whole stage. @default 50 */
+  readonly rateLimit?: number;
+  /** Burst of requests for the whole stage. @default 100 */
+  readonly burstLimit?: number;
+}
+
+/**
+ * The Data Exports HTTP API: `ANY /v1/{proxy+}` and `ANY /api/v1/{proxy+}` to the API function behind a
+ * Lambda authorizer, a `$default` stage with throttling and JSON access logs, CORS only when origins are
+ * configured, and an optional custom domain.
+ *
+ * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer.
+ * The price: a request without that header never reaches the authorizer; API Gateway answers it with
+ * `401 {"message":"Unauthorized"}` itself, not with Sluice's error body.
+ */
+export class SluiceHttpApi extends Construct {
+  /** The HTTP API. */
+  public readonly httpApi: apigwv2.HttpApi;
+  /** The `$default` stage. */
+  public readonly stage: apigwv2.HttpStage;
+  /** Where API Gateway writes one JSON line per request. */
+  public readonly accessLogGroup: logs.LogGroup;
+  /** The base URL customers call, ending in `/v1` (custom domain when configured). */
+  public readonly apiUrl: string;
+  /** The custom domain, when configured. */
+  public readonly domain?: apigwv2.DomainName;
+
+  constructor(scope: Construct, id: string, props: SluiceHttpApiProps) {
+    super(scope, id);
+
+    const corsPreflight: apigwv2.CorsPreflightOptions | undefined = props.corsOrigins
+      ? {
+          allowOrigins: [...props.corsOrigins],
+          allowMethods: [
+            apigwv2.CorsHttpMethod.GET,
+            apigwv2.CorsHttpMethod.POST,
+            apigwv2.CorsHttpMethod.PATCH,
+            apigwv2.CorsHttpMethod.DELETE,
+          ],
+          allowHeaders: ['authorization', 'content-type'],
+          maxAge: Duration.hours(1),
+        }
+      : undefined;
+
+    this.httpApi = new apigwv2.HttpApi(this, 'HttpApi', {
+      description: 'Sluice Data Exports API',
+      createDefaultStage: false,
+      corsPreflight,
+    });
+
+    this.accessLogGroup = new logs.LogGroup(this, 'AccessLogs', {
+      retention: props.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    if (props.domainName && props.certificateArn) {
+      this.domain = new apigwv2.DomainName(this, 'Domain', {
+        domainName: props.domainName,
+        certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
+        securityPolicy: apigwv2.SecurityPolicy.TLS_1_2,
+      });
+    }
+
+    this.stage = new apigwv2.HttpStage(this, 'DefaultStage', {
+      httpApi: this.httpApi,
+      stageName: '$default',
+      autoDeploy: true,
+      throttle: { rateLimit: props.rateLimit ?? 50, burstLimit: props.burstLimit ?? 100 },
+      accessLogSettings: {
+        destination: new apigwv2.LogGroupLogDestination(this.accessLogGroup),
+        format: apigateway.AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: '$context.requestId',
+            ip: '$context.identity.sourceIp',
+            requestTime: '$context.requestTimeEpoch',
+            method: '$context.httpMethod',
+            path: '$context.path',
+            routeKey: '$context.routeKey',
+            status: '$context.status',
+            protocol: '$context.protocol',
+            responseLength: '$context.responseLength',
+            latencyMs: '$context.responseLatency',
+            integrationLatencyMs: '$context.integrationLatency',
+            integrationError: '$context.integrationErrorMessage',
+            authorizerError: '$context.authorizer.error',
+            userAgent: '$context.identity.userAgent',
+          }),
+        ),
+      },
+      domainMapping: this.domain ? { domainName: this.domain } : undefined,
+    });
+
+    const integration = new integrations.HttpLambdaIntegration('ApiIntegration', props.apiFunction, {
+      payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
+    });
+    const authorizer = new authorizers.HttpLambdaAuthorizer('ApiKeyAuthorizer', props.authorizerFunction, {
+      authorizerName: 'api-key',
+      responseTypes: [authorizers.HttpLambdaResponseType.SIMPLE],
+      identitySource: ['$request.header.Authorization'],
+      resultsCacheTtl: AUTHORIZER_CACHE_TTL,
+    });
+    for (const path of API_ROUTE_PATHS) {
+      this.httpApi.addRoutes({ path, methods: [apigwv2.HttpMethod.ANY], integration, authorizer });
+    }
+
+    this.apiUrl = this.domain ? `https://${props.domainName}/v1` : `${this.stage.url}v1`;
+    new CfnOutput(scope, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the Data Exports API' });
+    if (this.domain) {
+      new CfnOutput(scope, 'ApiDomainTarget', {
+        value: this.domain.regionalDomainName,
+        description: `Point a CNAME (or alias) for ${props.domainName} here`,
+      });
+    }
+  }
+}

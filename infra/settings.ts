@@ -1,0 +1,262 @@
+import type { Node } from 'constructs';
+import { z } from 'zod';
+
+/**
+ * Retention periods CloudWatch Logs accepts, in days (`PutRetentionPolicy`); "never expire" is deliberately
+ * not offered: logs without an end are a cost nobody decided on.
+ */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
+
+/** The account used when synthesizing without one (offline synth, CI, tests). Not deployable on purpose. */
+export const PLACEHOLDER_ACCOUNT = '111111111111';
+/** The region used when synthesizing without one. */
+export const PLACEHOLDER_REGION = 'us-east-1';
+
+/** Every context key the app reads, so a typo (`-c logRetention=7`) is refused instead of ignored. */
+export const SETTING_KEYS = [
+  'stage',
+  'domainName',
+  'certificateArn',
+  'logRetentionDays',
+  'eventLogRetentionDays',
+  'writerConcurrency',
+  'exportLagAlarmMinutes',
+  'alarmEmail',
+  'corsOrigins',
+  'account',
+  'region',
+  'sluice:skipBundling',
+  'sluice:nag',
+] as const;
+
+/** Context values arrive as strings from `-c key=value` and as JSON values from cdk.json: accept both. */
+const integer = (name: string) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
+    z.number({ error: `${name} must be a whole number` }).int({ error: `${name} must be a whole number` }),
+  );
+
+const flag = z.preprocess(
+  (value) => {
+    if (value === 'true') return true;
+    if (value === 'false') return false;
+    return value;
+  },
+  z.boolean({ error: 'must be true or false' }),
+);
+
+const optionalText = z.preprocess((value) => (value === '' ? undefined : value), z.string().optional());
+
+/** `https://a.example,https://b.example` on the command line, or a JSON array in cdk.json. */
+const origins = z.preprocess(
+  (value) => {
+    if (typeof value !== 'string') return value;
+    const trimmed = value.trim();
+    if (trimmed.startsWith('[')) {
+      try {
+        return JSON.parse(trimmed) as unknown;
+      } catch {
+        return value;
+      }
+    }
+    return trimmed === ''
+      ? undefined
+      : trimmed
+          .split(',')
+          .map((origin) => origin.trim())
+          .filter((origin) => origin !== '');
+  },
+  z
+    .array(
+      z.string().refine((origin) => origin === '*' || /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/i.test(origin), {
+        error: (issue) =>
+          `"${String(issue.input)}" is not an origin like https://app.example.com (no path, no slash)`,
+      }),
+    )
+    .min(1, { error: 'give at least one origin, or leave corsOrigins unset to keep CORS off' })
+    .optional(),
+);
+
+const settingsSchema = z
+  .object({
+    stage: z
+      .string()
+      .regex(/^[a-z0-9](?:[a-z0-9-]{0,18}[a-z0-9])?$/, {
+        error:
+          'stage must be 1-20 characters of a-z, 0-9 and "-", starting and ending with a letter or digit',
+      })
+      .default('dev'),
+    domainName: optionalText.pipe(
+      z
+        .string()
+        .regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/, {
+          error: 'domainName must be a lower-case DNS name like exports.example.com',
+        })
+        .optional(),
+    ),
+    certificateArn: optionalText.pipe(
+      z
+        .string()
+        .regex(/^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[0-9a-f-]+$/, {
+          error:
+            'certificateArn must be an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)',
+        })
+        .optional(),
+    ),
+    logRetentionDays: integer('logRetentionDays')
+      .refine((days) => (LOG_RETENTION_DAYS as readonly number[]).includes(days), {
+        error: `logRetentionDays must be one of the CloudWatch Logs values: ${LOG_RETENTION_DAYS.join(', ')}`,
+      })
+      .default(30),
+    eventLogRetentionDays: integer('eventLogRetentionDays')
+      .refine((days) => days >= 31 && days <= 3653, {
+        error:
+          'eventLogRetentionDays must be 31-3653: exports may start up to 30 days back, so rows must outlive that',
+      })
+      .default(35),
+    writerConcurrency: integer('writerConcurrency')
+      .refine((n) => n >= 1 && n <= 40, {
+        error: 'writerConcurrency must be 1-40 (the inline Map runs at most 40 iterations at once)',
+      })
+      .default(10),
+    exportLagAlarmMinutes: integer('exportLagAlarmMinutes')
+      .refine((n) => n >= 5 && n <= 10_080, { error: 'exportLagAlarmMinutes must be 5-10080 (a week)' })
+      .default(60),
+    alarmEmail: optionalText.pipe(z.email({ error: 'alarmEmail must be an e-mail address' }).optional()),
+    corsOrigins: origins,
+    account: optionalText.pipe(
+      z
+        .string()
+        .regex(/^\d{12}$/, { error: 'account must be a 12-digit AWS account id' })
+        .optional(),
+    ),
+    region: optionalText.pipe(
+      z
+        .string()
+        .regex(/^[a-z]{2}(-[a-z]+)+-\d$/, { error: 'region must be an AWS region like eu-west-1' })
+        .optional(),
+    ),
+    'sluice:skipBundling': flag.default(false),
+    'sluice:nag': flag.default(false),
+  })
+  .superRefine((settings, ctx) => {
+    if ((settings.domainName === undefined) !== (settings.certificateArn === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [settings.domainName === undefined ? 'domainName' : 'certificateArn'],
+        message: 'domainName and certificateArn go together: give both for a custom domain, or neither',
+      });
+    }
+  });
+
+/** The deployment's settings, validated. */
+export interface SluiceSettings {
+  /** Names the stacks (`Sluice-<stage>-Stateful`) and tags every resource. @default 'dev' */
+  readonly stage: string;
+  /** Custom domain of the API, with {@link certificateArn}. @default - the execute-api URL only */
+  readonly domainName?: string;
+  /** ACM certificate (same region) for {@link domainName}. */
+  readonly certificateArn?: string;
+  /** Retention of every Lambda, access and Step Functions log group. @default 30 */
+  readonly logRetentionDays: number;
+  /** Days an event stays in the event log (DynamoDB TTL). At least 31. @default 35 */
+  readonly eventLogRetentionDays: number;
+  /** Writers running at once in one export run (the inline Map's MaxConcurrency). @default 10 */
+  readonly writerConcurrency: number;
+  /** Export lag, in minutes, over which the lag alarm fires. @default 60 */
+  readonly exportLagAlarmMinutes: number;
+  /** Subscribed to the alarm topic when given. */
+  readonly alarmEmail?: string;
+  /** Browser origins allowed by CORS. @default - CORS off */
+  readonly corsOrigins?: readonly string[];
+  /** Target account. @default - CDK_DEFAULT_ACCOUNT, else {@link PLACEHOLDER_ACCOUNT} */
+  readonly account: string;
+  /** Target region. @default - CDK_DEFAULT_REGION, else {@link PLACEHOLDER_REGION} */
+  readonly region: string;
+  /** True when the account is the placeholder: synth works, deploy is refused by the CLI. */
+  readonly placeholderEnv: boolean;
+  /** Package Lambda code as an inline placeholder instead of bundling with esbuild (tests). @default false */
+  readonly skipBundling: boolean;
+  /** Run cdk-nag AwsSolutionsChecks during synth. @default false */
+  readonly nag: boolean;
+}
+
+/** Thrown for context values that fail validation; the message lists every problem. */
+export class SettingsError extends Error {
+  /** One line per invalid setting: `<key>: <what is wrong>`. */
+  readonly problems: readonly string[];
+
+  constructor(problems: readonly string[]) {
+    super(`Invalid Sluice settings (CDK context):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'SettingsError';
+    this.problems = problems;
+  }
+}
+
+/**
+ * Validates raw context values into {@link SluiceSettings}.
+ *
+ * @param raw the context values (strings from `-c`, JSON values from cdk.json)
+ * @param env where `CDK_DEFAULT_ACCOUNT`/`CDK_DEFAULT_REGION` are read when account/region are not given
+ * @throws SettingsError naming every invalid key
+ */
+export function parseSettings(
+  raw: Readonly<Record<string, unknown>>,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): SluiceSettings {
+  const result = settingsSchema.safeParse(raw);
+  if (!result.success) {
+    throw new SettingsError(
+      result.error.issues.map(
+        (issue) => `${issue.path.map(String).join('.') || 'settings'}: ${issue.message}`,
+      ),
+    );
+  }
+  const s = result.data;
+  const account = s.account ?? env.CDK_DEFAULT_ACCOUNT ?? PLACEHOLDER_ACCOUNT;
+  const region = s.region ?? env.CDK_DEFAULT_REGION ?? PLACEHOLDER_REGION;
+  return {
+    stage: s.stage,
+    domainName: s.domainName,
+    certificateArn: s.certificateArn,
+    logRetentionDays: s.logRetentionDays,
+    eventLogRetentionDays: s.eventLogRetentionDays,
+    writerConcurrency: s.writerConcurrency,
+    exportLagAlarmMinutes: s.exportLagAlarmMinutes,
+    alarmEmail: s.alarmEmail,
+    corsOrigins: s.corsOrigins,
+    account,
+    region,
+    placeholderEnv: account === PLACEHOLDER_ACCOUNT,
+    skipBundling: s['sluice:skipBundling'],
+    nag: s['sluice:nag'],
+  };
+}
+
+/**
+ * Reads and validates the settings from a construct tree's context (`cdk.json` and `-c key=value`).
+ *
+ * @throws SettingsError naming every invalid key
+ */
+export function readSettings(
+  node: Node,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): SluiceSettings {
+  const raw: Record<string, unknown> = {};
+  for (const key of SETTING_KEYS) {
+    const value: unknown = node.tryGetContext(key);
+    if (value !== undefined) raw[key] = value;
+  }
+  // Feature flags and the CLI's own keys carry a ':' or '/'; a bare camelCase key is meant for us.
+  const unknown = Object.keys(node.getAllContext()).filter(
+    (key) => /^[a-z][a-zA-Z0-9]*$/.test(key) && !(SETTING_KEYS as readonly string[]).includes(key),
+  );
+  if (unknown.length > 0) {
+    throw new SettingsError(
+      unknown.map((key) => `${key}: unknown setting (known: ${SETTING_KEYS.join(', ')})`),
+    );
+  }
+  return parseSettings(raw, env);
+}

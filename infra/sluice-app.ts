@@ -1,0 +1,49 @@
+import { type App, Tags, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { readSettings, type SluiceSettings } from './settings.js';
+import { StatefulStack } from './stateful-stack.js';
+import { StatelessStack } from './stateless-stack.js';
+
+/** The two stacks of one Sluice deployment, and the settings they were built from. */
+export interface SluiceStacks {
+  readonly settings: SluiceSettings;
+  readonly stateful: StatefulStack;
+  readonly stateless: StatelessStack;
+}
+
+/** The stack ids (and CloudFormation stack names) of a stage: `Sluice-<stage>-Stateful` and `-Stateless`. */
+export function stackIds(stage: string): { stateful: string; stateless: string } {
+  return { stateful: `Sluice-${stage}-Stateful`, stateless: `Sluice-${stage}-Stateless` };
+}
+
+/**
+ * Adds both Sluice stacks to `app`, with the settings read from its context (validated; a bad value throws
+ * a `SettingsError` naming it). With the context flag `sluice:nag`, cdk-nag's AwsSolutionsChecks run too.
+ *
+ * The local runtime and the infra tests call this with `sluice:skipBundling` set, to synthesize without
+ * esbuild; `infra/app.ts` calls it for `cdk synth` and `cdk deploy`.
+ */
+export function buildSluiceApp(
+  app: App,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): SluiceStacks {
+  const settings = readSettings(app.node, env);
+  const stackEnv = { account: settings.account, region: settings.region };
+  const ids = stackIds(settings.stage);
+
+  const stateful = new StatefulStack(app, ids.stateful, { env: stackEnv, stage: settings.stage });
+  const stateless = new StatelessStack(app, ids.stateless, {
+    env: stackEnv,
+    settings,
+    controlTable: stateful.controlTable,
+    eventsTable: stateful.eventsTable,
+    subscribersTable: stateful.subscribersTable,
+    secretsKey: stateful.secretsKey,
+    eventBus: stateful.eventBus,
+  });
+
+  Tags.of(app).add('app', 'sluice');
+  Tags.of(app).add('sluice:stage', settings.stage);
+  if (settings.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  return { settings, stateful, stateless };
+}

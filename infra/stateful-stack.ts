@@ -1,0 +1,138 @@
+import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE } from '@sluice/core';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type { Construct } from 'constructs';
+import { SpecTable } from './constructs/spec-table.js';
+
+/**
+ * The encryption-context keys every use of the secrets key must carry, exactly: a ciphertext is bound to
+ * its workspace and destination, so one copied onto another destination does not decrypt.
+ */
+export const SECRET_CONTEXT_KEYS = ['workspaceId', 'destinationId'] as const;
+
+/**
+ * The IAM condition that limits `kms:GenerateDataKey` and `kms:Decrypt` to requests whose encryption
+ * context has both {@link SECRET_CONTEXT_KEYS} and no other key. Used in the key policy and again on every
+ * grant, so neither alone has to be right.
+ */
+export const SECRET_CONTEXT_CONDITIONS = {
+  'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': [...SECRET_CONTEXT_KEYS] },
+  Null: {
+    'kms:EncryptionContextKeys': 'false',
+    ...Object.fromEntries(SECRET_CONTEXT_KEYS.map((key) => [`kms:EncryptionContext:${key}`, 'false'])),
+  },
+};
+
+/**
+ * Key management actions the account keeps. No cryptographic use (granted only with the context) and no
+ * `kms:CreateGrant`: a grant could hand out `Decrypt` without the context condition.
+ */
+const KEY_ADMIN_ACTIONS = [
+  'kms:CancelKeyDeletion',
+  'kms:CreateAlias',
+  'kms:DeleteAlias',
+  'kms:DescribeKey',
+  'kms:DisableKey',
+  'kms:DisableKeyRotation',
+  'kms:EnableKey',
+  'kms:EnableKeyRotation',
+  'kms:GetKeyPolicy',
+  'kms:GetKeyRotationStatus',
+  'kms:ListAliases',
+  'kms:ListGrants',
+  'kms:ListKeyPolicies',
+  'kms:ListResourceTags',
+  'kms:PutKeyPolicy',
+  'kms:RevokeGrant',
+  'kms:RotateKeyOnDemand',
+  'kms:ScheduleKeyDeletion',
+  'kms:TagResource',
+  'kms:UntagResource',
+  'kms:UpdateAlias',
+  'kms:UpdateKeyDescription',
+];
+
+/** Properties of {@link StatefulStack}. */
+export interface StatefulStackProps extends StackProps {
+  /** The deployment stage, used in descriptions and outputs. */
+  readonly stage: string;
+}
+
+/**
+ * Everything that holds data and must survive a redeploy or a deleted stateless stack: the control,
+ * event log and subscriber tables, the key that seals customers' secrets, and the ingestion bus.
+ * Every resource has a fixed logical id and is retained on stack deletion.
+ */
+export class StatefulStack extends Stack {
+  /** Workspaces, API keys, destinations, cursors, leases and runs (`SLUICE_CONTROL_TABLE`). */
+  public readonly controlTable: dynamodb.Table;
+  /** The event log, one item per event (`SLUICE_EVENTS_TABLE`). */
+  public readonly eventsTable: dynamodb.Table;
+  /** The current state of every subscriber (`SLUICE_SUBSCRIBERS_TABLE`). */
+  public readonly subscribersTable: dynamodb.Table;
+  /** Envelope-encrypts destination secrets (`SLUICE_KMS_KEY_ID`); usable only with the secret context. */
+  public readonly secretsKey: kms.Key;
+  /** Platform producers put events here; the stateless stack routes them to the ingest function. */
+  public readonly eventBus: events.EventBus;
+
+  constructor(scope: Construct, id: string, props: StatefulStackProps) {
+    super(scope, id, {
+      description: `Sluice (${props.stage}): tables, secrets key and event bus. Retained on delete.`,
+      ...props,
+      terminationProtection: props.terminationProtection ?? props.stage === 'prod',
+    });
+
+    this.controlTable = new SpecTable(this, 'ControlTable', {
+      spec: CONTROL_TABLE,
+      logicalId: 'ControlTable',
+    });
+    this.eventsTable = new SpecTable(this, 'EventsTable', { spec: EVENTS_TABLE, logicalId: 'EventsTable' });
+    this.subscribersTable = new SpecTable(this, 'SubscribersTable', {
+      spec: SUBSCRIBERS_TABLE,
+      logicalId: 'SubscribersTable',
+    });
+
+    const root = new iam.AccountRootPrincipal();
+    this.secretsKey = new kms.Key(this, 'SecretsKey', {
+      description: `Sluice (${props.stage}): seals destination secrets, bound to {workspaceId, destinationId}`,
+      enableKeyRotation: true,
+      rotationPeriod: Duration.days(365),
+      removalPolicy: RemovalPolicy.RETAIN,
+      pendingWindow: Duration.days(30),
+      // The policy replaces the default "account root: kms:*", which would let any IAM policy in the
+      // account use the key without an encryption context.
+      policy: new iam.PolicyDocument({
+        statements: [
+          new iam.PolicyStatement({
+            sid: 'AccountAdministersKey',
+            principals: [root],
+            actions: KEY_ADMIN_ACTIONS,
+            resources: ['*'],
+          }),
+          new iam.PolicyStatement({
+            sid: 'UseOnlyWithDestinationContext',
+            principals: [root],
+            actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+            resources: ['*'],
+            conditions: SECRET_CONTEXT_CONDITIONS,
+          }),
+        ],
+      }),
+    });
+    (this.secretsKey.node.defaultChild as kms.CfnKey).overrideLogicalId('SecretsKey');
+
+    this.eventBus = new events.EventBus(this, 'EventBus', {
+      description: `Sluice (${props.stage}): platform events to export`,
+    });
+    (this.eventBus.node.defaultChild as events.CfnEventBus).overrideLogicalId('EventBus');
+
+    new CfnOutput(this, 'ControlTableName', { value: this.controlTable.tableName });
+    new CfnOutput(this, 'EventsTableName', { value: this.eventsTable.tableName });
+    new CfnOutput(this, 'SubscribersTableName', { value: this.subscribersTable.tableName });
+    new CfnOutput(this, 'SecretsKeyArn', { value: this.secretsKey.keyArn });
+    new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+  }
+}
