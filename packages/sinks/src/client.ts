@@ -4,7 +4,7 @@ import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { BucketLocation } from '@sluice/core';
 import { InvalidInputError } from '@sluice/core';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint } from './endpoint.js';
+import { ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
 import { createPinnedLookup } from './lookup.js';
 
 /** An access key pair. The secret is only ever handed to the SDK's signer. */
@@ -32,6 +32,8 @@ export interface BucketClientOptions {
   endpointOverride?: string;
   /** Milliseconds to establish a connection. @default 5000 */
   connectionTimeout?: number;
+  /** The resolver behind the pinned lookup (tests). @default the system resolver */
+  resolve?: Resolver;
 }
 
 /** What {@link bucketClientConfig} decided about a location: where requests go and how they are sent. */
@@ -106,7 +108,10 @@ export function bucketClientConfig(
       })
     : new NodeHttpHandler({
         ...timeouts,
-        httpsAgent: new HttpsAgent({ keepAlive: true, lookup: pinnedLookup }),
+        httpsAgent: new HttpsAgent({
+          keepAlive: true,
+          lookup: options.resolve ? createPinnedLookup({ resolve: options.resolve }) : pinnedLookup,
+        }),
       });
   const config: S3ClientConfig = {
     region: resolved.region,

@@ -110,6 +110,7 @@ export async function putSmallObject(
         Bucket: input.bucket,
         Key: input.key,
         Body: input.body,
+        ContentLength: typeof input.body === 'string' ? Buffer.byteLength(input.body) : input.body.byteLength,
         ContentType: input.contentType ?? 'application/octet-stream',
       }),
     );
