@@ -73,12 +73,12 @@ const STORED: Record<StoredField, true> = {
 };
 const STORED_FIELDS = Object.keys(STORED) as StoredField[];
 
-/** Fields that never change after create; `updatedAt` and `configVersion` are set by the store itself. */
-const FIXED_FIELDS = new Set<string>(['workspaceId', 'id', 'createdAt', 'updatedAt', 'configVersion']);
+/** Fields that never change after create; `configVersion` only moves through `bumpConfigVersion`. */
+const FIXED_FIELDS = new Set<string>(['workspaceId', 'id', 'createdAt', 'configVersion']);
 
-/** What {@link ControlStore.updateDestination} may change. */
+/** What {@link ControlStore.updateDestination} may change. `updatedAt`, when given, overrides `options.now`. */
 export type DestinationChanges = Partial<
-  Omit<Destination, 'workspaceId' | 'id' | 'createdAt' | 'updatedAt' | 'configVersion' | 'exportedThrough'>
+  Omit<Destination, 'workspaceId' | 'id' | 'createdAt' | 'configVersion' | 'exportedThrough'>
 >;
 
 /** Options of {@link ControlStore.updateDestination}. */
@@ -302,9 +302,11 @@ export class ControlStore {
         sets.push(`#f${n} = :f${n}`);
         n++;
       }
-      names['#updatedAt'] = 'updatedAt';
-      values[':updatedAt'] = (options.now ?? new Date()).toISOString();
-      sets.push('#updatedAt = :updatedAt');
+      if (!changed.has('updatedAt')) {
+        names['#updatedAt'] = 'updatedAt';
+        values[':updatedAt'] = (options.now ?? new Date()).toISOString();
+        sets.push('#updatedAt = :updatedAt');
+      }
       if (options.bumpConfigVersion === true) {
         names['#configVersion'] = 'configVersion';
         values[':zero'] = 0;
