@@ -46,6 +46,7 @@ export class DispatchWorkflow extends Construct {
       stateName: 'FindDueDestinations',
       lambdaFunction: props.dispatchFunction,
       payloadResponseOnly: true,
+      retryOnServiceExceptions: false, // retried below, with jitter
       payload: sfn.TaskInput.fromObject({
         action: 'findDue',
         now: sfn.JsonPath.stringAt('$$.Execution.StartTime'),

@@ -3,6 +3,7 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DispatchWorkflow } from '../../../infra/constructs/dispatch-workflow.js';
 import { ExportRunWorkflow } from '../../../infra/constructs/export-run-workflow.js';
+import { startScheduler } from './scheduler.js';
 import { type Json, type LambdaHandler, LocalWorkflows, taskStates } from './stepfunctions.js';
 import {
   type CloudFormationTemplate,
@@ -288,5 +289,46 @@ describe('local Step Functions runner on the synthesized workflow definitions', 
         functions: { runControl: writerStub, writer: writerStub, dispatch: writerStub },
       }),
     ).rejects.toThrow(/no local handler for Task state (Commit|RecordFailure|RecordClaimFailure)/);
+  });
+});
+
+describe('startScheduler', () => {
+  it('ticks Dispatch one at a time and reports what the runs wrote', async () => {
+    // Prepare: a dispatch that is slow, counting how many run at once.
+    let active = 0;
+    let most = 0;
+    let ticks = 0;
+    const lines: string[] = [];
+    const workflows = await LocalWorkflows.create({
+      definitions: synthesizeWorkflows(),
+      functions: {
+        runControl: runControlStub([]),
+        writer: writerStub,
+        dispatch: async () => {
+          active += 1;
+          most = Math.max(most, active);
+          ticks += 1;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          active -= 1;
+          return { destinations: [{ workspaceId: 'w', destinationId: 'd', trigger: 'schedule' }] };
+        },
+      },
+    });
+    const scheduler = startScheduler({
+      intervalMs: 3_600_000,
+      firstTickMs: 3_600_000,
+      workflows,
+      log: (l) => lines.push(l),
+    });
+    // Act
+    const [a, b] = await Promise.all([scheduler.tick(), scheduler.tick()]);
+    const c = await scheduler.tick();
+    await scheduler.stop();
+    // Assess
+    expect(a).toBe(b);
+    expect(c?.runs).toHaveLength(1);
+    expect(ticks).toBe(2);
+    expect(most).toBe(1);
+    expect(lines).toContain('[scheduler] 1 run(s), 1 succeeded, 15 rows in 3 files');
   });
 });

@@ -188,8 +188,8 @@ export class LocalWorkflows {
     private readonly functions: WorkflowFunctions,
     private readonly options: LocalWorkflowsOptions,
   ) {
-    this.exportRunMachine = new StateMachine(definitions.exportRun);
-    this.dispatchMachine = new StateMachine(definitions.dispatch);
+    this.exportRunMachine = stateMachine(definitions.exportRun);
+    this.dispatchMachine = stateMachine(definitions.dispatch);
     this.exportRunHandlers = this.taskHandlers('exportRun');
     this.dispatchHandlers = this.taskHandlers('dispatch');
   }
@@ -365,6 +365,17 @@ export class LocalWorkflows {
       throw error;
     }
   }
+}
+
+/** Definitions already validated in this process (asl-validator takes seconds per definition). */
+const validated = new Set<string>();
+
+/** A state machine of `definition`, validated by aws-local-stepfunctions the first time it is seen. */
+function stateMachine(definition: StateMachineDefinition): StateMachine {
+  const text = JSON.stringify(definition);
+  const machine = new StateMachine(definition, { validationOptions: { noValidate: validated.has(text) } });
+  validated.add(text);
+  return machine;
 }
 
 /** Calls a handler as Lambda would: JSON in, JSON out, errors as Step Functions reports them. */

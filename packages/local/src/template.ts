@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -128,8 +127,8 @@ export interface LoadDefinitionsOptions {
 }
 
 /**
- * The ExportRun and Dispatch definitions of the CDK app (`infra/app.ts`), synthesized with bundling skipped
- * (`-c sluice:skipBundling=true`) and cached under `.sluice/workflows/<hash>.json`, where the hash covers
+ * The ExportRun and Dispatch definitions of the CDK app (`infra/sluice-app.ts`), synthesized in-process with
+ * bundling skipped (`sluice:skipBundling`) and cached under `.sluice/workflows/<hash>.json`, where the hash covers
  * the infra sources and the error lists they read; a change to any of them synthesizes again.
  */
 export async function loadWorkflowDefinitions(
@@ -154,44 +153,30 @@ export async function loadWorkflowDefinitions(
   return definitions;
 }
 
-/** Runs `cdk synth` of the app into a scratch folder and returns every stack template. */
+/**
+ * Builds the CDK app in-process (`buildSluiceApp` of `infra/sluice-app.ts`, with the context of `cdk.json`
+ * plus `sluice:skipBundling`), synthesizes it into a scratch folder and returns every stack template.
+ */
 async function synthesize(): Promise<CloudFormationTemplate[]> {
   const out = join(REPO_ROOT, '.sluice', `cdk.out.${process.pid}.${Date.now()}`);
-  const cdk = join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk');
+  const cdkJson = JSON.parse(await readFile(join(REPO_ROOT, 'cdk.json'), 'utf8')) as {
+    context?: Record<string, unknown>;
+  };
+  const [{ App }, { buildSluiceApp }] = await Promise.all([
+    import('aws-cdk-lib'),
+    import(new URL('../../../infra/sluice-app.js', import.meta.url).href) as Promise<{
+      buildSluiceApp: (app: import('aws-cdk-lib').App, env?: Record<string, string | undefined>) => unknown;
+    }>,
+  ]);
   try {
-    await run(
-      process.execPath,
-      [cdk, 'synth', '--quiet', '-c', 'sluice:skipBundling=true', '-o', out],
-      REPO_ROOT,
-    );
-    const files = (await readdir(out)).filter((name) => name.endsWith('.template.json'));
-    return await Promise.all(
-      files.map(
-        async (name) => JSON.parse(await readFile(join(out, name), 'utf8')) as CloudFormationTemplate,
-      ),
-    );
+    const app = new App({ outdir: out, context: { ...cdkJson.context, 'sluice:skipBundling': true } });
+    // The placeholder account and region: the definitions' ARNs are replaced anyway.
+    buildSluiceApp(app, {});
+    const assembly = app.synth();
+    return assembly.stacks.map((stack) => stack.template as CloudFormationTemplate);
   } finally {
     await rm(out, { recursive: true, force: true });
   }
-}
-
-function run(command: string, args: string[], cwd: string): Promise<void> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, {
-      cwd,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, CDK_DISABLE_VERSION_CHECK: '1', CDK_DISABLE_CLI_TELEMETRY: 'true' },
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString()).slice(-8_000);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code === 0) resolvePromise();
-      else reject(new Error(`cdk synth failed (exit ${code}):\n${stderr}`));
-    });
-  });
 }
 
 async function sourceHash(): Promise<string> {

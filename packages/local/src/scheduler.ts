@@ -1,0 +1,125 @@
+import { type DispatchOutcome, LocalWorkflows, type LocalWorkflowsOptions } from './stepfunctions.js';
+
+/** Options of {@link startScheduler}. */
+export interface SchedulerOptions {
+  /**
+   * Time between two Dispatch ticks (the EventBridge rule runs it every minute).
+   * @default SLUICE_TICK_SECONDS × 1000 when set, else 60,000
+   */
+  intervalMs?: number;
+  /**
+   * Delay before the first tick.
+   * @default 1,000
+   */
+  firstTickMs?: number;
+  /** The runner. @default one over the synthesized definitions and the real handlers */
+  workflows?: LocalWorkflows | LocalWorkflowsOptions;
+  /** One line per event. @default console.log */
+  log?: (line: string) => void;
+}
+
+/** A running local schedule. */
+export interface Scheduler {
+  /** Runs one Dispatch tick now, or joins the one in progress; never rejects (errors are logged). */
+  tick(): Promise<DispatchOutcome | undefined>;
+  /** Stops the timer and waits for the tick in progress. */
+  stop(): Promise<void>;
+}
+
+/** Ticks run back to back at most this many times while destinations are still catching up. */
+const MAX_CATCH_UP_TICKS = 50;
+
+/**
+ * The local stand-in for the every-minute EventBridge rule: runs the Dispatch definition (and the ExportRuns
+ * it starts) on an interval, one tick at a time, so `npm start` exports to the local bucket on its own.
+ * A tick whose runs report `runAgain` (a destination still catching up) is followed at once by another.
+ * Set `SLUICE_TICK_SECONDS` to tick faster for a demo.
+ */
+export function startScheduler(options: SchedulerOptions = {}): Scheduler {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const intervalMs = options.intervalMs ?? tickSecondsFromEnv() * 1000;
+  let runner: LocalWorkflows | undefined =
+    options.workflows instanceof LocalWorkflows ? options.workflows : undefined;
+  const workflowOptions = options.workflows instanceof LocalWorkflows ? {} : (options.workflows ?? {});
+  let running: Promise<DispatchOutcome | undefined> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  let catchUp = 0;
+
+  const runOnce = async (): Promise<DispatchOutcome | undefined> => {
+    try {
+      // Loaded on the first tick (a synth may take seconds); a failed load is tried again next tick.
+      runner ??= await LocalWorkflows.create({ log: (line) => log(`[sfn] ${line}`), ...workflowOptions });
+      const outcome = await runner.runDispatch();
+      report(outcome, log);
+      return outcome;
+    } catch (error) {
+      log(
+        `[scheduler] dispatch failed: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+      );
+      return undefined;
+    }
+  };
+
+  const schedule = (delay: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void tick().then((outcome) => {
+        const behind = outcome?.runs.some((run) => run.runAgain) ?? false;
+        catchUp = behind ? catchUp + 1 : 0;
+        schedule(behind && catchUp < MAX_CATCH_UP_TICKS ? 0 : intervalMs);
+      });
+    }, delay);
+    timer.unref?.();
+  };
+
+  const tick = (): Promise<DispatchOutcome | undefined> => {
+    running ??= runOnce().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  log(`[scheduler] Dispatch every ${intervalMs / 1000} s`);
+  schedule(options.firstTickMs ?? 1_000);
+  return {
+    tick,
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+function tickSecondsFromEnv(): number {
+  const raw = process.env.SLUICE_TICK_SECONDS;
+  if (raw === undefined || raw === '') return 60;
+  const seconds = Number(raw);
+  if (!Number.isFinite(seconds) || seconds <= 0) {
+    throw new Error(`SLUICE_TICK_SECONDS must be a positive number of seconds, got "${raw}"`);
+  }
+  return seconds;
+}
+
+function report(outcome: DispatchOutcome, log: (line: string) => void): void {
+  if (outcome.runs.length === 0) return;
+  const count = (status: string) => outcome.runs.filter((run) => run.status === status).length;
+  const rows = outcome.runs.reduce((total, run) => total + run.rows, 0);
+  const files = outcome.runs.reduce((total, run) => total + run.files, 0);
+  const parts = [
+    `${outcome.runs.length} run(s)`,
+    `${count('succeeded')} succeeded`,
+    count('stopped') > 0 ? `${count('stopped')} stopped` : '',
+    count('skipped') > 0 ? `${count('skipped')} skipped` : '',
+    count('failed') > 0 ? `${count('failed')} failed` : '',
+    `${rows} rows in ${files} files`,
+  ].filter((part) => part !== '');
+  log(`[scheduler] ${parts.join(', ')}`);
+  for (const run of outcome.runs) {
+    if (run.status === 'failed' && run.error) {
+      const where = run.input as { workspaceId?: string; destinationId?: string };
+      log(`[scheduler]   ${where.workspaceId}/${where.destinationId}: ${run.error.Error}`);
+    }
+  }
+}
