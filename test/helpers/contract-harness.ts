@@ -33,9 +33,11 @@ export interface ContractHarness {
   createBody(overrides?: Record<string, unknown>): Record<string, unknown>;
   /** The text of an object in s3rver, or undefined when it does not exist. */
   readObject(bucket: string, key: string): Promise<string | undefined>;
-  /** Every text a secret must never be in: every response so far and all captured output. */
-  leakHaystack(): string;
-  close(): Promise<void>;
+  /**
+   * Stops the server and the capture, then returns the secrets found in any response or captured output
+   * line (expected: none). Throws if nothing was captured at all, since then the check would prove nothing.
+   */
+  closeAndFindLeaks(): Promise<string[]>;
 }
 
 function env(name: string): string {
@@ -54,7 +56,8 @@ export function uniqueId(prefix: string): string {
  * global setup's DynamoDB Local, s3rver and local KMS, and starts capturing stdout and stderr.
  */
 export async function startContractHarness(): Promise<ContractHarness> {
-  const output = captureOutput();
+  // Captured, and shown too when SLUICE_TEST_LOGS=1.
+  const output = captureOutput({ passThrough: process.env.SLUICE_TEST_LOGS === '1' });
   const s3Endpoint = env('SLUICE_LOCAL_S3_ENDPOINT');
   const store = new ControlStore({ tableName: env('SLUICE_CONTROL_TABLE') });
   const server = await startApiServer({ host: '127.0.0.1', port: 0 });
@@ -115,11 +118,16 @@ export async function startContractHarness(): Promise<ContractHarness> {
         throw error;
       }
     },
-    leakHaystack: () => `${recordedResponses.join('\n')}\n${output.text()}`,
-    async close() {
-      output.stop();
-      s3.destroy();
+    async closeAndFindLeaks() {
       await server.close();
+      s3.destroy();
+      output.stop();
+      const logs = output.text();
+      if (!logs.includes('"service":"sluice-api"')) {
+        throw new Error('No API log line was captured: the secrets check would prove nothing');
+      }
+      const haystack = `${recordedResponses.join('\n')}\n${logs}`;
+      return [...secrets].filter((secret) => haystack.includes(secret));
     },
   };
 }
