@@ -1,0 +1,229 @@
+/**
+ * `npm start`: the whole of Sluice on this machine.
+ *
+ * 1. start DynamoDB Local, s3rver and the local KMS on fixed loopback ports, data in `.sluice/data`
+ *    (`--fresh` wipes it first), and create the tables;
+ * 2. put their environment in `process.env` (before any store module loads: they read it at load);
+ * 3. ensure the workspace `ws_local` and an owner key with every scope (kept in `.sluice/local.json`, reused
+ *    on restart);
+ * 4. start the API server (`http-adapter.ts`) and the export scheduler (`scheduler.ts`);
+ * 5. write `.sluice/local.json` and `.sluice/runtime.json` and print how to use it;
+ * 6. on SIGINT / SIGTERM stop everything it started.
+ *
+ * Environment: SLUICE_DATA_DIR (default `.sluice/data`), SLUICE_API_PORT (3000), SLUICE_S3_PORT (4569),
+ * SLUICE_DYNAMODB_PORT (8000), SLUICE_KMS_PORT (4599).
+ */
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { type LocalServices, startLocalServices } from './services.js';
+import {
+  isProcessAlive,
+  LOCAL_JSON,
+  type LocalJson,
+  RUNTIME_JSON,
+  type RuntimeJson,
+  readJsonFile,
+  removeRuntimeJson,
+  STATE_DIR,
+  writeJsonFile,
+} from './runtime-config.js';
+
+/** The workspace `npm start` creates. */
+export const LOCAL_WORKSPACE_ID = 'ws_local';
+
+/** The ports `npm start` uses, from the environment with their defaults. */
+export function localPorts(env: NodeJS.ProcessEnv = process.env) {
+  return {
+    api: portFrom(env, 'SLUICE_API_PORT', 3000),
+    s3: portFrom(env, 'SLUICE_S3_PORT', 4569),
+    dynamodb: portFrom(env, 'SLUICE_DYNAMODB_PORT', 8000),
+    kms: portFrom(env, 'SLUICE_KMS_PORT', 4599),
+  };
+}
+
+function portFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new Error(`${name}=${raw} is not a port number`);
+  return port;
+}
+
+/** Fails with a clear message when a port on 127.0.0.1 is taken. */
+async function assertPortFree(port: number, variable: string): Promise<void> {
+  await new Promise<void>((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          error.code === 'EADDRINUSE'
+            ? `Port ${port} on 127.0.0.1 is in use: stop what holds it or set ${variable} to another port.`
+            : `Cannot listen on 127.0.0.1:${port}: ${error.message}`,
+        ),
+      ),
+    );
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolvePort()));
+  });
+}
+
+/** The curl that creates an export to the local bucket (the key is in the header, as the user would type it). */
+export function exportCurl(local: LocalJson): string {
+  const body = {
+    name: 'Local bucket',
+    provider: 's3',
+    bucket: local.s3.bucket,
+    endpoint: local.s3.endpoint,
+    region: local.s3.region,
+    accessKeyId: local.s3.accessKeyId,
+    secretAccessKey: local.s3.secretAccessKey,
+    datasets: ['email_events', 'sms_events', 'custom_events', 'subscribers'],
+    frequency: 'every_5_minutes',
+  };
+  return [
+    `curl -sS -X POST ${local.apiUrl}/data-exports \\`,
+    `  -H 'Authorization: Bearer ${local.apiKey}' \\`,
+    `  -H 'Content-Type: application/json' \\`,
+    `  -d '${JSON.stringify(body)}'`,
+  ].join('\n');
+}
+
+interface Stoppable {
+  name: string;
+  stop(): Promise<void>;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { fresh: { type: 'boolean', default: false } }, strict: true });
+  const dataDir = resolve(process.env.SLUICE_DATA_DIR ?? join(STATE_DIR, 'data'));
+  const ports = localPorts();
+
+  const running = readJsonFile<RuntimeJson>(RUNTIME_JSON);
+  if (running && running.pid !== process.pid && isProcessAlive(running.pid)) {
+    throw new Error(`npm start is already running (pid ${running.pid}); stop it first.`);
+  }
+  await assertPortFree(ports.api, 'SLUICE_API_PORT');
+  await assertPortFree(ports.s3, 'SLUICE_S3_PORT');
+  await assertPortFree(ports.dynamodb, 'SLUICE_DYNAMODB_PORT');
+  await assertPortFree(ports.kms, 'SLUICE_KMS_PORT');
+
+  if (values.fresh) {
+    console.log(`--fresh: wiping ${dataDir}`);
+    await rm(dataDir, { recursive: true, force: true });
+    await rm(LOCAL_JSON, { force: true });
+  }
+
+  const started: Stoppable[] = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> => {
+    stopping ??= (async () => {
+      for (const part of [...started].reverse()) {
+        try {
+          await part.stop();
+        } catch (error) {
+          console.error(`stopping ${part.name} failed: ${(error as Error).message}`);
+        }
+      }
+      await removeRuntimeJson();
+    })();
+    return stopping;
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.log(`\n${signal}: stopping`);
+      void stopAll().then(() => process.exit(0));
+    });
+  }
+
+  try {
+    const t0 = Date.now();
+    const services: LocalServices = await startLocalServices({
+      dataDir,
+      ports: { dynamodb: ports.dynamodb, s3: ports.s3, kms: ports.kms },
+      inMemory: false,
+      log: (line) => console.log(`  ${line}`),
+    });
+    started.push({ name: 'local services', stop: () => services.stop() });
+    for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
+
+    // Loaded only now: the stores read process.env when their modules load.
+    const { ControlStore } = await import('@sluice/control');
+    const store = new ControlStore();
+    await store.ensureWorkspace(LOCAL_WORKSPACE_ID, 'Local workspace');
+    const previous = readJsonFile<LocalJson>(LOCAL_JSON);
+    let apiKey = previous?.workspaceId === LOCAL_WORKSPACE_ID ? previous.apiKey : undefined;
+    if (apiKey && !(await store.findApiKey(apiKey))) apiKey = undefined;
+    if (!apiKey) ({ apiKey } = await store.createApiKey({ workspaceId: LOCAL_WORKSPACE_ID, role: 'owner' }));
+
+    const apiUrl = `http://127.0.0.1:${ports.api}/v1`;
+    const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+    if (existsSync(here('./http-adapter.ts')) || existsSync(here('./http-adapter.js'))) {
+      const { startApiServer } = await import('./http-adapter.js');
+      const api = await startApiServer({ host: '127.0.0.1', port: ports.api });
+      started.push({ name: 'API server', stop: () => api.close() });
+    } else {
+      console.log('  (no packages/local/src/http-adapter.ts yet: the API server is not started)');
+    }
+    if (existsSync(here('./scheduler.ts')) || existsSync(here('./scheduler.js'))) {
+      const { startScheduler } = await import('./scheduler.js');
+      const scheduler = startScheduler();
+      started.push({ name: 'scheduler', stop: () => scheduler.stop() });
+    } else {
+      console.log('  (no packages/local/src/scheduler.ts yet: exports are not scheduled)');
+    }
+
+    const local: LocalJson = {
+      apiUrl,
+      apiKey,
+      workspaceId: LOCAL_WORKSPACE_ID,
+      s3: {
+        endpoint: services.s3.endpoint,
+        region: services.s3.region,
+        bucket: services.s3.bucket,
+        accessKeyId: services.s3.accessKeyId,
+        secretAccessKey: services.s3.secretAccessKey,
+      },
+    };
+    await writeJsonFile(LOCAL_JSON, local);
+    const runtime: RuntimeJson = {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      dataDir,
+      env: { ...services.env, SLUICE_API_URL: apiUrl },
+    };
+    await writeJsonFile(RUNTIME_JSON, runtime);
+
+    console.log(
+      [
+        '',
+        `Sluice is running (ready in ${Date.now() - t0} ms, data in ${dataDir})`,
+        '',
+        `  API          ${apiUrl}`,
+        `  API key      ${apiKey}   (workspace ${LOCAL_WORKSPACE_ID}, owner, all scopes)`,
+        `  Local bucket ${local.s3.bucket} at ${local.s3.endpoint}`,
+        `               region ${local.s3.region}, access key ${local.s3.accessKeyId}, secret ${local.s3.secretAccessKey}`,
+        `  DynamoDB     ${services.dynamodb.endpoint}   KMS ${services.kms.endpoint}`,
+        '',
+        'Create an export to the local bucket:',
+        '',
+        exportCurl(local),
+        '',
+        `Saved in ${LOCAL_JSON}. CLI: npm run sluice -- help. Ctrl-C stops everything.`,
+      ].join('\n'),
+    );
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((error: unknown) => {
+    console.error(`npm start failed: ${(error as Error).message ?? String(error)}`);
+    process.exit(1);
+  });
+}
