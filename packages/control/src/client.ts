@@ -15,7 +15,7 @@ export function createDocumentClient(
   config: ConstructorParameters<typeof DynamoDBClient>[0] = {},
 ): DynamoDBDocumentClient {
   const base = new DynamoDBClient({
-    requestHandler: new NodeHttpHandler({ connectionTimeout: 2_000, requestTimeout: 10_000 }),
+    requestHandler: new NodeHttpHandler({ connectionTimeout: 2_000, requestTimeout: 5_000 }),
     ...config,
   });
   return DynamoDBDocumentClient.from(base, { marshallOptions: { removeUndefinedValues: true } });

@@ -319,7 +319,8 @@ export class ControlStore {
       if (touchesDue) {
         let isEnabled = changed.get('isEnabled') as boolean | undefined;
         let nextRunAt = changed.get('nextRunAt') as string | null | undefined;
-        if (isEnabled === undefined || nextRunAt === undefined) {
+        // Pausing removes the due keys whatever nextRunAt is, so only the other cases need the current state.
+        if (isEnabled !== false && (isEnabled === undefined || nextRunAt === undefined)) {
           const current = await this.readDueState(workspaceId, destinationId);
           if (current === undefined) return undefined;
           if (isEnabled === undefined) {
@@ -340,7 +341,10 @@ export class ControlStore {
             }
           }
         }
-        const due = dueAttributes({ workspaceId, id: destinationId, isEnabled, nextRunAt });
+        const due =
+          isEnabled === false || nextRunAt === undefined
+            ? undefined
+            : dueAttributes({ workspaceId, id: destinationId, isEnabled: isEnabled === true, nextRunAt });
         if (due === undefined) {
           removeDue = true;
         } else {
