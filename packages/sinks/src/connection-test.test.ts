@@ -1,0 +1,112 @@
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { type BucketLocation, ConnectionFailedError, InvalidInputError } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { bucketClientConfig } from './client.js';
+import { testConnection } from './connection-test.js';
+import type { Resolver } from './endpoint.js';
+
+const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
+const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+const local: BucketLocation = {
+  provider: 's3',
+  bucket: 'local-exports',
+  region: 'us-east-1',
+  endpoint,
+  pathPrefix: 'connection-tests/acme',
+};
+const now = () => new Date('2026-09-30T12:00:00.000Z');
+
+async function readJson(key: string): Promise<unknown> {
+  const client = new S3Client(bucketClientConfig(local, credentials));
+  try {
+    const object = await client.send(new GetObjectCommand({ Bucket: local.bucket, Key: key }));
+    return JSON.parse(await (object.Body as { transformToString(): Promise<string> }).transformToString());
+  } finally {
+    client.destroy();
+  }
+}
+
+async function failure(promise: Promise<unknown>): Promise<Error> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(Error);
+  return error as Error;
+}
+
+describe('testConnection', () => {
+  it('writes <prefix>/_sluice/connection-test.json to the bucket', async () => {
+    const result = await testConnection(local, credentials, { now });
+    expect(result).toEqual({
+      key: 'connection-tests/acme/_sluice/connection-test.json',
+      testedAt: '2026-09-30T12:00:00.000Z',
+    });
+    expect(await readJson(result.key)).toEqual({ service: 'sluice', testedAt: '2026-09-30T12:00:00.000Z' });
+  });
+
+  it('writes _sluice/connection-test.json at the bucket root for an empty prefix', async () => {
+    const result = await testConnection({ ...local, pathPrefix: '' }, credentials, { now });
+    expect(result.key).toBe('_sluice/connection-test.json');
+    expect(await readJson(result.key)).toMatchObject({ service: 'sluice' });
+  });
+
+  it('says the bucket does not exist', async () => {
+    const error = await failure(testConnection({ ...local, bucket: 'acme-missing' }, credentials, { now }));
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect(error).toMatchObject({ statusCode: 400, code: 'connection_failed', retryable: false });
+    expect(error.message).toBe(
+      `Bucket "acme-missing" does not exist at ${new URL(endpoint).origin}. Check the bucket name.`,
+    );
+  });
+
+  it('says the access key is unknown, and never shows the secret', async () => {
+    const secret = 'a-very-secret-value-1234567890';
+    const error = await failure(
+      testConnection(local, { accessKeyId: 'UNKNOWNKEY', secretAccessKey: secret }, { now }),
+    );
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect(error.message).toContain('does not recognise the access key ID');
+    expect(error.message).not.toContain(secret);
+    expect(JSON.stringify(error)).not.toContain(secret);
+  });
+
+  it('says the endpoint is unreachable when nothing listens (allow-listed origin, closed port)', async () => {
+    const closed = 'http://127.0.0.1:9';
+    const error = await failure(
+      testConnection({ ...local, endpoint: closed }, credentials, {
+        now,
+        allowedEndpoints: new Set([closed]),
+      }),
+    );
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect(error).toMatchObject({ retryable: true });
+    expect(error.message).toBe(
+      'Could not reach http://127.0.0.1:9: the connection was refused. Check the endpoint; Sluice will retry.',
+    );
+  });
+
+  it.each([
+    'http://127.0.0.1:1',
+    'https://127.0.0.1',
+    'https://localhost',
+    'https://169.254.169.254',
+    'https://[::ffff:127.0.0.1]',
+    'https://2130706433',
+    'https://user:pass@s3.example.com',
+    'https://s3.example.com/bucket',
+  ])('refuses the endpoint %s before any request', async (unsafe) => {
+    const error = await failure(testConnection({ ...local, endpoint: unsafe }, credentials, { now }));
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(error).toMatchObject({ code: 'invalid_input', issues: [{ path: 'endpoint' }] });
+  });
+
+  it('refuses a name that resolves to a private address', async () => {
+    const resolve: Resolver = async () => [{ address: '192.168.10.20', family: 4 }];
+    const error = await failure(
+      testConnection({ ...local, endpoint: 'https://s3.acme-storage.com' }, credentials, { now, resolve }),
+    );
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(error.message).toContain('resolves to a private, loopback or reserved address');
+  });
+});
