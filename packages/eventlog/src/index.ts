@@ -1,5 +1,6 @@
 export * from './batch.js';
 export * from './client.js';
+export * from './generate.js';
 export * from './ingest.js';
 export * from './keys.js';
 export * from './reader.js';
