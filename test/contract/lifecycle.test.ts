@@ -6,8 +6,6 @@ import {
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
 
-type Json = Record<string, any>;
-
 let harness: ContractHarness;
 let ws: TestWorkspace;
 
@@ -26,11 +24,11 @@ describe('data exports lifecycle over HTTP', () => {
     const body = harness.createBody({ startFrom: new Date(Date.now() - 3_600_000).toISOString() });
 
     // Act
-    const created = await ws.client.post<Json>('/data-exports', body);
+    const created = await ws.client.post('/data-exports', body);
 
     // Assess
     expect(created.status).toBe(201);
-    const view = created.body.dataExport;
+    const view = created.body.dataExport!;
     expect(view.id).toMatch(/^exp_[0-9a-f]{24}$/);
     expect(view).toMatchObject({
       name: 'Analytics lake',
@@ -64,16 +62,16 @@ describe('data exports lifecycle over HTTP', () => {
     });
     expect(stored?.secret.ciphertext).not.toContain('S3RVER');
 
-    const list = await ws.client.get<Json>('/data-exports');
+    const list = await ws.client.get('/data-exports');
     expect(list.status).toBe(200);
-    expect(list.body.dataExports.map((item: Json) => item.id)).toEqual([view.id]);
+    expect(list.body.dataExports!.map((item) => item.id)).toEqual([view.id]);
 
-    const got = await ws.client.get<Json>(`/data-exports/${view.id}`);
+    const got = await ws.client.get(`/data-exports/${view.id}`);
     expect(got.status).toBe(200);
     expect(got.body.dataExport).toEqual(view);
 
     // Already queued by create: a manual run starts nothing twice.
-    const run = await ws.client.post<Json>(`/data-exports/${view.id}/run`);
+    const run = await ws.client.post(`/data-exports/${view.id}/run`);
     expect(run.status).toBe(200);
     expect(run.body).toMatchObject({
       success: true,
@@ -81,26 +79,26 @@ describe('data exports lifecycle over HTTP', () => {
       dataExport: { id: view.id, status: 'queued' },
     });
 
-    const runs = await ws.client.get<Json>(`/data-exports/${view.id}/runs`);
+    const runs = await ws.client.get(`/data-exports/${view.id}/runs`);
     expect(runs.status).toBe(200);
     expect(runs.body).toEqual({ success: true, runs: [] });
 
-    const tested = await ws.client.post<Json>(`/data-exports/${view.id}/test`);
+    const tested = await ws.client.post(`/data-exports/${view.id}/test`);
     expect(tested.status).toBe(200);
     expect(tested.body.success).toBe(true);
-    expect(Date.parse(tested.body.testedAt)).not.toBeNaN();
+    expect(Date.parse(tested.body.testedAt!)).not.toBeNaN();
 
-    const deleted = await ws.client.delete<Json>(`/data-exports/${view.id}`);
+    const deleted = await ws.client.delete(`/data-exports/${view.id}`);
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ success: true, dataExportId: view.id });
     expect((await ws.client.get(`/data-exports/${view.id}`)).status).toBe(404);
     expect((await ws.client.delete(`/data-exports/${view.id}`)).status).toBe(404);
-    expect((await ws.client.get<Json>('/data-exports')).body.dataExports).toEqual([]);
+    expect((await ws.client.get('/data-exports')).body.dataExports).toEqual([]);
   });
 
   it('serves the same API under /v1', async () => {
     const legacy = new ApiClient(harness.url, ws.client.apiKey, '/v1');
-    const list = await legacy.get<Json>('/data-exports');
+    const list = await legacy.get('/data-exports');
     expect(list.status).toBe(200);
     expect(list.body.success).toBe(true);
   });

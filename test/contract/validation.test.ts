@@ -6,8 +6,6 @@ import {
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
 
-type Json = Record<string, any>;
-
 let harness: ContractHarness;
 let ws: TestWorkspace;
 
@@ -18,7 +16,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Nothing invalid was ever saved.
-  expect((await ws.client.get<Json>('/data-exports')).body.dataExports).toEqual([]);
+  expect((await ws.client.get('/data-exports')).body.dataExports).toEqual([]);
   expect(await harness.closeAndFindLeaks()).toEqual([]);
 });
 
@@ -213,29 +211,29 @@ describe('POST /data-exports validation', () => {
     }
 
     // Act
-    const response = await ws.client.post<Json>('/data-exports', body);
+    const response = await ws.client.post('/data-exports', body);
 
     // Assess
     expect(response.status).toBe(testCase.status);
     expect(response.body.success).toBe(false);
     expect(response.body.code).toBe(testCase.status === 422 ? 'unprocessable_entity' : 'invalid_input');
     expect(response.body.retryable).toBe(false);
-    const issue = response.body.issues?.find((candidate: Json) => candidate.path === testCase.path);
+    const issue = response.body.issues?.find((candidate) => candidate.path === testCase.path);
     expect(issue, JSON.stringify(response.body)).toBeDefined();
-    if (testCase.message) expect(issue.message).toMatch(testCase.message);
-    if (testCase.allowedValues) expect(issue.allowedValues).toEqual(testCase.allowedValues);
+    if (testCase.message) expect(issue!.message).toMatch(testCase.message);
+    if (testCase.allowedValues) expect(issue!.allowedValues).toEqual(testCase.allowedValues);
     // The rule between the two statuses, checked with the published schema itself.
     expect(requestMatchesSchema('createDataExport', body)).toBe(testCase.status === 400);
   });
 
   it('refuses a body that is not a JSON object with 422 at the root', async () => {
     for (const raw of ['[]', 'null', '"export"', '42']) {
-      const response = await ws.client.post<Json>('/data-exports', undefined, {
+      const response = await ws.client.post('/data-exports', undefined, {
         rawBody: raw,
         headers: { 'content-type': 'application/json' },
       });
       expect(response.status).toBe(422);
-      expect(response.body.issues[0]).toMatchObject({ path: '' });
+      expect(response.body.issues![0]).toMatchObject({ path: '' });
     }
   });
 
@@ -245,19 +243,19 @@ describe('POST /data-exports validation', () => {
     const body = harness.createBody({ name: ' ', ...extra });
 
     // Act
-    const response = await ws.client.post<Json>('/data-exports', body);
+    const response = await ws.client.post('/data-exports', body);
 
     // Assess
     expect(response.status).toBe(400);
     expect(response.body.issues).toHaveLength(10);
-    const [first, second, third] = response.body.issues as Json[];
+    const [first, second, third] = response.body.issues!;
     expect(response.body.error).toBe(
       `${first!.path}: ${first!.message}; ${second!.path}: ${second!.message}; ${third!.path}: ${third!.message} (and 7 more)`,
     );
   });
 
   it('puts the only issue message in error, as the reference example does', async () => {
-    const response = await ws.client.post<Json>(
+    const response = await ws.client.post(
       '/data-exports',
       harness.createBody({ endpoint: undefined, region: undefined }),
     );
@@ -269,7 +267,7 @@ describe('POST /data-exports validation', () => {
     const prefix = `${harness.createBody().pathPrefix as string}/nested`;
 
     // Act
-    const response = await ws.client.post<Json>(
+    const response = await ws.client.post(
       '/data-exports',
       harness.createBody({
         pathPrefix: `/${prefix}/`,
@@ -281,7 +279,7 @@ describe('POST /data-exports validation', () => {
 
     // Assess
     expect(response.status).toBe(201);
-    const view = response.body.dataExport;
+    const view = response.body.dataExport!;
     expect(view).toMatchObject({
       pathPrefix: prefix,
       region: 'auto',

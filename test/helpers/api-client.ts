@@ -1,7 +1,8 @@
+import type { ApiBody } from './api-types.js';
 import { operationFor, validateResponse } from './openapi.js';
 
 /** One HTTP exchange, with the JSON body parsed. */
-export interface ApiResponse<T = Record<string, unknown>> {
+export interface ApiResponse<T = ApiBody> {
   status: number;
   headers: Headers;
   /** The parsed JSON body (`undefined` when the body was not JSON). */
@@ -40,7 +41,7 @@ export class ApiClient {
     return new ApiClient(this.baseUrl, apiKey, this.prefix);
   }
 
-  async request<T = Record<string, unknown>>(
+  async request<T = ApiBody>(
     method: string,
     path: string,
     options: RequestOptions = {},
@@ -74,16 +75,16 @@ export class ApiClient {
     return { status: response.status, headers: response.headers, body: parsed as T, text };
   }
 
-  get<T = Record<string, unknown>>(path: string, options?: RequestOptions) {
+  get<T = ApiBody>(path: string, options?: RequestOptions) {
     return this.request<T>('GET', path, options);
   }
-  post<T = Record<string, unknown>>(path: string, json?: unknown, options: RequestOptions = {}) {
+  post<T = ApiBody>(path: string, json?: unknown, options: RequestOptions = {}) {
     return this.request<T>('POST', path, json === undefined ? options : { ...options, json });
   }
-  patch<T = Record<string, unknown>>(path: string, json?: unknown, options: RequestOptions = {}) {
+  patch<T = ApiBody>(path: string, json?: unknown, options: RequestOptions = {}) {
     return this.request<T>('PATCH', path, json === undefined ? options : { ...options, json });
   }
-  delete<T = Record<string, unknown>>(path: string, options?: RequestOptions) {
+  delete<T = ApiBody>(path: string, options?: RequestOptions) {
     return this.request<T>('DELETE', path, options);
   }
 }
