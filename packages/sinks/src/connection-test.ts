@@ -14,8 +14,8 @@ import { putSmallObject } from './upload.js';
 
 /** Options of {@link testConnection}. */
 export interface ConnectionTestOptions {
-  /** The clock for `testedAt`. */
-  now: () => Date;
+  /** The clock for `testedAt`: a clock function or the time itself. */
+  now: (() => Date) | Date;
   /** A client to use instead of one made from the credentials (tests). */
   client?: S3Client;
   /** @default ALLOWED_ENDPOINTS */
@@ -59,7 +59,7 @@ export async function testConnection(
   const client =
     options.client ?? createBucketClient(location, credentials, { maxAttempts: 2, allowedEndpoints });
   const key = connectionTestKey(location.pathPrefix);
-  const testedAt = options.now().toISOString();
+  const testedAt = (typeof options.now === 'function' ? options.now() : options.now).toISOString();
   try {
     await putSmallObject(
       client,
