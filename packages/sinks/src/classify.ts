@@ -258,12 +258,15 @@ export function classifyBucketError(error: unknown, location: BucketLocation): B
     case 'Forbidden':
     case 'AllAccessDisabled':
     case 'AccountProblem':
+    case 'AccountDisabled':
+    case 'UserProjectAccountProblem':
       return accessDenied(location);
     case 'InvalidAccessKeyId':
     case 'InvalidClientTokenId':
     case 'UnrecognizedClientException':
     case 'InvalidToken':
     case 'ExpiredToken':
+    case 'InvalidSecurity':
       return make(
         'invalid_access_key',
         `${provider} does not recognise the access key ID. Check that the key exists, is active and belongs to the account that owns ${bucket}.`,
