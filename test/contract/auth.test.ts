@@ -1,6 +1,6 @@
 import { generateApiKey } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../helpers/api-client.js';
+import type { ApiClient, ApiResponse } from '../helpers/api-client.js';
 import {
   type ContractHarness,
   startContractHarness,
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 /** One request per operation, for checks that apply to every route. */
-function everyOperation(id: string): [string, (client: ApiClient) => ReturnType<ApiClient['request']>][] {
+function everyOperation(id: string): [string, (client: ApiClient) => Promise<ApiResponse>][] {
   return [
     ['list', (client) => client.get('/data-exports')],
     ['create', (client) => client.post('/data-exports', harness.createBody())],
@@ -101,7 +101,7 @@ describe('403: role and scopes', () => {
       scopes: ['data_exports:write', 'subscribers:read', 'analytics:read'],
     });
     const readOnly = await a.clientWith({ scopes: ['data_exports:read'] });
-    const expectForbidden = async (promise: ReturnType<ApiClient['request']>, scope: string) => {
+    const expectForbidden = async (promise: Promise<ApiResponse>, scope: string) => {
       const response = await promise;
       expect(response.status).toBe(403);
       expect(response.body.error).toContain(scope);
