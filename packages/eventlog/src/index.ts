@@ -1,4 +1,5 @@
 export * from './batch.js';
+export * from './bus.js';
 export * from './client.js';
 export * from './generate.js';
 export * from './ingest.js';

@@ -1,0 +1,21 @@
+/**
+ * The ingest Lambda: events on the Sluice bus (`sluice.events`, `sluice.subscribers`) into the event log and
+ * subscribers tables. Thin: the envelope contract and the rules are in `@sluice/eventlog` (`bus.ts`, `ingest.ts`).
+ * Returns the counts; invalid rows and refused envelopes are logged with their reasons. Write failures throw,
+ * so the invocation is retried.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import type { EventBridgeEvent } from 'aws-lambda';
+import { type BusIngestResult, EventLogWriter, ingestBusEvent } from '@sluice/eventlog';
+import { config } from './config.js';
+
+const logger = new Logger({ serviceName: 'sluice-ingest' });
+const writer = new EventLogWriter({
+  eventsTable: config.eventsTable,
+  subscribersTable: config.subscribersTable,
+  logger,
+  ...(config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays }),
+});
+
+export const handler = (event: EventBridgeEvent<string, unknown>): Promise<BusIngestResult> =>
+  ingestBusEvent(writer, event, logger);

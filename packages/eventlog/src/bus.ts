@@ -1,0 +1,100 @@
+/**
+ * The EventBridge contract of ingestion: what producers put on the Sluice bus, and how one bus event maps
+ * onto {@link EventLogWriter}. The ingest Lambda is a thin wrapper around {@link ingestBusEvent}.
+ *
+ * - detail-type `sluice.events`, detail `{ "workspaceId": "...", "events": [ { "dataset": "email_events", ...row } ] }`
+ * - detail-type `sluice.subscribers`, detail `{ "workspaceId": "...", "upsert": [ ...rows ], "delete": [ "id", ... ] }`
+ *
+ * One bus event holds at most 256 KB, so a producer sends a few hundred events per entry (PutEvents takes 10
+ * entries a call). Other detail-types are ignored (logged), so the bus can carry other traffic.
+ */
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { describeIssues } from '@sluice/core';
+import { z } from 'zod';
+import type { EventLogWriter, IngestResult, SubscriberWriteResult } from './ingest.js';
+
+/** The detail-type of a batch of events. */
+export const EVENTS_DETAIL_TYPE = 'sluice.events';
+/** The detail-type of subscriber upserts and deletes. */
+export const SUBSCRIBERS_DETAIL_TYPE = 'sluice.subscribers';
+
+/** The part of an EventBridge event ingestion reads (no Lambda types in the domain). */
+export interface BusEvent {
+  'detail-type': string;
+  detail: unknown;
+  id?: string;
+  source?: string;
+}
+
+const eventsDetail = z.object({ workspaceId: z.string().min(1), events: z.array(z.unknown()) });
+const subscribersDetail = z.object({
+  workspaceId: z.string().min(1),
+  upsert: z.array(z.unknown()).optional(),
+  delete: z.array(z.unknown()).optional(),
+});
+
+/** What one bus event did. */
+export type BusIngestResult =
+  | ({ kind: 'events'; workspaceId: string } & IngestResult)
+  | {
+      kind: 'subscribers';
+      workspaceId: string;
+      upserted: SubscriberWriteResult;
+      deleted: SubscriberWriteResult;
+    }
+  /** The detail did not match its detail-type's shape: nothing was written (retrying would not help). */
+  | { kind: 'refused'; reason: string }
+  /** Not a Sluice detail-type. */
+  | { kind: 'ignored'; detailType: string };
+
+/**
+ * Ingests one bus event: validates the envelope, then writes through the writer (the same rules and batched
+ * path as the library). A refused envelope or invalid rows are logged (error and warning) with their reasons,
+ * and counted in the result; write failures (throttling past the retries) are thrown, so Lambda retries.
+ */
+export async function ingestBusEvent(
+  writer: EventLogWriter,
+  event: BusEvent,
+  logger: Logger,
+): Promise<BusIngestResult> {
+  const detailType = event['detail-type'];
+  const context = { eventId: event.id, source: event.source, detailType };
+  if (detailType === EVENTS_DETAIL_TYPE) {
+    const parsed = eventsDetail.safeParse(event.detail);
+    if (!parsed.success) return refuse(logger, context, describeIssues(parsed.error.issues));
+    const { workspaceId, events } = parsed.data;
+    const result = await writer.ingestEvents(workspaceId, events);
+    logger.info('Ingested events', {
+      ...context,
+      workspaceId,
+      received: events.length,
+      accepted: result.accepted,
+      duplicates: result.duplicates,
+      dropped: result.dropped,
+      invalid: result.invalid.length,
+    });
+    return { kind: 'events', workspaceId, ...result };
+  }
+  if (detailType === SUBSCRIBERS_DETAIL_TYPE) {
+    const parsed = subscribersDetail.safeParse(event.detail);
+    if (!parsed.success) return refuse(logger, context, describeIssues(parsed.error.issues));
+    const { workspaceId } = parsed.data;
+    const upserted = await writer.upsertSubscribers(workspaceId, parsed.data.upsert ?? []);
+    const deleted = await writer.deleteSubscribers(workspaceId, parsed.data.delete ?? []);
+    logger.info('Ingested subscribers', {
+      ...context,
+      workspaceId,
+      upserted: upserted.accepted,
+      deleted: deleted.accepted,
+      invalid: upserted.invalid.length + deleted.invalid.length,
+    });
+    return { kind: 'subscribers', workspaceId, upserted, deleted };
+  }
+  logger.info('Ignored a bus event of another detail-type', context);
+  return { kind: 'ignored', detailType };
+}
+
+function refuse(logger: Logger, context: object, reason: string): BusIngestResult {
+  logger.error('Refused a bus event: its detail does not match the contract', { ...context, reason });
+  return { kind: 'refused', reason };
+}
