@@ -134,6 +134,8 @@ export interface RunStateChanges {
   manualRunQueued?: boolean;
   /** Only apply when the destination's `configVersion` is still this. */
   expectedConfigVersion?: number;
+  /** Only apply when the due index entry is still this one (as read by `queryDue`). */
+  expectedDueAt?: string;
 }
 
 /** A destination found on the due index. */
@@ -468,6 +470,11 @@ export class ExportStateStore {
       values[':configVersion'] = changes.expectedConfigVersion;
       conditions.push('#configVersion = :configVersion');
     }
+    if (changes.expectedDueAt !== undefined) {
+      names['#dueAt'] = 'dueAt';
+      values[':expectedDueAt'] = changes.expectedDueAt;
+      conditions.push('#dueAt = :expectedDueAt');
+    }
     if (changes.nextRunAt !== undefined) set('nextRunAt', changes.nextRunAt);
 
     const attempts: { extraSets: string[]; remove: boolean; condition: string; extraValues: Item }[] = [];
@@ -532,6 +539,7 @@ export class ExportStateStore {
       ) {
         return false;
       }
+      if (changes.expectedDueAt !== undefined && current.dueAt !== changes.expectedDueAt) return false;
     }
     return false;
   }
@@ -619,24 +627,29 @@ export class ExportStateStore {
   private async getDestinationState(
     workspaceId: string,
     destinationId: string,
-  ): Promise<{ configVersion: unknown; isEnabled: unknown } | undefined> {
+  ): Promise<{ configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined> {
     const result = await withDynamoErrors(() =>
       this.table.client.send(
         new GetCommand({
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
-          ProjectionExpression: 'configVersion, isEnabled',
+          ProjectionExpression: 'configVersion, isEnabled, dueAt',
           ConsistentRead: true,
         }),
       ),
     );
-    return result.Item as { configVersion: unknown; isEnabled: unknown } | undefined;
+    return result.Item as { configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined;
   }
 
   private async writeCursors(fence: CursorFence, writes: CursorWrite[], now: Date): Promise<boolean> {
-    if (writes.length === 0) return true;
     const workspaceId = 'lease' in fence ? fence.lease.workspaceId : fence.workspaceId;
     const destinationId = 'lease' in fence ? fence.lease.destinationId : fence.destinationId;
+    if (writes.length === 0) {
+      // Nothing to write: the fence alone decides, from a consistent read of the lease.
+      const item = await this.getLeaseItem(workspaceId, destinationId);
+      if ('lease' in fence) return item !== undefined && item.token === fence.lease.token;
+      return item === undefined || Number(item.expiresAtMs) < fence.noLiveLeaseAt;
+    }
     const pk = workspacePk(workspaceId);
     const fenceItem: TransactItem =
       'lease' in fence

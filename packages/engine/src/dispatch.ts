@@ -1,0 +1,147 @@
+import type { CursorState, CursorWrite, DueEntry } from '@sluice/control';
+import {
+  type Dataset,
+  type Destination,
+  EXPORT_LAG_MS,
+  exportLimit,
+  isEventDataset,
+  isSnapshotDue,
+  nextScheduledRun,
+} from '@sluice/core';
+import { type EngineDeps, resolveDeps } from './deps.js';
+import { classifyEngineError } from './errors.js';
+import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
+import { eventCursorMs, LEASE_DURATION_MS, positionOf } from './plan.js';
+
+/** Destinations examined at once by one dispatch tick. */
+export const DISPATCH_CONCURRENCY = 8;
+
+/** What the dispatcher decided for one due destination. */
+export type DispatchDecision = 'start' | 'advanced' | 'skipped';
+
+/**
+ * FindDueDestinations: the Dispatch state machine's one task, every minute.
+ * 1. Query the sparse due index (every `DUE#<n>` partition) for destinations due at `now`.
+ * 2. Queued (manual) ones start. Others are checked cheaply: planned windows left by a failed or stopped
+ *    run, a due subscriber snapshot, or one `hasRowsAfter` Query per event dataset.
+ * 3. Nothing new: advance the event cursors to `now - lag` (no file for an empty span; fenced by "no
+ *    live lease" and the old positions) and set `nextRunAt` to the next slot, with no workflow.
+ * 4. The rest: move their due entry ahead by the lease duration (conditional on the entry read, so an
+ *    overlapping tick does not start them twice) and return them for an ExportRun each.
+ */
+export async function findDueDestinations(
+  input: FindDueInput = {},
+  injected: Partial<EngineDeps> = {},
+): Promise<FindDueOutput> {
+  const deps = resolveDeps(injected);
+  try {
+    const parsed = input.now !== undefined ? Date.parse(input.now) : Number.NaN;
+    const now = Number.isFinite(parsed) ? new Date(parsed) : deps.now();
+    const entries = await deps.stateStore.queryDue(now);
+    const destinations: DueDestination[] = [];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < entries.length) {
+        const entry = entries[next++] as DueEntry;
+        const started = await dispatchOne(entry, now, deps);
+        if (started !== undefined) destinations.push(started);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, entries.length) }, worker));
+    return { destinations };
+  } catch (error) {
+    throw classifyEngineError(error);
+  }
+}
+
+async function dispatchOne(
+  entry: DueEntry,
+  now: Date,
+  deps: EngineDeps,
+): Promise<DueDestination | undefined> {
+  const nowMs = now.getTime();
+  const destination = await deps.controlStore.getDestination(entry.workspaceId, entry.destinationId);
+  if (destination === undefined || !destination.isEnabled) return undefined;
+  const manual = destination.manualRunQueued || destination.status === 'queued';
+  if (!manual) {
+    const lease = await deps.stateStore.getLease(entry.workspaceId, entry.destinationId);
+    if (lease !== undefined && lease.expiresAtMs >= nowMs) return undefined;
+    const cursors = await deps.stateStore.getCursors(entry.workspaceId, entry.destinationId);
+    if (!(await needsRun(destination, cursors, nowMs, deps))) {
+      await advanceIdle(destination, cursors, entry, now, deps);
+      return undefined;
+    }
+  }
+  const marked = await deps.stateStore.markDispatched(
+    entry,
+    new Date(nowMs + LEASE_DURATION_MS).toISOString(),
+  );
+  if (!marked) return undefined;
+  return {
+    workspaceId: entry.workspaceId,
+    destinationId: entry.destinationId,
+    trigger: manual ? 'manual' : 'schedule',
+  };
+}
+
+/** True when a run has something to write: planned work, a due snapshot, or new rows in some dataset. */
+export async function needsRun(
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  nowMs: number,
+  deps: Pick<EngineDeps, 'eventSource'>,
+): Promise<boolean> {
+  const limit = exportLimit(nowMs);
+  const checks: { dataset: Dataset; fromMs: number }[] = [];
+  for (const dataset of destination.datasets) {
+    const cursor = cursors.get(dataset);
+    if (isEventDataset(dataset)) {
+      if ((cursor?.plannedWindows.length ?? 0) > 0) return true;
+      const fromMs = eventCursorMs(destination, cursor, dataset);
+      if (fromMs < limit) checks.push({ dataset, fromMs });
+    } else if (isSnapshotDue(cursor?.snapshotDate, nowMs) || cursor?.plannedSnapshot !== undefined) {
+      return true;
+    }
+  }
+  for (const check of checks) {
+    if (!isEventDataset(check.dataset)) continue;
+    if (await deps.eventSource.hasRowsAfter(destination.workspaceId, check.dataset, check.fromMs, limit))
+      return true;
+  }
+  return false;
+}
+
+/** Moves the cursors of a destination with nothing new to `now - lag` and schedules its next slot. */
+async function advanceIdle(
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  entry: DueEntry,
+  now: Date,
+  deps: EngineDeps,
+): Promise<void> {
+  const nowMs = now.getTime();
+  const limit = nowMs - EXPORT_LAG_MS;
+  const writes: CursorWrite[] = [];
+  for (const dataset of destination.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    const cursor = cursors.get(dataset);
+    if (eventCursorMs(destination, cursor, dataset) >= limit) continue;
+    writes.push({
+      dataset,
+      expected: positionOf(cursor),
+      next: { exportedThroughMs: limit },
+      plannedWindows: [],
+    });
+  }
+  const fence = { noLiveLeaseAt: nowMs, workspaceId: entry.workspaceId, destinationId: entry.destinationId };
+  if (!(await deps.stateStore.advanceCursors(fence, writes, now))) return;
+  await deps.stateStore.updateRunState(
+    entry.workspaceId,
+    entry.destinationId,
+    {
+      nextRunAt: new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString(),
+      expectedDueAt: entry.dueAt,
+    },
+    now,
+  );
+}
