@@ -357,7 +357,9 @@ export class LocalWorkflows {
     const call = (payload: Json) => invokeLambda(fn, this.functions[fn], payload);
     try {
       return this.options.intercept ? await this.options.intercept(state, input, call) : await call(input);
-    } catch (error) {
+    } catch (thrown) {
+      // An interceptor's own error reaches the definition as a Lambda error would, too.
+      const error = thrown instanceof Error && LAMBDA_ERROR in thrown ? thrown : lambdaError(thrown);
       const e = error as Error;
       this.options.log?.(
         `${state} ${describe(input)}: ${e.name}: ${causeMessage({ Error: e.name, Cause: e.message })}`,
@@ -420,12 +422,16 @@ function checkSize(text: string, what: string): string {
   return text;
 }
 
+/** Marks an error already shaped as Step Functions reports a Lambda error. */
+const LAMBDA_ERROR = Symbol('lambdaError');
+
 /** The error Step Functions would see from a Lambda that threw `error`. */
 function lambdaError(error: unknown): Error {
   const errorType = error instanceof Error ? error.name || 'Error' : 'Error';
   const errorMessage = error instanceof Error ? error.message : String(error);
   const wrapped = new Error(JSON.stringify({ errorType, errorMessage }));
   wrapped.name = errorType;
+  Object.defineProperty(wrapped, LAMBDA_ERROR, { value: true });
   return wrapped;
 }
 

@@ -1,0 +1,346 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import {
+  eventFileKey,
+  MAX_LINES_PER_FILE,
+  snapshotFileKey,
+  snapshotSuccessKey,
+  startOfUtcDay,
+  utcDate,
+} from '@sluice/core';
+import { generateEvents, generateSubscribers } from '@sluice/eventlog';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
+type Json = Record<string, any>;
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+let h: E2eHarness;
+let workflows: LocalWorkflows;
+const taskErrors: string[] = [];
+
+beforeAll(async () => {
+  h = await startE2eHarness();
+  workflows = await h.workflows({ log: (line) => taskErrors.push(line) });
+});
+
+afterAll(async () => {
+  expect(await h.close()).toEqual([]);
+});
+
+/** Runs Dispatch until a tick starts no run for the destination; returns that destination's runs. */
+async function tickUntilCaughtUp(destinationId: string) {
+  const runs = [];
+  for (let tick = 0; tick < 10; tick++) {
+    const outcome = await workflows.runDispatch();
+    const ours = outcome.runs.filter((run) => (run.input as Json).destinationId === destinationId);
+    if (ours.length === 0 && tick > 0) return runs;
+    runs.push(...ours);
+  }
+  throw new Error('the destination did not catch up in 10 ticks');
+}
+
+describe('a whole export on the local runtime, through the synthesized state machines', () => {
+  it('exports events across a UTC midnight and a window over 50,000 rows, exactly once, with the snapshot', async () => {
+    // Prepare: the latest UTC midnight at least an hour ago; 51,000 email events in the six hours before it
+    // (one window, two files), 1,500 after it, 400 custom events on both sides, 250 subscribers.
+    const nowMs = Date.now();
+    const midnight = startOfUtcDay(nowMs - HOUR_MS);
+    const startFromMs = midnight - 12 * HOUR_MS;
+    const ws = h.ws.workspaceId;
+    const before = [
+      ...generateEvents({
+        count: 51_000,
+        workspaceId: ws,
+        seed: 1,
+        from: midnight - 6 * HOUR_MS,
+        to: midnight - MINUTE_MS,
+        mix: { email_events: 1 },
+      }),
+    ];
+    const after = [
+      ...generateEvents({
+        count: 1_500,
+        workspaceId: ws,
+        seed: 2,
+        from: midnight,
+        to: midnight + 30 * MINUTE_MS,
+        mix: { email_events: 1 },
+      }),
+    ];
+    const custom = [
+      ...generateEvents({
+        count: 400,
+        workspaceId: ws,
+        seed: 3,
+        from: midnight - 3 * HOUR_MS,
+        to: midnight + 30 * MINUTE_MS,
+        mix: { custom_events: 1 },
+      }),
+    ];
+    const all = [...before, ...after, ...custom];
+    expect(await ingestAll(h.events, ws, all as unknown as Record<string, unknown>[])).toBe(all.length);
+    const subscribers = [...generateSubscribers({ count: 250, workspaceId: ws })];
+    expect((await h.events.upsertSubscribers(ws, subscribers)).accepted).toBe(250);
+    const prefix = uniqueId('e2e/');
+    const created = await h.ws.client.post<Json>(
+      '/data-exports',
+      h.api.createBody({
+        pathPrefix: prefix,
+        startFrom: new Date(startFromMs).toISOString(),
+        datasets: ['email_events', 'custom_events', 'subscribers'],
+        frequency: 'every_15_minutes',
+      }),
+    );
+    expect(created.status).toBe(201);
+    const id: string = created.body.dataExport.id;
+
+    // Act
+    const runs = await tickUntilCaughtUp(id);
+
+    // Assess: the runs
+    expect(runs.map((run) => run.status)).toEqual(runs.map(() => 'succeeded'));
+    expect(runs.length).toBeGreaterThanOrEqual(1);
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view).toMatchObject({ status: 'active', consecutiveFailures: 0, lastError: null });
+    const throughMs = Date.parse(view.exportedThrough.email_events);
+    expect(Date.parse(view.exportedThrough.custom_events)).toBe(throughMs);
+    expect(throughMs).toBeGreaterThan(midnight + 30 * MINUTE_MS);
+    expect(throughMs).toBeLessThanOrEqual(Date.now() - 2 * MINUTE_MS);
+    const today = utcDate(Date.now());
+    expect(view.exportedThrough.subscribers.slice(0, 10)).toBe(today);
+
+    // Assess: exactly the expected objects
+    const objects = await h.list(prefix);
+    const windows = [
+      { fromMs: startFromMs, toMs: midnight },
+      { fromMs: midnight, toMs: throughMs },
+    ];
+    const expectedKeys = [
+      `${prefix}/_sluice/connection-test.json`,
+      eventFileKey(prefix, 'email_events', windows[0]!, 0),
+      eventFileKey(prefix, 'email_events', windows[0]!, 1),
+      eventFileKey(prefix, 'email_events', windows[1]!, 0),
+      eventFileKey(prefix, 'custom_events', windows[0]!, 0),
+      eventFileKey(prefix, 'custom_events', windows[1]!, 0),
+      snapshotFileKey(prefix, today, 0),
+      snapshotSuccessKey(prefix, today),
+    ].sort();
+    expect(objects.map((o) => o.key)).toEqual(expectedKeys);
+    expect(expectedKeys[1]).toMatch(
+      new RegExp(
+        `^${prefix}/email_events/date=${utcDate(midnight - 1)}/email_events-${startFromMs}-${midnight}-0000\\.jsonl\\.gz$`,
+      ),
+    );
+
+    // Assess: line counts, order, every row once, each in its window
+    const seen = new Map<string, number>();
+    let lineTotal = 0;
+    for (const key of expectedKeys.filter((k) => k.includes('_events/'))) {
+      const lines = await h.readLines(key);
+      const window = windows[key.includes(`-${startFromMs}-`) ? 0 : 1]!;
+      let previous = Number.NEGATIVE_INFINITY;
+      for (const line of lines) {
+        const row = JSON.parse(line) as { id: string; recorded_at: string; schema_version: number };
+        const recorded = Date.parse(row.recorded_at);
+        expect(recorded).toBeGreaterThanOrEqual(previous);
+        expect(recorded > window.fromMs && recorded <= window.toMs).toBe(true);
+        expect(row.schema_version).toBe(1);
+        previous = recorded;
+        seen.set(row.id, (seen.get(row.id) ?? 0) + 1);
+      }
+      lineTotal += lines.length;
+    }
+    expect(
+      (
+        await h.readLines(
+          expectedKeys.find(
+            (k) => k.endsWith('-0000.jsonl.gz') && k.includes(`email_events-${startFromMs}`),
+          )!,
+        )
+      ).length,
+    ).toBe(MAX_LINES_PER_FILE);
+    expect(lineTotal).toBe(all.length);
+    expect(seen.size).toBe(all.length);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    expect(all.every((event) => seen.has(event.id))).toBe(true);
+    const snapshot = await h.readLines(snapshotFileKey(prefix, today, 0));
+    expect(new Set(snapshot.map((line) => (JSON.parse(line) as { id: string }).id))).toEqual(
+      new Set(subscribers.map((s) => s.id)),
+    );
+    const success = objects.find((o) => o.key.endsWith('/_SUCCESS'))!;
+    const snapshotFile = objects.find((o) => o.key === snapshotFileKey(prefix, today, 0))!;
+    expect(success.lastModified).toBeGreaterThanOrEqual(snapshotFile.lastModified);
+
+    // Assess: the run record agrees with the files
+    const records = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
+    const succeeded = records.filter((r) => r.status === 'succeeded');
+    expect(succeeded).toHaveLength(runs.length);
+    const dataFiles = objects.filter((o) => o.key.endsWith('.jsonl.gz'));
+    const sum = (key: string) => succeeded.reduce((total, r) => total + (r[key] as number), 0);
+    expect(sum('rowCount')).toBe(all.length + subscribers.length);
+    expect(sum('fileCount')).toBe(dataFiles.length);
+    expect(sum('byteCount')).toBe(dataFiles.reduce((total, o) => total + o.size, 0));
+    const stats = succeeded[0]!.stats as Json;
+    expect(stats.email_events).toMatchObject({ rows: before.length + after.length, files: 3 });
+    expect(view.totalRowsExported).toBe(all.length + subscribers.length);
+
+    // Assess: DuckDB reads the files with the reference's query, and the counts are what went in
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-e2e-'));
+    try {
+      await h.download(prefix, dir);
+      const duck = await DuckDBInstance.create(':memory:');
+      const connection = await duck.connect();
+      const reader = await connection.runAndReadAll(
+        `SELECT event_type, COUNT(DISTINCT id)::INTEGER AS n, COUNT(*)::INTEGER AS total
+         FROM read_json_auto('${dir}/email_events/*/*.jsonl.gz', hive_partitioning = true)
+         GROUP BY event_type ORDER BY event_type`,
+      );
+      const counted = Object.fromEntries(
+        reader.getRowObjects().map((row) => [String(row.event_type), Number(row.n)]),
+      );
+      const totals = reader.getRowObjects().reduce((t, row) => t + Number(row.total), 0);
+      const expected: Record<string, number> = {};
+      for (const event of [...before, ...after]) {
+        const type = (event as { event_type: string }).event_type;
+        expected[type] = (expected[type] ?? 0) + 1;
+      }
+      expect(counted).toEqual(expected);
+      expect(totals).toBe(before.length + after.length);
+      const dates = await connection.runAndReadAll(
+        `SELECT CAST(date AS VARCHAR) AS d, COUNT(*)::INTEGER AS n
+         FROM read_json_auto('${dir}/email_events/*/*.jsonl.gz', hive_partitioning = true) GROUP BY d ORDER BY d`,
+      );
+      expect(dates.getRowObjects().map((row) => [row.d, row.n])).toEqual([
+        [utcDate(midnight - 1), before.length],
+        [utcDate(midnight), after.length],
+      ]);
+      connection.closeSync();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+
+    // Assess: nothing is due any more (the next tick starts no run) and no task error was logged
+    expect(Date.parse(view.nextRunAt)).toBeGreaterThan(Date.now());
+    expect(taskErrors).toEqual([]);
+  }, 600_000);
+
+  it('a writer failing after its first file: the retry rewrites the same names, the cursor waits', async () => {
+    // Prepare: a second export of the same events; its first window's writer fails in its second file.
+    const engine = await import('@sluice/engine');
+    const midnight = startOfUtcDay(Date.now() - HOUR_MS);
+    const startFromMs = midnight - 12 * HOUR_MS;
+    const prefix = uniqueId('e2e-fail/');
+    const created = await h.ws.client.post<Json>(
+      '/data-exports',
+      h.api.createBody({
+        pathPrefix: prefix,
+        startFrom: new Date(startFromMs).toISOString(),
+        datasets: ['email_events'],
+        frequency: 'every_15_minutes',
+      }),
+    );
+    const id: string = created.body.dataExport.id;
+    const window0 = { fromMs: startFromMs, toMs: midnight };
+    const file0 = eventFileKey(prefix, 'email_events', window0, 0);
+    const file1 = eventFileKey(prefix, 'email_events', window0, 1);
+    const uploads = { created: 0, finished: 0 };
+    let attempts = 0;
+    const failing = await h.workflows({
+      retryIntervalOverrides: { WriteWindow: 0 },
+      intercept: async (state, input, invoke) => {
+        const item = (input as Json).item as Json | undefined;
+        if (state !== 'WriteWindow' || item?.fromMs !== startFromMs) return invoke(input);
+        attempts += 1;
+        // The real writer, with a bucket connection that breaks 1,000 lines into the second file.
+        let files = 0;
+        const factory: typeof engine.defaultBucketWriterFactory = (location, credentials) => {
+          const real = engine.defaultBucketWriterFactory(location, credentials);
+          return {
+            ...real,
+            writeFile: (key, lines) => {
+              files += 1;
+              if (files === 1) return real.writeFile(key, lines);
+              uploads.created += 1;
+              return real.writeFile(key, breakAfter(lines, 1_000)).finally(() => {
+                uploads.finished += 1;
+              });
+            },
+          };
+        };
+        return (await engine.writeWindow(input as never, { bucketWriterFactory: factory })) as never;
+      },
+    });
+
+    // Act 1: the failing run
+    const first = await failing.runExportRun({
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+      trigger: 'manual',
+    });
+
+    // Assess 1: failed, recorded; file 0 whole, file 1 absent; the cursor did not move
+    expect(first.status).toBe('failed');
+    expect(attempts).toBeGreaterThan(1); // a transient failure, retried inside the run
+    const afterFailure = await h.list(prefix);
+    expect(afterFailure.map((o) => o.key)).toContain(file0);
+    expect(afterFailure.map((o) => o.key)).not.toContain(file1);
+    expect(uploads.finished).toBe(uploads.created);
+    const bytes0 = await h.readBytes(file0);
+    let view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view.exportedThrough.email_events).toBeNull();
+    expect(view).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(typeof view.lastError).toBe('string');
+
+    // Act 2: the next run, with the real writer
+    const second = await workflows.runExportRun({
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+      trigger: 'manual',
+    });
+
+    // Assess 2: the same names, file 0 byte-identical, every row once
+    expect(second.status).toBe('succeeded');
+    const objects = await h.list(prefix);
+    view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    const throughMs = Date.parse(view.exportedThrough.email_events);
+    expect(objects.map((o) => o.key)).toEqual(
+      [
+        `${prefix}/_sluice/connection-test.json`,
+        file0,
+        file1,
+        eventFileKey(prefix, 'email_events', { fromMs: midnight, toMs: throughMs }, 0),
+      ].sort(),
+    );
+    expect((await h.readBytes(file0)).equals(bytes0)).toBe(true);
+    const ids = new Set<string>();
+    let lines = 0;
+    for (const object of objects.filter((o) => o.key.endsWith('.jsonl.gz'))) {
+      for (const line of await h.readLines(object.key)) {
+        ids.add((JSON.parse(line) as { id: string }).id);
+        lines += 1;
+      }
+    }
+    expect(ids.size).toBe(lines);
+    expect(view).toMatchObject({ status: 'active', consecutiveFailures: 0 });
+  }, 600_000);
+});
+
+/** Yields `count` lines of `lines`, then fails as a dropped connection would. */
+async function* breakAfter(
+  lines: AsyncIterable<string> | Iterable<string>,
+  count: number,
+): AsyncGenerator<string> {
+  let n = 0;
+  for await (const line of lines) {
+    if (n === count) throw Object.assign(new Error('socket hang up'), { name: 'Error', code: 'ECONNRESET' });
+    n += 1;
+    yield line;
+  }
+}

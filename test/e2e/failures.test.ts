@@ -1,0 +1,181 @@
+import { eventFileKey, startOfUtcDay } from '@sluice/core';
+import { generateEvents } from '@sluice/eventlog';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Json as Payload, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
+type Json = Record<string, any>;
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+let h: E2eHarness;
+let workflows: LocalWorkflows;
+const midnight = startOfUtcDay(Date.now() - HOUR_MS);
+const startFromMs = midnight - 6 * HOUR_MS;
+
+beforeAll(async () => {
+  h = await startE2eHarness();
+  workflows = await h.workflows();
+  // 2,000 email events and 300 custom events on both sides of a UTC midnight.
+  const ws = h.ws.workspaceId;
+  const events = [
+    ...generateEvents({
+      count: 2_000,
+      workspaceId: ws,
+      seed: 7,
+      from: midnight - 2 * HOUR_MS,
+      to: midnight + 20 * MINUTE_MS,
+      mix: { email_events: 1 },
+    }),
+    ...generateEvents({
+      count: 300,
+      workspaceId: ws,
+      seed: 8,
+      from: midnight - 2 * HOUR_MS,
+      to: midnight + 20 * MINUTE_MS,
+      mix: { custom_events: 1 },
+    }),
+  ];
+  await ingestAll(h.events, ws, events as unknown as Record<string, unknown>[]);
+});
+
+afterAll(async () => {
+  expect(await h.close()).toEqual([]);
+});
+
+/** A new export of the local bucket with its own prefix; returns its id and prefix. */
+async function createExport(): Promise<{ id: string; prefix: string }> {
+  const prefix = uniqueId('e2e-failures/');
+  const created = await h.ws.client.post<Json>(
+    '/data-exports',
+    h.api.createBody({
+      pathPrefix: prefix,
+      startFrom: new Date(startFromMs).toISOString(),
+      datasets: ['email_events', 'custom_events'],
+      frequency: 'every_15_minutes',
+    }),
+  );
+  expect(created.status).toBe(201);
+  return { id: created.body.dataExport.id as string, prefix };
+}
+
+const input = (destinationId: string) => ({
+  workspaceId: h.ws.workspaceId,
+  destinationId,
+  trigger: 'manual',
+});
+
+describe('export runs that fail, race or pause, through the synthesized state machines', () => {
+  it('a permanent error (no such bucket) fails the run at once: no retry, a message, backed off', async () => {
+    // Prepare: the bucket is gone (changed underneath the API, which would have refused it).
+    const { id } = await createExport();
+    const destination = await h.store.getDestination(h.ws.workspaceId, id);
+    await h.store.updateDestination(h.ws.workspaceId, id, { bucket: 'sluice-no-such-bucket' } as never);
+    expect(destination).toBeDefined();
+    const writes: Payload[] = [];
+    const runner = await h.workflows({
+      intercept: async (state, payload, invoke) => {
+        if (state === 'WriteWindow') writes.push(payload);
+        return invoke(payload);
+      },
+    });
+    const startedAt = Date.now();
+
+    // Act
+    const outcome = await runner.runExportRun(input(id));
+
+    // Assess
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error?.Error).toBe('BucketNotFound');
+    const windows = new Set(writes.map((w) => JSON.stringify((w as Json).item)));
+    expect(writes.length).toBe(windows.size); // every item tried once: permanent errors are not retried
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(view.lastError).toMatch(/sluice-no-such-bucket/);
+    expect(view.lastError).not.toMatch(/Error:|at |\{/);
+    expect(Date.parse(view.nextRunAt)).toBeGreaterThanOrEqual(startedAt + 15 * MINUTE_MS - 60_000);
+    expect(view.exportedThrough).toEqual({ email_events: null, custom_events: null });
+    const runs = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
+    expect(runs[0]).toMatchObject({ status: 'failed', rowCount: 0 });
+    expect(runs[0]!.error).toBe(view.lastError);
+  });
+
+  it('two ExportRuns of one destination at once: one advances the cursor, the other is skipped', async () => {
+    // Prepare
+    const { id, prefix } = await createExport();
+
+    // Act
+    const outcomes = await Promise.all([
+      workflows.runExportRun(input(id)),
+      workflows.runExportRun(input(id)),
+    ]);
+
+    // Assess
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['skipped', 'succeeded']);
+    expect(outcomes.find((o) => o.status === 'skipped')?.reason).toBe('lease_held');
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    const throughMs = Date.parse(view.exportedThrough.email_events);
+    const keys = (await h.list(prefix)).map((o) => o.key).filter((k) => k.endsWith('.jsonl.gz'));
+    expect(keys).toEqual(
+      [
+        eventFileKey(prefix, 'email_events', { fromMs: startFromMs, toMs: midnight }, 0),
+        eventFileKey(prefix, 'email_events', { fromMs: midnight, toMs: throughMs }, 0),
+        eventFileKey(prefix, 'custom_events', { fromMs: startFromMs, toMs: midnight }, 0),
+        eventFileKey(prefix, 'custom_events', { fromMs: midnight, toMs: throughMs }, 0),
+      ].sort(),
+    );
+    const runs = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
+    expect(runs.filter((r) => r.status === 'succeeded')).toHaveLength(1);
+    expect(view.totalRowsExported).toBe(2_300);
+  });
+
+  it('a pause in the middle of a run stops it before the next file, and the cursor waits', async () => {
+    // Prepare: the first window is written; then the export is paused before the others begin.
+    const { id, prefix } = await createExport();
+    let release!: () => void;
+    const paused = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let firstItem: Json | undefined;
+    const runner = await h.workflows({
+      intercept: async (state, payload, invoke) => {
+        if (state !== 'WriteWindow') return invoke(payload);
+        if (firstItem === undefined) {
+          firstItem = (payload as Json).item as Json;
+          const result = await invoke(payload);
+          const patched = await h.ws.client.patch<Json>(`/data-exports/${id}`, { isEnabled: false });
+          expect(patched.status).toBe(200);
+          release();
+          return result;
+        }
+        await paused;
+        return invoke(payload);
+      },
+    });
+
+    // Act
+    const outcome = await runner.runExportRun(input(id));
+
+    // Assess
+    expect(outcome.status).toBe('stopped');
+    const results = ((outcome.output as Json).results ?? []) as Json[];
+    expect(results.filter((r) => r.status === 'written')).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'stopped').every((r) => r.stopReason === 'paused')).toBe(true);
+    const keys = (await h.list(prefix)).map((o) => o.key).filter((k) => k.endsWith('.jsonl.gz'));
+    expect(keys).toEqual([eventFileKey(prefix, firstItem!.dataset, firstItem as never, 0)]);
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view.isEnabled).toBe(false);
+    expect(view.consecutiveFailures).toBe(0);
+    // Only the written window may be behind a cursor; nothing beyond it.
+    const through = view.exportedThrough as Record<string, string | null>;
+    for (const [dataset, value] of Object.entries(through)) {
+      if (dataset === firstItem!.dataset && firstItem!.fromMs === startFromMs) {
+        expect(value === null || Date.parse(value) === firstItem!.toMs).toBe(true);
+      } else {
+        expect(value).toBeNull();
+      }
+    }
+  });
+});

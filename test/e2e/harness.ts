@@ -1,0 +1,157 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import {
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+} from '@aws-sdk/client-s3';
+import type { ControlStore, ExportStateStore } from '@sluice/control';
+import { CONTROL_TABLE } from '@sluice/core';
+import type { EventLogWriter } from '@sluice/eventlog';
+import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
+import type { LocalWorkflows, LocalWorkflowsOptions } from '../../packages/local/src/stepfunctions.js';
+import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
+
+/** One object of the local bucket. */
+export interface BucketObject {
+  key: string;
+  size: number;
+  lastModified: number;
+}
+
+/** The e2e environment: the API over HTTP, the stores, the bucket, and a local workflow runner factory. */
+export interface E2eHarness {
+  api: ContractHarness;
+  ws: TestWorkspace;
+  store: ControlStore;
+  stateStore: ExportStateStore;
+  events: EventLogWriter;
+  /** The control table of this test file only: Dispatch sees no other file's destinations. */
+  controlTable: string;
+  /** A runner of the synthesized definitions with the real handlers (plus the given options). */
+  workflows(options?: Omit<LocalWorkflowsOptions, 'definitions'>): Promise<LocalWorkflows>;
+  /** Every object under a prefix of the local bucket. */
+  list(prefix: string): Promise<BucketObject[]>;
+  /** The lines of a `.jsonl.gz` object. */
+  readLines(key: string): Promise<string[]>;
+  /** The raw bytes of an object. */
+  readBytes(key: string): Promise<Buffer>;
+  /** Copies every object under `prefix/` into `dir`, keeping the key below the prefix. */
+  download(prefix: string, dir: string): Promise<void>;
+  /** Multipart uploads started and neither completed nor aborted, under a prefix. */
+  pendingUploads(prefix: string): Promise<string[]>;
+  /** Deletes every object under a prefix. */
+  clear(prefix: string): Promise<void>;
+  /** Stops the API; returns the secrets seen in any response or log line (expected: none). */
+  close(): Promise<string[]>;
+}
+
+/** A fresh id with a prefix. */
+export function uniqueId(prefix: string): string {
+  return `${prefix}${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * Starts the e2e environment on the global setup's local services. Gives this test file its own control table
+ * (created here, its name put in `SLUICE_CONTROL_TABLE` before any module reading it is loaded), so the
+ * Dispatch of this file never starts runs for destinations of the contract tests running beside it.
+ * Everything that reads the environment at load is therefore imported dynamically, after.
+ */
+export async function startE2eHarness(): Promise<E2eHarness> {
+  const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
+  if (!endpoint) throw new Error('AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests through vitest');
+  const controlTable = uniqueId('sluice-control-e2e-');
+  const dynamo = localDynamoDbClient(endpoint);
+  await createLocalTables(dynamo, [{ name: controlTable, spec: CONTROL_TABLE }]);
+  dynamo.destroy();
+  process.env.SLUICE_CONTROL_TABLE = controlTable;
+
+  const [{ startContractHarness }, control, eventlog, { LocalWorkflows }, { loadWorkflowDefinitions }] =
+    await Promise.all([
+      import('../helpers/contract-harness.js'),
+      import('@sluice/control'),
+      import('@sluice/eventlog'),
+      import('../../packages/local/src/stepfunctions.js'),
+      import('../../packages/local/src/template.js'),
+    ]);
+  const api = await startContractHarness();
+  const ws = await api.newWorkspace();
+  const definitions = await loadWorkflowDefinitions();
+  const s3 = api.s3;
+  const bucket = 'local-exports';
+
+  const list = async (prefix: string): Promise<BucketObject[]> => {
+    const objects: BucketObject[] = [];
+    let token: string | undefined;
+    do {
+      const page = await s3.send(
+        new ListObjectsV2Command({ Bucket: bucket, Prefix: `${prefix}/`, ContinuationToken: token }),
+      );
+      for (const item of page.Contents ?? []) {
+        objects.push({
+          key: item.Key ?? '',
+          size: item.Size ?? 0,
+          lastModified: item.LastModified?.getTime() ?? 0,
+        });
+      }
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+    return objects.sort((a, b) => a.key.localeCompare(b.key));
+  };
+  const readBytes = async (key: string): Promise<Buffer> => {
+    const result = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return Buffer.from((await result.Body?.transformToByteArray()) ?? []);
+  };
+
+  return {
+    api,
+    ws,
+    store: new control.ControlStore({ tableName: controlTable }),
+    stateStore: new control.ExportStateStore(),
+    events: new eventlog.EventLogWriter(),
+    controlTable,
+    workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),
+    list,
+    readBytes,
+    async readLines(key) {
+      const text = gunzipSync(await readBytes(key)).toString('utf8');
+      return text === '' ? [] : text.replace(/\n$/, '').split('\n');
+    },
+    async download(prefix, dir) {
+      for (const object of await list(prefix)) {
+        const target = join(dir, object.key.slice(prefix.length + 1));
+        await mkdir(dirname(target), { recursive: true });
+        await writeFile(target, await readBytes(object.key));
+      }
+    },
+    async pendingUploads(prefix) {
+      const result = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: `${prefix}/` }));
+      return (result.Uploads ?? []).map((upload) => upload.Key ?? '');
+    },
+    async clear(prefix) {
+      const keys = (await list(prefix)).map((object) => ({ Key: object.key }));
+      if (keys.length > 0)
+        await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
+    },
+    close: () => api.closeAndFindLeaks(),
+  };
+}
+
+/** Ingests events in chunks; returns how many were accepted. */
+export async function ingestAll(
+  writer: EventLogWriter,
+  workspaceId: string,
+  events: readonly Record<string, unknown>[],
+  chunk = 5_000,
+): Promise<number> {
+  let accepted = 0;
+  for (let i = 0; i < events.length; i += chunk) {
+    const result = await writer.ingestEvents(workspaceId, events.slice(i, i + chunk));
+    if (result.invalid.length > 0) throw new Error(`refused: ${JSON.stringify(result.invalid.slice(0, 3))}`);
+    accepted += result.accepted;
+  }
+  return accepted;
+}
