@@ -1,4 +1,4 @@
-import { TRANSIENT_BUCKET_ERROR_NAMES } from '@sluice/sinks';
+import { TRANSIENT_ERROR_NAMES } from '@sluice/engine';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -14,16 +14,6 @@ export const WORKFLOW_METADATA_KEY = 'sluice:workflow';
 
 /** Longest an Express execution may run; every task and the whole run fit inside it. */
 const EXPRESS_MAX = Duration.minutes(5);
-
-/** Until `@sluice/engine` exports `TRANSIENT_ERROR_NAMES`: the bucket's transient names and Lambda's own. */
-const TRANSIENT_ERROR_NAMES: readonly string[] = [
-  ...TRANSIENT_BUCKET_ERROR_NAMES,
-  'Lambda.ServiceException',
-  'Lambda.AWSLambdaException',
-  'Lambda.SdkClientException',
-  'Lambda.TooManyRequestsException',
-  'Lambda.ClientExecutionTimeoutException',
-];
 
 /** Props of {@link ExportRunWorkflow}. */
 export interface ExportRunWorkflowProps {
