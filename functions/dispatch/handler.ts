@@ -1,0 +1,39 @@
+/**
+ * The dispatch Lambda: the FindDueDestinations task of the Dispatch state machine, every minute. Thin over
+ * `@sluice/engine` `findDueDestinations`: destinations with nothing new are settled here without a
+ * workflow; the ones returned get an ExportRun each.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ControlStore, ExportStateStore } from '@sluice/control';
+import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
+import { EventLogReader } from '@sluice/eventlog';
+import { config } from './config.js';
+
+const logger = new Logger({ serviceName: 'sluice-dispatch' });
+const deps: Partial<EngineDeps> = {
+  controlStore: new ControlStore({ tableName: config.controlTable }),
+  stateStore: new ExportStateStore({ tableName: config.controlTable }),
+  eventSource: new EventLogReader({
+    eventsTable: config.eventsTable,
+    subscribersTable: config.subscribersTable,
+  }),
+};
+
+export const handler = async (event: FindDueInput): Promise<FindDueOutput> => {
+  try {
+    const result = await findDueDestinations(event ?? {}, deps);
+    if (result.destinations.length > 0) {
+      logger.info('starting export runs', {
+        count: result.destinations.length,
+        destinations: result.destinations.map((d) => ({
+          workspaceId: d.workspaceId,
+          destinationId: d.destinationId,
+        })),
+      });
+    }
+    return result;
+  } catch (error) {
+    logger.error('dispatch failed', { errorName: (error as Error).name, message: (error as Error).message });
+    throw error;
+  }
+};

@@ -1,0 +1,74 @@
+/**
+ * The run-control Lambda: the ClaimAndPlan, Commit and RecordFailure tasks of the ExportRun state machine,
+ * dispatched on `action`. Thin: the steps are `@sluice/engine`'s. Errors leave with their classified
+ * `name` (the state machine's Retry/Catch match it) and a message safe to show.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ControlStore, ExportStateStore } from '@sluice/control';
+import {
+  type ClaimAndPlanInput,
+  type CommitInput,
+  claimAndPlan,
+  commitRun,
+  type EngineDeps,
+  type RecordFailureInput,
+  recordFailure,
+} from '@sluice/engine';
+import { config } from './config.js';
+
+const logger = new Logger({ serviceName: 'sluice-run-control' });
+const deps: Partial<EngineDeps> = {
+  controlStore: new ControlStore({ tableName: config.controlTable }),
+  stateStore: new ExportStateStore({ tableName: config.controlTable }),
+};
+
+/** The event of each action, as the ExportRun definition builds it. */
+export type RunControlEvent =
+  | (ClaimAndPlanInput & { action: 'claimAndPlan' })
+  | (CommitInput & { action: 'commit' })
+  | (RecordFailureInput & { action: 'recordFailure' });
+
+export const handler = async (event: RunControlEvent): Promise<unknown> => {
+  const run = 'run' in event ? event.run : undefined;
+  const ids = run ?? (event as { workspaceId?: string; destinationId?: string });
+  logger.appendKeys({
+    workspaceId: ids.workspaceId,
+    destinationId: ids.destinationId,
+    runId: run?.runId,
+    action: event.action,
+  });
+  try {
+    switch (event.action) {
+      case 'claimAndPlan': {
+        const result = await claimAndPlan(event, deps);
+        logger.info('claimed and planned', {
+          outcome: result.outcome,
+          reason: result.reason,
+          runId: result.run?.runId,
+          items: result.items?.length ?? 0,
+        });
+        return result;
+      }
+      case 'commit': {
+        const result = await commitRun(event, deps);
+        logger.info('committed', { ...result, windows: event.results?.length ?? 0 });
+        return result;
+      }
+      case 'recordFailure': {
+        const result = await recordFailure(event, deps);
+        logger.warn('run failed', { error: event.error?.Error, ...result });
+        return result;
+      }
+      default:
+        throw new Error(`unknown action ${String((event as { action?: unknown }).action)}`);
+    }
+  } catch (error) {
+    logger.error('run-control failed', {
+      errorName: (error as Error).name,
+      message: (error as Error).message,
+    });
+    throw error;
+  } finally {
+    logger.resetKeys();
+  }
+};

@@ -1,0 +1,54 @@
+/**
+ * The writer Lambda: one WriteWindow item of the ExportRun Map (an event window or the day's subscriber
+ * snapshot) into the customer's bucket. Thin over `@sluice/engine` `writeWindow`, which opens the secret;
+ * nothing here logs it or the payload's lease token. Errors leave with their classified `name`.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ControlStore } from '@sluice/control';
+import { type EngineDeps, type WindowResult, type WriteWindowInput, writeWindow } from '@sluice/engine';
+import { EventLogReader } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
+import { config } from './config.js';
+
+const logger = new Logger({ serviceName: 'sluice-writer' });
+const deps: Partial<EngineDeps> = {
+  controlStore: new ControlStore({ tableName: config.controlTable }),
+  sealer: new SecretSealer({ keyId: config.kmsKeyId }),
+  eventSource: new EventLogReader({
+    eventsTable: config.eventsTable,
+    subscribersTable: config.subscribersTable,
+  }),
+};
+
+export const handler = async (event: WriteWindowInput): Promise<WindowResult> => {
+  logger.appendKeys({
+    workspaceId: event.run.workspaceId,
+    destinationId: event.run.destinationId,
+    runId: event.run.runId,
+  });
+  const item =
+    event.item.kind === 'events'
+      ? { dataset: event.item.dataset, fromMs: event.item.fromMs, toMs: event.item.toMs }
+      : { dataset: event.item.dataset, date: event.item.date };
+  try {
+    const result = await writeWindow(event, deps);
+    logger.info('window done', {
+      ...item,
+      status: result.status,
+      stopReason: result.stopReason,
+      rows: result.rows,
+      files: result.files,
+      bytes: result.bytes,
+    });
+    return result;
+  } catch (error) {
+    logger.error('window failed', {
+      ...item,
+      errorName: (error as Error).name,
+      message: (error as Error).message,
+    });
+    throw error;
+  } finally {
+    logger.resetKeys();
+  }
+};
