@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { EventLogReader, EventLogWriter } from '@sluice/eventlog';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CliUsageError } from './command.js';
+import { commands, createDataCommands } from './data.js';
+
+const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
+});
+
+function cli(now?: () => number) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const list = createDataCommands({
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+    writer: () => new EventLogWriter({ logger }),
+    ...(now ? { now } : {}),
+  });
+  const run = (name: string, args: string[]) => {
+    const command = list.find((c) => c.name === name);
+    if (!command) throw new Error(`no command ${name}`);
+    return command.run(args);
+  };
+  return { run, out, err };
+}
+
+async function file(name: string, lines: string[]): Promise<string> {
+  const path = join(dir, `${randomUUID()}-${name}`);
+  await writeFile(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+async function readLines(iterable: AsyncIterable<string[]>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const page of iterable) all.push(...page);
+  return all;
+}
+
+describe('data commands', () => {
+  it('are exported under their names', () => {
+    expect(commands.map((c) => c.name)).toEqual([
+      'events ingest',
+      'subscribers upsert',
+      'subscribers delete',
+      'seed',
+    ]);
+  });
+
+  it('events ingest writes the good lines, reports bad ones by line number, then fails', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const event = (id: string, extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        dataset: 'email_events',
+        id,
+        event_type: 'opened',
+        occurred_at: new Date(now - 1000).toISOString(),
+        email: 'ada@example.com',
+        email_send_id: 'snd_1',
+        message_type: 'campaign',
+        ...extra,
+      });
+    const path = await file('events.jsonl', [
+      event('e1'),
+      '{not json',
+      '',
+      event('e2', { event_type: 'viewed' }),
+      event('e3', { test: true }),
+      event('e4', { recorded_at: new Date(now - 5 * 60_000).toISOString() }),
+    ]);
+    const { run, out, err } = cli();
+
+    // Act
+    const failure = run('events ingest', ['--workspace', workspaceId, '--file', path, '--json']).catch(
+      (e) => e,
+    );
+
+    // Assess
+    expect(await failure).toBeInstanceOf(Error);
+    expect(((await failure) as Error).message).toContain('2 lines were refused');
+    expect(JSON.parse(out[0]!)).toEqual({
+      lines: 5,
+      accepted: 2,
+      duplicates: 0,
+      dropped: { test: 1, history: 0, late: 0 },
+      invalid: [
+        { line: 2, reason: '(line): not valid JSON' },
+        { line: 4, reason: expect.stringMatching(/^event_type: /) },
+      ],
+    });
+    expect(err[0]).toBe('line 2: (line): not valid JSON');
+    expect(err[1]).toMatch(/^line 4: event_type: /);
+    const ids = (
+      await readLines(
+        new EventLogReader().readWindow(workspaceId, 'email_events', now - 3_600_000, Date.now()),
+      )
+    ).map((line) => JSON.parse(line).id);
+    expect(ids).toEqual(['e4', 'e1']);
+  });
+
+  it('events ingest prints a summary and succeeds when every line is good', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const path = await file('ok.jsonl', [
+      JSON.stringify({
+        dataset: 'custom_events',
+        id: 'c1',
+        event_name: 'x',
+        occurred_at: new Date().toISOString(),
+      }),
+    ]);
+    const { run, out, err } = cli();
+    await run('events ingest', ['--workspace', workspaceId, '--file', path]);
+    expect(out).toEqual([
+      `Workspace ${workspaceId}: 1 lines, 1 events written, dropped 0 test, 0 history, 0 late, 0 refused`,
+    ]);
+    expect(err).toEqual([]);
+  });
+
+  it('subscribers upsert and delete', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const row = (id: string) =>
+      JSON.stringify({
+        id,
+        status: 'active',
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-01T00:00:00Z',
+      });
+    const path = await file('subs.jsonl', [row('s1'), row('s2'), row('s3'), '{"id":"s4"}']);
+    const { run, out } = cli();
+
+    await expect(
+      run('subscribers upsert', ['--workspace', workspaceId, '--file', path, '--json']),
+    ).rejects.toThrow('1 lines were refused');
+    await run('subscribers delete', ['--workspace', workspaceId, '--ids', 's1, s3']);
+
+    expect(JSON.parse(out[0]!)).toMatchObject({ lines: 4, accepted: 3, invalid: [{ line: 4 }] });
+    expect(out[1]).toBe(`Workspace ${workspaceId}: 2 subscribers deleted, 0 refused`);
+    const ids = (await readLines(new EventLogReader().readSubscribers(workspaceId))).map(
+      (l) => JSON.parse(l).id,
+    );
+    expect(ids).toEqual(['s2']);
+  });
+
+  it('seed writes generated events recorded now, and subscribers', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const before = Date.now();
+    const { run, out } = cli();
+
+    await run('seed', [
+      '--workspace',
+      workspaceId,
+      '--events',
+      '300',
+      '--subscribers',
+      '25',
+      '--seed',
+      '5',
+      '--json',
+    ]);
+
+    const summary = JSON.parse(out[0]!);
+    expect(summary).toMatchObject({
+      workspaceId,
+      seed: 5,
+      events: 300,
+      subscribers: 25,
+      dropped: 0,
+      invalid: 0,
+    });
+    const reader = new EventLogReader();
+    let total = 0;
+    for (const dataset of ['email_events', 'sms_events', 'custom_events'] as const) {
+      const count = await reader.countWindow(workspaceId, dataset, before - 1, Date.now());
+      expect(count).toBe(summary.byDataset[dataset]);
+      total += count;
+    }
+    expect(total).toBe(300);
+    expect(await readLines(reader.readSubscribers(workspaceId))).toHaveLength(25);
+  });
+
+  it('seed --since spreads recorded times from then to now', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.parse('2026-10-01T00:30:00.000Z');
+    const { run, out } = cli(() => now);
+
+    await run('seed', [
+      '--workspace',
+      workspaceId,
+      '--events',
+      '200',
+      '--since',
+      '2026-09-30T23:30:00Z',
+      '--seed',
+      '1',
+    ]);
+
+    expect(out[0]).toMatch(/^Seeded workspace .* \(seed 1\): 200 events/);
+    const reader = new EventLogReader();
+    const midnight = Date.parse('2026-10-01T00:00:00.000Z');
+    const count = async (from: number, to: number) =>
+      (await reader.countWindow(workspaceId, 'email_events', from, to)) +
+      (await reader.countWindow(workspaceId, 'sms_events', from, to)) +
+      (await reader.countWindow(workspaceId, 'custom_events', from, to));
+    expect(await count(midnight - 3_600_000, now)).toBe(200);
+    expect(await count(midnight - 3_600_000, midnight)).toBeGreaterThan(80);
+    expect(await count(midnight, now)).toBeGreaterThan(80);
+  });
+
+  it('refuses bad invocations as usage errors', async () => {
+    const { run } = cli();
+    await expect(run('seed', ['--workspace', 'w'])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('seed', ['--workspace', 'w', '--events', 'many'])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(
+      run('seed', ['--workspace', 'w', '--events', '1', '--since', 'later']),
+    ).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('events ingest', ['--file', 'x'])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('subscribers upsert', ['--workspace', 'w'])).rejects.toBeInstanceOf(CliUsageError);
+  });
+});
