@@ -11,6 +11,8 @@ let services: LocalServices | undefined;
  * The returned teardown stops everything.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // The SDK's notice that it will require Node 22 in 2027, printed once per worker, is noise in test output.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   services = await startLocalServices();
   for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
   // Never let a developer's AWS profile leak into the tests.

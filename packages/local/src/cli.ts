@@ -109,6 +109,8 @@ export async function loadCommands(
 
 /* `npm run sluice -- <group> <command> ...` */
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  // Keep the output to what the command prints (the SDK's Node 22 notice goes to stderr otherwise).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // The configuration must be in process.env before the command modules (and the stores they import) load.
   let configError: unknown;
   try {
