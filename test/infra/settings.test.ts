@@ -1,0 +1,182 @@
+import { App } from 'aws-cdk-lib';
+import { describe, expect, it } from 'vitest';
+import {
+  PLACEHOLDER_ACCOUNT,
+  PLACEHOLDER_REGION,
+  parseSettings,
+  readSettings,
+  SettingsError,
+} from '../../infra/settings.js';
+import { buildSluiceApp } from '../../infra/sluice-app.js';
+
+/** The problems a bad settings object is refused with. */
+function problemsOf(raw: Record<string, unknown>): readonly string[] {
+  try {
+    parseSettings(raw, {});
+  } catch (error) {
+    expect(error).toBeInstanceOf(SettingsError);
+    return (error as SettingsError).problems;
+  }
+  throw new Error(`settings ${JSON.stringify(raw)} were accepted`);
+}
+
+describe('settings', () => {
+  it('defaults every setting, with the placeholder environment when nothing names one', () => {
+    // Act
+    const settings = parseSettings({}, {});
+
+    // Assess
+    expect(settings).toEqual({
+      stage: 'dev',
+      domainName: undefined,
+      certificateArn: undefined,
+      logRetentionDays: 30,
+      eventLogRetentionDays: 35,
+      writerConcurrency: 10,
+      exportLagAlarmMinutes: 60,
+      alarmEmail: undefined,
+      corsOrigins: undefined,
+      account: PLACEHOLDER_ACCOUNT,
+      region: PLACEHOLDER_REGION,
+      placeholderEnv: true,
+      skipBundling: false,
+      nag: false,
+    });
+  });
+
+  it('reads strings from -c key=value and JSON values from cdk.json alike', () => {
+    // Act
+    const fromCli = parseSettings(
+      {
+        stage: 'prod-eu',
+        logRetentionDays: '90',
+        eventLogRetentionDays: '60',
+        writerConcurrency: '40',
+        exportLagAlarmMinutes: '30',
+        corsOrigins: 'https://app.example.com, https://admin.example.com',
+        alarmEmail: 'ops@example.com',
+        domainName: 'exports.example.com',
+        certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/0f0e-12ab',
+        'sluice:skipBundling': 'true',
+      },
+      {},
+    );
+    const fromJson = parseSettings({ writerConcurrency: 12, corsOrigins: ['https://app.example.com'] }, {});
+
+    // Assess
+    expect(fromCli).toMatchObject({
+      stage: 'prod-eu',
+      logRetentionDays: 90,
+      eventLogRetentionDays: 60,
+      writerConcurrency: 40,
+      exportLagAlarmMinutes: 30,
+      corsOrigins: ['https://app.example.com', 'https://admin.example.com'],
+      alarmEmail: 'ops@example.com',
+      domainName: 'exports.example.com',
+      skipBundling: true,
+    });
+    expect(fromJson).toMatchObject({ writerConcurrency: 12, corsOrigins: ['https://app.example.com'] });
+  });
+
+  it('takes account and region from context first, then from the CDK CLI variables', () => {
+    // Act
+    const fromContext = parseSettings(
+      { account: '123456789012', region: 'eu-west-1' },
+      { CDK_DEFAULT_ACCOUNT: '999999999999', CDK_DEFAULT_REGION: 'us-west-2' },
+    );
+    const fromCli = parseSettings(
+      {},
+      { CDK_DEFAULT_ACCOUNT: '999999999999', CDK_DEFAULT_REGION: 'us-west-2' },
+    );
+
+    // Assess
+    expect(fromContext).toMatchObject({
+      account: '123456789012',
+      region: 'eu-west-1',
+      placeholderEnv: false,
+    });
+    expect(fromCli).toMatchObject({ account: '999999999999', region: 'us-west-2', placeholderEnv: false });
+  });
+
+  it.each([
+    [{ stage: 'Prod' }, 'stage:'],
+    [{ stage: 'prod_1' }, 'stage:'],
+    [{ stage: '-prod' }, 'stage:'],
+    [{ stage: '' }, 'stage:'],
+    [{ logRetentionDays: 4 }, 'logRetentionDays: logRetentionDays must be one of the CloudWatch Logs values'],
+    [{ logRetentionDays: 'month' }, 'logRetentionDays: logRetentionDays must be a whole number'],
+    [{ eventLogRetentionDays: 30 }, 'eventLogRetentionDays: eventLogRetentionDays must be 31-3653'],
+    [{ writerConcurrency: 0 }, 'writerConcurrency: writerConcurrency must be 1-40'],
+    [{ writerConcurrency: 41 }, 'writerConcurrency: writerConcurrency must be 1-40'],
+    [{ writerConcurrency: 2.5 }, 'writerConcurrency: writerConcurrency must be a whole number'],
+    [{ alarmEmail: 'ops' }, 'alarmEmail: alarmEmail must be an e-mail address'],
+    [{ corsOrigins: 'https://app.example.com/path' }, 'corsOrigins.0: "https://app.example.com/path"'],
+    [{ account: '1234' }, 'account: account must be a 12-digit AWS account id'],
+    [{ region: 'mars' }, 'region: region must be an AWS region'],
+    [
+      {
+        domainName: 'https://exports.example.com',
+        certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc-1',
+      },
+      'domainName: domainName must be a lower-case DNS name',
+    ],
+    [{ 'sluice:nag': 'yes' }, 'sluice:nag: must be true or false'],
+  ])('refuses %j with a message naming the setting', (raw, expected) => {
+    // Act
+    const problems = problemsOf(raw);
+
+    // Assess
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toContain(expected);
+  });
+
+  it('refuses a certificate without a domain, and a domain without a certificate', () => {
+    // Act
+    const certificateOnly = problemsOf({
+      certificateArn: 'arn:aws:acm:us-east-1:123456789012:certificate/abc-1',
+    });
+    const domainOnly = problemsOf({ domainName: 'exports.example.com' });
+
+    // Assess
+    expect(certificateOnly).toEqual([
+      'domainName: domainName and certificateArn go together: give both for a custom domain, or neither',
+    ]);
+    expect(domainOnly[0]).toMatch(/^certificateArn: domainName and certificateArn go together/);
+  });
+
+  it('lists every problem at once, in the error message', () => {
+    // Act
+    const act = () => parseSettings({ stage: 'BAD', writerConcurrency: 99 }, {});
+
+    // Assess
+    expect(act).toThrowError(SettingsError);
+    expect(act).toThrowError(
+      /Invalid Sluice settings \(CDK context\):\n {2}- stage: .*\n {2}- writerConcurrency: /,
+    );
+  });
+
+  it('refuses an unknown camelCase context key (a typo) but ignores feature flags', () => {
+    // Prepare
+    const app = new App({
+      context: { logRetention: '7', '@aws-cdk/core:newStyleStackSynthesis': true, 'aws:cdk:x': 1 },
+    });
+
+    // Act
+    const act = () => readSettings(app.node, {});
+
+    // Assess
+    expect(act).toThrowError(/logRetention: unknown setting/);
+  });
+
+  it('fails the app build, before any stack exists, on a bad value', () => {
+    // Prepare
+    const app = new App({ context: { stage: 'Prod!', 'sluice:skipBundling': true } });
+
+    // Act
+    const act = () => buildSluiceApp(app, {});
+
+    // Assess
+    expect(act).toThrowError(/stage: stage must be 1-20 characters/);
+    expect(app.node.children).toHaveLength(0);
+  });
+});

@@ -1,0 +1,497 @@
+import type { Template } from 'aws-cdk-lib/assertions';
+import { Match } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  actionsOf,
+  allStatements,
+  logicalIdOf,
+  roleStatements,
+  type Statement,
+  type Synthesized,
+  show,
+  synthesize,
+} from './helpers.js';
+
+let built: Synthesized;
+let t: Template;
+beforeAll(() => {
+  built = synthesize();
+  t = built.statelessTemplate;
+});
+
+type FunctionName = keyof Synthesized['stateless']['functions'];
+
+/** Names what a statement's resource is, from the intrinsic it is built with. */
+function resourceLabel(resource: unknown): string {
+  const text = show(resource);
+  const labels: [RegExp, string][] = [
+    [/ControlTableArn.*\/index\/due/, 'control/index/due'],
+    [/ControlTableArn/, 'control'],
+    [/EventsTableArn/, 'events'],
+    [/SubscribersTableArn/, 'subscribers'],
+    [/SecretsKeyArn/, 'secretsKey'],
+    [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
+  ];
+  return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
+}
+
+/** A role's permissions as `{ resource: sorted actions }`, so a test can compare them exactly. */
+function permissions(statements: Statement[]): Record<string, string[]> {
+  const out: Record<string, Set<string>> = {};
+  for (const statement of statements) {
+    expect(statement.Effect).toBe('Allow');
+    const resources = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
+    for (const resource of resources) {
+      const label = resourceLabel(resource);
+      out[label] ??= new Set();
+      for (const action of actionsOf(statement)) out[label].add(action);
+    }
+  }
+  return Object.fromEntries(Object.entries(out).map(([label, actions]) => [label, [...actions].sort()]));
+}
+
+function functionRoleStatements(name: FunctionName): Statement[] {
+  return roleStatements(t, logicalIdOf(built.stateless.functions[name].role!));
+}
+
+function functionResource(name: FunctionName): {
+  Properties: {
+    Runtime: string;
+    Architectures: string[];
+    Environment: { Variables: Record<string, unknown> };
+    LoggingConfig: { LogGroup: unknown; LogFormat: string };
+    Timeout: number;
+    MemorySize: number;
+  };
+} {
+  return t.toJSON().Resources[logicalIdOf(built.stateless.functions[name])];
+}
+
+const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+const CONTEXT_CONDITIONS = {
+  'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['workspaceId', 'destinationId'] },
+  Null: {
+    'kms:EncryptionContextKeys': 'false',
+    'kms:EncryptionContext:workspaceId': 'false',
+    'kms:EncryptionContext:destinationId': 'false',
+  },
+};
+
+describe('stateless stack: least privilege', () => {
+  it.each<[FunctionName, Record<string, string[]>]>([
+    [
+      'api',
+      {
+        ownLogGroup: LOGS,
+        control: [
+          'dynamodb:BatchWriteItem',
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        secretsKey: ['kms:Decrypt', 'kms:GenerateDataKey'],
+      },
+    ],
+    ['authorizer', { ownLogGroup: LOGS, control: ['dynamodb:GetItem'] }],
+    [
+      'ingest',
+      {
+        ownLogGroup: LOGS,
+        events: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem'],
+        subscribers: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      },
+    ],
+    [
+      'runControl',
+      {
+        ownLogGroup: LOGS,
+        control: [
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+      },
+    ],
+    [
+      'writer',
+      {
+        ownLogGroup: LOGS,
+        control: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+        events: ['dynamodb:Query'],
+        subscribers: ['dynamodb:Query'],
+        secretsKey: ['kms:Decrypt'],
+      },
+    ],
+    [
+      'dispatch',
+      {
+        ownLogGroup: LOGS,
+        control: [
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        'control/index/due': ['dynamodb:Query'],
+        events: ['dynamodb:Query'],
+        subscribers: ['dynamodb:Query'],
+      },
+    ],
+  ])('%s may do exactly what its code does', (name, expected) => {
+    // Act
+    const granted = permissions(functionRoleStatements(name));
+
+    // Assess
+    expect(granted).toEqual(expected);
+  });
+
+  it('lets the writer only decrypt, and only with the destination context', () => {
+    // Act
+    const kms = functionRoleStatements('writer').filter((s) =>
+      actionsOf(s).some((a) => a.startsWith('kms:')),
+    );
+
+    // Assess
+    expect(kms).toHaveLength(1);
+    expect(actionsOf(kms[0]!)).toEqual(['kms:Decrypt']);
+    expect(kms[0]!.Condition).toEqual(CONTEXT_CONDITIONS);
+  });
+
+  it('puts the context condition on the API key grant too', () => {
+    // Act
+    const kms = functionRoleStatements('api').filter((s) => actionsOf(s).some((a) => a.startsWith('kms:')));
+
+    // Assess
+    expect(kms.map((s) => s.Condition)).toEqual([CONTEXT_CONDITIONS]);
+  });
+
+  it('grants no function any other KMS key use, and no one GenerateDataKey but the API', () => {
+    // Act
+    const holders = (Object.keys(built.stateless.functions) as FunctionName[]).filter((name) =>
+      functionRoleStatements(name).some((s) => actionsOf(s).includes('kms:GenerateDataKey')),
+    );
+
+    // Assess
+    expect(holders).toEqual(['api']);
+    expect(
+      allStatements(t)
+        .flatMap(actionsOf)
+        .filter((a) => /^kms:(Encrypt|ReEncrypt|CreateGrant)/.test(a)),
+    ).toEqual([]);
+  });
+
+  it('has no wildcard action anywhere, and no managed policy on any function role', () => {
+    // Act
+    const wildcardActions = allStatements(t)
+      .flatMap(actionsOf)
+      .filter((action) => action.includes('*'));
+    const roles = t.findResources('AWS::IAM::Role') as Record<
+      string,
+      { Properties: Record<string, unknown> }
+    >;
+    const functionRoleIds = Object.values(built.stateless.functions).map((f) => logicalIdOf(f.role!));
+
+    // Assess
+    expect(wildcardActions).toEqual([]);
+    for (const id of functionRoleIds) {
+      expect(roles[id]?.Properties.ManagedPolicyArns).toBeUndefined();
+      expect(roles[id]?.Properties.Policies).toBeUndefined();
+    }
+  });
+
+  it('never puts a "*" resource on a data action', () => {
+    // Act
+    const dataOnStar = allStatements(t).filter(
+      (s) => show(s.Resource) === '"*"' && actionsOf(s).some((a) => /^(dynamodb|kms|s3|sqs|states):/.test(a)),
+    );
+
+    // Assess
+    expect(dataOnStar).toEqual([]);
+  });
+});
+
+describe('stateless stack: functions', () => {
+  it.each<[FunctionName, string[]]>([
+    ['api', ['SLUICE_CONTROL_TABLE', 'SLUICE_KMS_KEY_ID']],
+    ['authorizer', ['SLUICE_CONTROL_TABLE']],
+    ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
+    ['runControl', ['SLUICE_CONTROL_TABLE']],
+    [
+      'writer',
+      ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_KMS_KEY_ID', 'SLUICE_SUBSCRIBERS_TABLE'],
+    ],
+    ['dispatch', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_SUBSCRIBERS_TABLE']],
+  ])('%s gets the variables of what it is granted, and the Powertools defaults', (name, variables) => {
+    // Act
+    const fn = functionResource(name);
+    const env = fn.Properties.Environment.Variables;
+
+    // Assess
+    expect(
+      Object.keys(env)
+        .filter((key) => key.startsWith('SLUICE_') && key !== 'SLUICE_STAGE')
+        .sort(),
+    ).toEqual(variables);
+    expect(env).toMatchObject({
+      POWERTOOLS_SERVICE_NAME: expect.any(String),
+      POWERTOOLS_METRICS_NAMESPACE: 'Sluice',
+      LOG_LEVEL: 'INFO',
+      NODE_OPTIONS: '--enable-source-maps',
+      SLUICE_STAGE: 'dev',
+    });
+    expect(fn.Properties.Runtime).toBe('nodejs22.x');
+    expect(fn.Properties.Architectures).toEqual(['arm64']);
+    expect(fn.Properties.LoggingConfig.LogFormat).toBe('JSON');
+  });
+
+  it('names each table and the key by the stateful stack outputs', () => {
+    // Act
+    const env = functionResource('writer').Properties.Environment.Variables;
+
+    // Assess
+    expect(show(env.SLUICE_CONTROL_TABLE)).toMatch(/ControlTable/);
+    expect(show(env.SLUICE_EVENTS_TABLE)).toMatch(/EventsTable/);
+    expect(show(env.SLUICE_SUBSCRIBERS_TABLE)).toMatch(/SubscribersTable/);
+    expect(show(env.SLUICE_KMS_KEY_ID)).toMatch(/SecretsKeyArn/);
+    expect(functionResource('ingest').Properties.Environment.Variables.SLUICE_EVENT_RETENTION_DAYS).toBe(
+      '35',
+    );
+  });
+
+  it('fits the writer inside an Express execution', () => {
+    // Assess
+    expect(functionResource('writer').Properties.Timeout).toBeLessThan(300);
+  });
+
+  it('gives every log group the configured retention', () => {
+    // Act
+    const groups = Object.values(t.findResources('AWS::Logs::LogGroup')) as {
+      Properties: { RetentionInDays?: number };
+    }[];
+
+    // Assess: six functions, the access log, two state machines
+    expect(groups).toHaveLength(9);
+    expect(groups.map((g) => g.Properties.RetentionInDays)).toEqual(Array(9).fill(30));
+  });
+});
+
+describe('stateless stack: HTTP API', () => {
+  it('caches the authorizer at most 5 minutes, keyed on the Authorization header, with simple responses', () => {
+    // Act
+    const [authorizer] = Object.values(t.findResources('AWS::ApiGatewayV2::Authorizer')) as {
+      Properties: Record<string, unknown>;
+    }[];
+
+    // Assess
+    expect(authorizer?.Properties).toMatchObject({
+      AuthorizerType: 'REQUEST',
+      AuthorizerPayloadFormatVersion: '2.0',
+      EnableSimpleResponses: true,
+      IdentitySource: ['$request.header.Authorization'],
+    });
+    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeLessThanOrEqual(300);
+    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeGreaterThan(0);
+    expect(show(authorizer?.Properties.AuthorizerUri)).toContain(
+      logicalIdOf(built.stateless.functions.authorizer),
+    );
+  });
+
+  it('routes ANY /v1/{proxy+} and ANY /api/v1/{proxy+} to the API function, behind the authorizer', () => {
+    // Act
+    const routes = Object.values(t.findResources('AWS::ApiGatewayV2::Route')) as {
+      Properties: { RouteKey: string; AuthorizationType: string; AuthorizerId?: unknown };
+    }[];
+    const [integration] = Object.values(t.findResources('AWS::ApiGatewayV2::Integration')) as {
+      Properties: Record<string, unknown>;
+    }[];
+
+    // Assess
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual([
+      'ANY /api/v1/{proxy+}',
+      'ANY /v1/{proxy+}',
+    ]);
+    for (const route of routes) {
+      expect(route.Properties.AuthorizationType).toBe('CUSTOM');
+      expect(route.Properties.AuthorizerId).toBeDefined();
+    }
+    expect(integration?.Properties).toMatchObject({
+      IntegrationType: 'AWS_PROXY',
+      PayloadFormatVersion: '2.0',
+    });
+    expect(show(integration?.Properties.IntegrationUri)).toContain(
+      logicalIdOf(built.stateless.functions.api),
+    );
+  });
+
+  it('throttles the stage and writes JSON access logs', () => {
+    // Assess
+    t.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      StageName: '$default',
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+      AccessLogSettings: {
+        DestinationArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ApiAccessLogs'), 'Arn'] },
+        Format: Match.stringLikeRegexp('"requestId":"\\$context.requestId"'),
+      },
+    });
+  });
+
+  it('has CORS off unless corsOrigins is set, and no custom domain unless one is set', () => {
+    // Act
+    const [api] = Object.values(t.findResources('AWS::ApiGatewayV2::Api')) as {
+      Properties: Record<string, unknown>;
+    }[];
+
+    // Assess
+    expect(api?.Properties.CorsConfiguration).toBeUndefined();
+    t.resourceCountIs('AWS::ApiGatewayV2::DomainName', 0);
+  });
+});
+
+describe('stateless stack: workflows, schedule and ingestion', () => {
+  it('logs both Express state machines without execution data', () => {
+    // Act
+    const machines = Object.values(t.findResources('AWS::StepFunctions::StateMachine')) as {
+      Properties: {
+        StateMachineType: string;
+        LoggingConfiguration: { Level: string; IncludeExecutionData: boolean; Destinations: unknown[] };
+      };
+    }[];
+
+    // Assess
+    expect(machines).toHaveLength(2);
+    for (const machine of machines) {
+      expect(machine.Properties.StateMachineType).toBe('EXPRESS');
+      expect(['ALL', 'ERROR']).toContain(machine.Properties.LoggingConfiguration.Level);
+      expect(machine.Properties.LoggingConfiguration.IncludeExecutionData).toBe(false);
+      expect(machine.Properties.LoggingConfiguration.Destinations).toHaveLength(1);
+    }
+  });
+
+  it('starts Dispatch every minute', () => {
+    // Assess
+    t.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [Match.objectLike({ Arn: { Ref: logicalIdOf(built.stateless.dispatch.stateMachine) } })],
+    });
+  });
+
+  it('lets only the Dispatch state machine start ExportRun executions', () => {
+    // Act
+    const starters = Object.entries(t.findResources('AWS::IAM::Policy') as Record<string, unknown>)
+      .filter(([, policy]) => show(policy).includes('states:StartExecution'))
+      .map(([id]) => id);
+
+    // Assess
+    expect(starters).toHaveLength(2); // the Dispatch machine's role, the schedule's role (on Dispatch)
+    const dispatchRole = logicalIdOf(built.stateless.dispatch.stateMachine.role);
+    const exportRunArn = logicalIdOf(built.stateless.exportRun.stateMachine);
+    const startOnExportRun = allStatements(t).filter(
+      (s) => actionsOf(s).includes('states:StartExecution') && show(s.Resource).includes(exportRunArn),
+    );
+    expect(startOnExportRun).toEqual(
+      roleStatements(t, dispatchRole).filter((s) => startOnExportRun.includes(s)),
+    );
+    expect(startOnExportRun).toHaveLength(1);
+  });
+
+  it('routes this account’s events on the Sluice bus to the ingest function, with a dead-letter queue', () => {
+    // Act
+    const [rule] = Object.values(
+      t.findResources('AWS::Events::Rule', { Properties: { EventBusName: Match.anyValue() } }),
+    ) as { Properties: { EventBusName: unknown } }[];
+
+    // Assess: the bus is the stateful stack's (a cross-stack reference to its EventBus)
+    expect(show(rule?.Properties.EventBusName)).toMatch(/Sluice-dev-Stateful.*EventBus/);
+    t.hasResourceProperties('AWS::Events::Rule', {
+      EventBusName: Match.anyValue(),
+      EventPattern: { account: [Match.anyValue()] },
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [logicalIdOf(built.stateless.functions.ingest), 'Arn'] },
+          DeadLetterConfig: { Arn: Match.anyValue() },
+          RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 86_400 },
+        }),
+      ],
+    });
+  });
+});
+
+describe('stateless stack: alarms and outputs', () => {
+  it('has the alarms of docs/deploy.md, each notifying the topic when it fires and when it recovers', () => {
+    // Act
+    const alarms = built.stateless.observability.alarms;
+    const topicId = logicalIdOf(built.stateless.observability.alarmTopic);
+
+    // Assess
+    expect(Object.keys(alarms).sort()).toEqual([
+      'ApiServerErrors',
+      'DispatchFailures',
+      'DynamoDbThrottles',
+      'ExportLag',
+      'ExportRunFailures',
+      'IngestDeadLetters',
+      'WriterErrors',
+    ]);
+    for (const alarm of Object.values(alarms)) {
+      const resource = t.toJSON().Resources[logicalIdOf(alarm)] as { Properties: Record<string, unknown> };
+      expect(resource.Properties.AlarmActions).toEqual([{ Ref: topicId }]);
+      expect(resource.Properties.OKActions).toEqual([{ Ref: topicId }]);
+    }
+    t.resourceCountIs('AWS::SNS::Subscription', 0);
+  });
+
+  it('alarms on ExportLagSeconds over the default 60 minutes', () => {
+    // Assess
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'Sluice',
+      MetricName: 'ExportLagSeconds',
+      Statistic: 'Maximum',
+      Threshold: 3600,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
+  });
+
+  it('enforces TLS on the alarm topic and the dead-letter queue', () => {
+    // Assess
+    t.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+    t.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      },
+    });
+  });
+
+  it('outputs the API URL, the state machine ARNs, the topic and the dashboard', () => {
+    // Act
+    const outputs = Object.keys(t.toJSON().Outputs ?? {});
+
+    // Assess
+    expect(outputs).toEqual(
+      expect.arrayContaining([
+        'ApiUrl',
+        'ExportRunStateMachineArn',
+        'DispatchStateMachineArn',
+        'AlarmTopicArn',
+        'DashboardName',
+      ]),
+    );
+    t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+});
