@@ -119,8 +119,9 @@ describe('a whole export on the local runtime, through the synthesized state mac
     // Assess: exactly the expected objects
     const objects = await h.list(prefix);
     const windows = [
-      { fromMs: startFromMs, toMs: midnight },
-      { fromMs: midnight, toMs: throughMs },
+      // toMs is inclusive: a day's window ends on its last millisecond, the next begins after it.
+      { fromMs: startFromMs, toMs: midnight - 1 },
+      { fromMs: midnight - 1, toMs: throughMs },
     ];
     const expectedKeys = [
       `${prefix}/_sluice/connection-test.json`,
@@ -135,7 +136,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
     expect(objects.map((o) => o.key)).toEqual(expectedKeys);
     expect(expectedKeys[1]).toMatch(
       new RegExp(
-        `^${prefix}/email_events/date=${utcDate(midnight - 1)}/email_events-${startFromMs}-${midnight}-0000\\.jsonl\\.gz$`,
+        `^${prefix}/email_events/date=${utcDate(midnight - 1)}/email_events-${startFromMs}-${midnight - 1}-0000\\.jsonl\\.gz$`,
       ),
     );
 
@@ -247,7 +248,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
       }),
     );
     const id: string = created.body.dataExport.id;
-    const window0 = { fromMs: startFromMs, toMs: midnight };
+    const window0 = { fromMs: startFromMs, toMs: midnight - 1 };
     const file0 = eventFileKey(prefix, 'email_events', window0, 0);
     const file1 = eventFileKey(prefix, 'email_events', window0, 1);
     const uploads = { created: 0, finished: 0 };
@@ -315,7 +316,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
         `${prefix}/_sluice/connection-test.json`,
         file0,
         file1,
-        eventFileKey(prefix, 'email_events', { fromMs: midnight, toMs: throughMs }, 0),
+        eventFileKey(prefix, 'email_events', { fromMs: midnight - 1, toMs: throughMs }, 0),
       ].sort(),
     );
     expect((await h.readBytes(file0)).equals(bytes0)).toBe(true);
