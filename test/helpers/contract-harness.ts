@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type ApiKeyRole, type ApiKeyScope, ControlStore } from '@sluice/control';
-import { startApiServer } from '../../packages/local/src/http-adapter.js';
+import { type ApiServerOptions, startApiServer } from '../../packages/local/src/http-adapter.js';
 import { LOCAL_BUCKET, LOCAL_REGION, LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
 import { ApiClient, recordedResponses } from './api-client.js';
 import { captureOutput, type OutputCapture } from './output-capture.js';
@@ -53,14 +53,21 @@ export function uniqueId(prefix: string): string {
 
 /**
  * Starts the API over real HTTP (`startApiServer` with the real authorizer and API handlers) against the
- * global setup's DynamoDB Local, s3rver and local KMS, and starts capturing stdout and stderr.
+ * global setup's DynamoDB Local, s3rver and local KMS, and starts capturing stdout and stderr. `handlers`
+ * replaces the functions (to inject a broken store, for instance).
  */
-export async function startContractHarness(): Promise<ContractHarness> {
+export async function startContractHarness(
+  options: { handlers?: ApiServerOptions['handlers'] } = {},
+): Promise<ContractHarness> {
   // Captured, and shown too when SLUICE_TEST_LOGS=1.
   const output = captureOutput({ passThrough: process.env.SLUICE_TEST_LOGS === '1' });
   const s3Endpoint = env('SLUICE_LOCAL_S3_ENDPOINT');
   const store = new ControlStore({ tableName: env('SLUICE_CONTROL_TABLE') });
-  const server = await startApiServer({ host: '127.0.0.1', port: 0 });
+  const server = await startApiServer({
+    host: '127.0.0.1',
+    port: 0,
+    ...(options.handlers ? { handlers: options.handlers } : {}),
+  });
   const s3 = new S3Client({
     endpoint: s3Endpoint,
     region: LOCAL_REGION,

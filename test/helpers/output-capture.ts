@@ -1,25 +1,31 @@
 /**
  * Captures everything written to stdout and stderr (console, Powertools loggers, anything else) while a
- * suite runs, still passing it through, so that a test can assert a secret never appeared in a log line.
+ * suite runs, so that a test can assert a secret never appeared in a log line. One patch per worker, shared
+ * by every capture (so two captures at once both see everything); the writers are restored when the last
+ * capture stops.
  */
 export interface OutputCapture {
-  /** Everything written since {@link captureOutput}. */
+  /** Everything written since this capture started. */
   text(): string;
-  /** Restores the original writers. */
+  /** Stops this capture. */
   stop(): void;
 }
 
 type Write = typeof process.stdout.write;
 
-export function captureOutput(options: { passThrough?: boolean } = {}): OutputCapture {
-  const chunks: string[] = [];
+const chunks: string[] = [];
+let active = 0;
+let passThrough = false;
+let originals: Write[] = [];
+
+function install(): void {
   const streams = [process.stdout, process.stderr];
-  const originals = streams.map((stream) => stream.write);
+  originals = streams.map((stream) => stream.write);
   streams.forEach((stream, index) => {
     const original = originals[index]!;
     stream.write = ((chunk: unknown, ...rest: unknown[]) => {
       chunks.push(typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString('utf8'));
-      if (options.passThrough === false) {
+      if (!passThrough) {
         const callback = rest.find((arg) => typeof arg === 'function') as (() => void) | undefined;
         callback?.();
         return true;
@@ -27,12 +33,31 @@ export function captureOutput(options: { passThrough?: boolean } = {}): OutputCa
       return (original as (...args: unknown[]) => boolean).call(stream, chunk, ...rest);
     }) as Write;
   });
+}
+
+function uninstall(): void {
+  [process.stdout, process.stderr].forEach((stream, index) => {
+    stream.write = originals[index]!;
+  });
+}
+
+/** Starts a capture. `passThrough` also writes the output as usual (any capture asking for it turns it on). */
+export function captureOutput(options: { passThrough?: boolean } = {}): OutputCapture {
+  if (active === 0) install();
+  active++;
+  if (options.passThrough) passThrough = true;
+  const start = chunks.length;
+  let stopped = false;
   return {
-    text: () => chunks.join(''),
+    text: () => chunks.slice(start).join(''),
     stop: () => {
-      streams.forEach((stream, index) => {
-        stream.write = originals[index]!;
-      });
+      if (stopped) return;
+      stopped = true;
+      active--;
+      if (active === 0) {
+        uninstall();
+        passThrough = false;
+      }
     },
   };
 }
