@@ -1,0 +1,103 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
+import { describe, expect, it, vi } from 'vitest';
+import { authorize, callerFromContext } from './auth.js';
+import { errorResponse, matchRoute, readJsonBody } from './http.js';
+
+describe('errorResponse', () => {
+  it('maps an HttpError to its status and the error body', () => {
+    const response = errorResponse(new InvalidInputError('Bad', [{ path: 'name', message: 'Bad' }]));
+    expect(response.statusCode).toBe(400);
+    expect(JSON.parse(response.body)).toEqual({
+      success: false,
+      error: 'Bad',
+      code: 'invalid_input',
+      retryable: false,
+      issues: [{ path: 'name', message: 'Bad' }],
+    });
+  });
+
+  it('adds Retry-After to a 503', () => {
+    const response = errorResponse(new ServiceUnavailableError(new Error('ECONNREFUSED')));
+    expect(response.statusCode).toBe(503);
+    expect(response.headers['Retry-After']).toBe('1');
+  });
+
+  it('turns anything else into a generic 500, logged, never shown', () => {
+    // Prepare
+    const log = new Logger({ serviceName: 'test' });
+    const spy = vi.spyOn(log, 'error').mockImplementation(() => undefined);
+
+    // Act
+    const response = errorResponse(new TypeError('secret internals at line 42'), log);
+
+    // Assess
+    expect(response.statusCode).toBe(500);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(JSON.parse(response.body)).toEqual({
+      success: false,
+      error: 'Internal error',
+      code: 'internal_error',
+      retryable: true,
+    });
+    expect(spy).toHaveBeenCalledOnce();
+  });
+});
+
+describe('matchRoute', () => {
+  it.each([
+    ['/v1/data-exports', { route: 'collection', id: '' }],
+    ['/api/v1/data-exports', { route: 'collection', id: '' }],
+    ['/api/v1/data-exports/exp_1', { route: 'item', id: 'exp_1' }],
+    ['/v1/data-exports/exp_1/test', { route: 'test', id: 'exp_1' }],
+    ['/v1/data-exports/exp_1/run', { route: 'run', id: 'exp_1' }],
+    ['/v1/data-exports/exp_1/runs', { route: 'runs', id: 'exp_1' }],
+    ['/v2/data-exports', undefined],
+    ['/v1/data-exports/a/b', undefined],
+    ['/v1/data-exports/%E0%A4%A', undefined],
+  ])('%s', (path, expected) => {
+    expect(matchRoute(path)).toEqual(expected);
+  });
+});
+
+describe('readJsonBody', () => {
+  const request = (body: string, headers: Record<string, string>, isBase64Encoded = false) => ({
+    rawPath: '/v1/data-exports',
+    body,
+    isBase64Encoded,
+    headers,
+    requestContext: { http: { method: 'POST' } },
+  });
+
+  it('decodes a base64 body', () => {
+    const body = Buffer.from('{"a":1}').toString('base64');
+    expect(readJsonBody(request(body, { 'content-type': 'application/json' }, true))).toEqual({ a: 1 });
+  });
+
+  it('accepts +json media types and refuses others', () => {
+    expect(readJsonBody(request('{}', { 'content-type': 'application/merge-patch+json' }))).toEqual({});
+    expect(() => readJsonBody(request('{}', { 'content-type': 'text/plain' }))).toThrow(/Content-Type/);
+  });
+});
+
+describe('auth', () => {
+  it('turns a missing context or an authError into 401', () => {
+    expect(() => callerFromContext(undefined)).toThrow(expect.objectContaining({ statusCode: 401 }));
+    expect(() => callerFromContext({ authError: 'invalid_api_key' })).toThrow(/Invalid API key/);
+    expect(() => callerFromContext({ authError: 'missing_api_key' })).toThrow(/Missing API key/);
+  });
+
+  it('parses the scopes and checks them', () => {
+    const caller = callerFromContext({
+      workspaceId: 'ws',
+      role: 'owner',
+      scopes: 'data_exports:read, analytics:read',
+    });
+    expect(caller.scopes).toEqual(['data_exports:read', 'analytics:read']);
+    expect(() => authorize(caller, 'read')).not.toThrow();
+    expect(() => authorize(caller, 'write')).toThrow(
+      'API key is missing required scopes: data_exports:write, subscribers:read',
+    );
+    expect(() => authorize({ ...caller, role: 'member' }, 'read')).toThrow(/member role/);
+  });
+});

@@ -1,0 +1,190 @@
+import { InvalidInputError, UnprocessableError } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import {
+  bucketNameProblem,
+  formatPath,
+  normalizePathPrefix,
+  parseCreateRequest,
+  parseRunsLimit,
+  parseUpdateRequest,
+  resolveUpdatedLocation,
+  summarizeIssues,
+} from './validation.js';
+
+const NOW = new Date('2026-09-30T12:00:00.000Z');
+
+const valid = {
+  name: 'Analytics lake',
+  provider: 's3',
+  bucket: 'acme-exports',
+  region: 'us-east-1',
+  accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
+  secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+};
+
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a throw');
+}
+
+describe('parseCreateRequest', () => {
+  it('applies the defaults of the reference', () => {
+    const request = parseCreateRequest(valid, NOW);
+    expect(request).toEqual({
+      name: 'Analytics lake',
+      location: {
+        provider: 's3',
+        bucket: 'acme-exports',
+        region: 'us-east-1',
+        endpoint: null,
+        pathPrefix: '',
+      },
+      accessKeyId: valid.accessKeyId,
+      secretAccessKey: valid.secretAccessKey,
+      datasets: ['email_events', 'custom_events', 'subscribers'],
+      frequency: 'every_15_minutes',
+      startFrom: NOW.toISOString(),
+    });
+  });
+
+  it('defaults the region to auto for gcs', () => {
+    const request = parseCreateRequest({ ...valid, provider: 'gcs', region: null }, NOW);
+    expect(request.location.region).toBe('auto');
+  });
+
+  it('accepts startFrom exactly 30 days ago and a minute of clock skew into the future, clamped to now', () => {
+    const thirtyDays = new Date(NOW.getTime() - 30 * 86_400_000).toISOString();
+    expect(parseCreateRequest({ ...valid, startFrom: thirtyDays }, NOW).startFrom).toBe(thirtyDays);
+    const skewed = new Date(NOW.getTime() + 30_000).toISOString();
+    expect(parseCreateRequest({ ...valid, startFrom: skewed }, NOW).startFrom).toBe(NOW.toISOString());
+  });
+
+  it('reports every invalid value at once, 400', () => {
+    const error = thrown(() =>
+      parseCreateRequest(
+        { ...valid, name: '', bucket: 'Bad_Bucket', region: null, pathPrefix: 'a/../b' },
+        NOW,
+      ),
+    );
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as InvalidInputError).issues?.map((issue) => issue.path)).toEqual([
+      'name',
+      'bucket',
+      'region',
+      'pathPrefix',
+    ]);
+  });
+
+  it('reports schema mismatches as 422 and does not check values then', () => {
+    const error = thrown(() => parseCreateRequest({ ...valid, name: '', datasets: ['nope'] }, NOW));
+    expect(error).toBeInstanceOf(UnprocessableError);
+    expect((error as UnprocessableError).issues?.map((issue) => issue.path)).toEqual(['datasets[0]']);
+  });
+
+  it('never puts the secret in a message', () => {
+    const secret = 'has spaces but is secret';
+    const error = thrown(() =>
+      parseCreateRequest({ ...valid, secretAccessKey: secret }, NOW),
+    ) as InvalidInputError;
+    expect(JSON.stringify({ message: error.message, issues: error.issues })).not.toContain(secret);
+  });
+});
+
+describe('field rules', () => {
+  it.each([
+    ['acme-exports', undefined],
+    ['a.b-c', undefined],
+    ['s3://acme', /not a URL/],
+    ['acme/exports', /not a URL/],
+    ['ac', /3 to 63/],
+    ['-acme', /lowercase/],
+    ['acme..exports', /two dots/],
+    ['10.0.0.1', /IP/],
+  ])('bucket %s', (bucket, problem) => {
+    const found = bucketNameProblem(bucket, 's3');
+    if (problem === undefined) expect(found).toBeUndefined();
+    else expect(found).toMatch(problem);
+  });
+
+  it('allows underscores in gcs bucket names only', () => {
+    expect(bucketNameProblem('acme_exports', 'gcs')).toBeUndefined();
+    expect(bucketNameProblem('acme_exports', 's3')).toBeDefined();
+  });
+
+  it.each([
+    ['/sluice/', 'sluice'],
+    ['//a/b//', 'a/b'],
+    ["a/b=c/!_.*'()-", "a/b=c/!_.*'()-"],
+    [null, ''],
+  ])('normalises prefix %s to %s', (raw, expected) => {
+    const issues: never[] = [];
+    expect(normalizePathPrefix(raw, issues)).toBe(expected);
+    expect(issues).toEqual([]);
+  });
+
+  it.each(['a/./b', '..', 'a//b', 'a b', 'ü'])('refuses prefix %s', (raw) => {
+    const issues: { path: string }[] = [];
+    normalizePathPrefix(raw, issues as never);
+    expect(issues.map((issue) => issue.path)).toEqual(['pathPrefix']);
+  });
+
+  it('formats dotted paths', () => {
+    expect(formatPath(['datasets', 1])).toBe('datasets[1]');
+    expect(formatPath(['audience', 'subscriberIds', 0])).toBe('audience.subscriberIds[0]');
+    expect(formatPath([])).toBe('');
+  });
+
+  it('summarises the first three issues', () => {
+    const issues = [1, 2, 3, 4].map((n) => ({ path: `f${n}`, message: `m${n}` }));
+    expect(summarizeIssues(issues, 'x')).toBe('f1: m1; f2: m2; f3: m3 (and 1 more)');
+    expect(summarizeIssues(issues.slice(0, 1), 'x')).toBe('m1');
+  });
+
+  it.each([
+    [undefined, 20],
+    ['1', 1],
+    ['100', 100],
+  ])('limit %s is %s', (raw, limit) => {
+    expect(parseRunsLimit(raw)).toBe(limit);
+  });
+});
+
+describe('PATCH', () => {
+  const stored = {
+    provider: 's3' as const,
+    bucket: 'acme',
+    region: 'auto',
+    endpoint: 'https://r2.example.com',
+    pathPrefix: 'p',
+  };
+
+  it('keeps stored location fields that are not sent', () => {
+    expect(resolveUpdatedLocation(stored, parseUpdateRequest({ pathPrefix: '/q/' }))).toEqual({
+      ...stored,
+      pathPrefix: 'q',
+    });
+  });
+
+  it('needs a region once the endpoint is cleared', () => {
+    const error = thrown(() => resolveUpdatedLocation(stored, parseUpdateRequest({ endpoint: null })));
+    expect((error as InvalidInputError).issues?.[0]?.path).toBe('region');
+    expect(
+      resolveUpdatedLocation(stored, parseUpdateRequest({ endpoint: '', region: 'eu-west-1' })),
+    ).toMatchObject({
+      endpoint: null,
+      region: 'eu-west-1',
+    });
+  });
+
+  it('takes credentials only together', () => {
+    expect(() => parseUpdateRequest({ accessKeyId: 'A' })).toThrow(InvalidInputError);
+    expect(parseUpdateRequest({ accessKeyId: ' A ', secretAccessKey: 'B' }).credentials).toEqual({
+      accessKeyId: 'A',
+      secretAccessKey: 'B',
+    });
+  });
+});
