@@ -156,3 +156,45 @@ describe('EventLogReader.hasRowsAfter', () => {
     expect(counter.calls).toBe(6 * EVENT_SHARDS);
   });
 });
+
+describe('EventLogReader with a failing store', () => {
+  /** A fake store: the first Query of every partition returns one item and a next key; the next ones fail. */
+  function failingClient() {
+    const failure = Object.assign(new Error('store down'), { name: 'InternalServerError' });
+    return {
+      send: async (command: {
+        input: { ExclusiveStartKey?: unknown; ExpressionAttributeValues?: Record<string, { S?: string }> };
+      }) => {
+        if (command.input.ExclusiveStartKey) throw failure;
+        const pk = command.input.ExpressionAttributeValues?.[':pk']?.S ?? '';
+        const sk = `${command.input.ExpressionAttributeValues?.[':lo']?.S}#${pk.slice(-1)}`;
+        return {
+          Items: [{ SK: { S: sk }, line: { S: `{"id":"${pk}"}` } }],
+          LastEvaluatedKey: { PK: { S: pk } },
+        };
+      },
+    } as unknown as DynamoDBClient;
+  }
+
+  it('passes a failed page to the consumer', async () => {
+    const reader = new EventLogReader({ client: failingClient(), eventsTable: 't', batchSize: 1 });
+    const read = async () => {
+      for await (const _page of reader.readWindow('ws', 'custom_events', MIDNIGHT, MIDNIGHT + HOUR)) {
+        // consume
+      }
+    };
+    await expect(read()).rejects.toThrow('store down');
+  });
+
+  it('leaves no unhandled rejection when the consumer stops early', async () => {
+    const reader = new EventLogReader({ client: failingClient(), eventsTable: 't', batchSize: 1 });
+    const pages: string[][] = [];
+    for await (const page of reader.readWindow('ws', 'custom_events', MIDNIGHT, MIDNIGHT + 3 * HOUR)) {
+      pages.push(page);
+      break;
+    }
+    // Let the prefetched pages settle (and fail) after the consumer left.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(pages).toHaveLength(1);
+  });
+});

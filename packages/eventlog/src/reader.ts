@@ -160,13 +160,18 @@ export class EventLogReader implements EventSource {
     assertWorkspaceId(workspaceId);
     if (!(toMs > fromMs)) return;
     let out: string[] = [];
-    for (const { hourMs, loMs, hiMs } of EventLogReader.hours(fromMs, toMs)) {
-      const cursors: ShardCursor[] = [];
-      for (let shard = 0; shard < EVENT_SHARDS; shard++) {
-        cursors.push(
+    const slices = EventLogReader.hours(fromMs, toMs);
+    const open = ({ hourMs, loMs, hiMs }: { hourMs: number; loMs: number; hiMs: number }) =>
+      Array.from(
+        { length: EVENT_SHARDS },
+        (_, shard) =>
           new ShardCursor(this.client, this.partitionQuery(workspaceId, dataset, hourMs, shard, loMs, hiMs)),
-        );
-      }
+      );
+    // The next hour's first pages are fetched while this hour is merged.
+    let upcoming = open(slices[0]!);
+    for (let h = 0; h < slices.length; h++) {
+      const cursors = upcoming;
+      if (h + 1 < slices.length) upcoming = open(slices[h + 1]!);
       let live = (await Promise.all(cursors.map(async (c) => ((await c.fill()) ? c : undefined)))).filter(
         (c): c is ShardCursor => c !== undefined,
       );
