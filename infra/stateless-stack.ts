@@ -127,6 +127,7 @@ export class StatelessStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(29),
     });
+    // Workspaces, API keys, destinations (a delete removes its cursors in a batch), runs, queueing a run.
     useTable(apiFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
       DDB.get,
       DDB.query,
@@ -134,7 +135,6 @@ export class StatelessStack extends Stack {
       DDB.update,
       DDB.delete,
       DDB.batchWrite,
-      DDB.conditionCheck,
     ]);
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
@@ -144,6 +144,7 @@ export class StatelessStack extends Stack {
       memorySize: 512,
       timeout: Duration.seconds(5),
     });
+    // One GetItem of the key's SHA-256 record.
     useTable(authorizerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.get]);
 
     this.api = new SluiceHttpApi(this, 'Api', {
@@ -161,12 +162,9 @@ export class StatelessStack extends Stack {
       memorySize: 512,
       timeout: Duration.seconds(30),
     });
-    useTable(ingestFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.put, DDB.batchWrite]);
-    useTable(ingestFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [
-      DDB.put,
-      DDB.update,
-      DDB.batchWrite,
-    ]);
+    // Batched writes only (puts, and deletes of subscribers), retrying unprocessed items.
+    useTable(ingestFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.batchWrite]);
+    useTable(ingestFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.batchWrite]);
     ingestFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
 
     const ingestDeadLetters = new sqs.Queue(this, 'IngestDeadLetters', {
@@ -198,6 +196,8 @@ export class StatelessStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(60),
     });
+    // Leases (put, conditional delete), cursors (query; fenced transactions of condition checks and
+    // updates), run records (put, update) and the destination's run state (update).
     useTable(runControlFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
       DDB.get,
       DDB.query,
@@ -213,7 +213,8 @@ export class StatelessStack extends Stack {
       memorySize: 1769,
       timeout: Duration.minutes(4),
     });
-    useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.get, DDB.query, DDB.update]);
+    // Reads only: the destination with its cursors (one Query), the window's rows, the snapshot.
+    useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.query]);
     useTable(writerFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);
     useTable(writerFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.query]);
     // The writer opens the destination's secret; it never seals one.
@@ -224,11 +225,13 @@ export class StatelessStack extends Stack {
       memorySize: 512,
       timeout: Duration.seconds(60),
     });
+    // The due index, destinations and cursors (queries), the lease (get), and settling a destination with
+    // nothing new: fenced cursor advance (condition checks, updates), nextRunAt and run state (updates).
     useTable(
       dispatchFunction,
       'SLUICE_CONTROL_TABLE',
       props.controlTable,
-      [DDB.get, DDB.query, DDB.put, DDB.update, DDB.conditionCheck],
+      [DDB.get, DDB.query, DDB.update, DDB.conditionCheck],
       ['due'],
     );
     useTable(dispatchFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);

@@ -1,3 +1,4 @@
+import { EVENT_DATASETS } from '@sluice/core';
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -14,6 +15,11 @@ import { Construct } from 'constructs';
 export const METRICS_NAMESPACE = 'Sluice';
 /** The engine's export lag metric: now minus `exportedThrough`, per dataset, in seconds. */
 export const EXPORT_LAG_METRIC = 'ExportLagSeconds';
+/**
+ * The `service` dimension Powertools puts on every engine metric (`packages/engine/src/metrics.ts`);
+ * alarms must name the exact dimension set, so the infra tests check it against the engine's output.
+ */
+export const ENGINE_SERVICE_DIMENSION = 'sluice-engine';
 
 /** Properties of {@link SluiceObservability}. */
 export interface SluiceObservabilityProps {
@@ -37,8 +43,24 @@ export interface SluiceObservabilityProps {
   readonly ingestDeadLetterQueue: sqs.IQueue;
   /** Export lag, in minutes, over which the lag alarm fires. */
   readonly exportLagAlarmMinutes: number;
-  /** Dimensions the engine puts on its metrics (Powertools adds `service`). @default {} */
-  readonly exportLagDimensions?: Readonly<Record<string, string>>;
+}
+
+/** One engine metric, with the dimensions the engine publishes it under. */
+export function engineMetric(
+  metricName: string,
+  props: { statistic: string; period: Duration; dataset?: string; label?: string },
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: {
+      service: ENGINE_SERVICE_DIMENSION,
+      ...(props.dataset === undefined ? {} : { Dataset: props.dataset }),
+    },
+    statistic: props.statistic,
+    period: props.period,
+    label: props.label,
+  });
 }
 
 /**
@@ -96,12 +118,15 @@ export class SluiceObservability extends Construct {
       label: 'Throttled DynamoDB requests',
     });
 
-    const exportLag = new cloudwatch.Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName: EXPORT_LAG_METRIC,
-      dimensionsMap: { ...props.exportLagDimensions },
-      statistic: 'Maximum',
+    // One series per event dataset (dimension `Dataset`); the alarm watches the worst of them.
+    const lagByDataset = EVENT_DATASETS.map((dataset) =>
+      engineMetric(EXPORT_LAG_METRIC, { statistic: 'Maximum', period: fiveMinutes, dataset, label: dataset }),
+    );
+    const exportLag = new cloudwatch.MathExpression({
+      expression: `MAX([${lagByDataset.map((_, i) => `lag${i}`).join(', ')}])`,
+      usingMetrics: Object.fromEntries(lagByDataset.map((metric, i) => [`lag${i}`, metric])),
       period: fiveMinutes,
+      label: 'Worst export lag (s)',
     });
 
     const apiServerErrors = props.httpApi.metricServerError({ period: fiveMinutes, statistic: 'Sum' });
@@ -199,26 +224,17 @@ export class SluiceObservability extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: 'Export lag (seconds, max)',
-        left: [exportLag],
+        left: lagByDataset,
         leftAnnotations: [{ value: props.exportLagAlarmMinutes * 60, label: 'alarm' }],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
         title: 'Exported rows, files, bytes',
-        left: ['RowsExported', 'FilesWritten'].map(
-          (metricName) =>
-            new cloudwatch.MathExpression({
-              expression: `SUM(SEARCH('{${METRICS_NAMESPACE}} MetricName="${metricName}"', 'Sum', 300))`,
-              label: metricName,
-              period: fiveMinutes,
-            }),
+        left: ['RowsExported', 'FilesWritten'].map((metricName) =>
+          engineMetric(metricName, { statistic: 'Sum', period: fiveMinutes, label: metricName }),
         ),
         right: [
-          new cloudwatch.MathExpression({
-            expression: `SUM(SEARCH('{${METRICS_NAMESPACE}} MetricName="BytesWritten"', 'Sum', 300))`,
-            label: 'BytesWritten',
-            period: fiveMinutes,
-          }),
+          engineMetric('BytesWritten', { statistic: 'Sum', period: fiveMinutes, label: 'BytesWritten' }),
         ],
         width: 8,
       }),

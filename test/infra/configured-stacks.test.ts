@@ -92,7 +92,10 @@ describe('settings reach the stacks', () => {
   it('subscribes the alarm e-mail and uses the lag threshold', () => {
     // Assess
     t.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
-    t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'ExportLagSeconds', Threshold: 900 });
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmDescription: Match.stringLikeRegexp('over 15 minutes'),
+      Threshold: 900,
+    });
   });
 
   it('turns termination protection on for the prod stage', () => {

@@ -1,3 +1,5 @@
+import { EVENT_DATASETS } from '@sluice/core';
+import { powertoolsRunMetrics } from '@sluice/engine';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +20,13 @@ beforeAll(() => {
   built = synthesize();
   t = built.statelessTemplate;
 });
+
+/** A CloudWatch embedded-metric-format directive. */
+interface EmfDirective {
+  Namespace: string;
+  Dimensions: string[][];
+  Metrics: { Name: string }[];
+}
 
 type FunctionName = keyof Synthesized['stateless']['functions'];
 
@@ -85,7 +94,6 @@ describe('stateless stack: least privilege', () => {
         ownLogGroup: LOGS,
         control: [
           'dynamodb:BatchWriteItem',
-          'dynamodb:ConditionCheckItem',
           'dynamodb:DeleteItem',
           'dynamodb:GetItem',
           'dynamodb:PutItem',
@@ -100,8 +108,8 @@ describe('stateless stack: least privilege', () => {
       'ingest',
       {
         ownLogGroup: LOGS,
-        events: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem'],
-        subscribers: ['dynamodb:BatchWriteItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+        events: ['dynamodb:BatchWriteItem'],
+        subscribers: ['dynamodb:BatchWriteItem'],
       },
     ],
     [
@@ -122,7 +130,7 @@ describe('stateless stack: least privilege', () => {
       'writer',
       {
         ownLogGroup: LOGS,
-        control: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+        control: ['dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
         secretsKey: ['kms:Decrypt'],
@@ -132,13 +140,7 @@ describe('stateless stack: least privilege', () => {
       'dispatch',
       {
         ownLogGroup: LOGS,
-        control: [
-          'dynamodb:ConditionCheckItem',
-          'dynamodb:GetItem',
-          'dynamodb:PutItem',
-          'dynamodb:Query',
-          'dynamodb:UpdateItem',
-        ],
+        control: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         'control/index/due': ['dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
@@ -449,15 +451,76 @@ describe('stateless stack: alarms and outputs', () => {
     t.resourceCountIs('AWS::SNS::Subscription', 0);
   });
 
-  it('alarms on ExportLagSeconds over the default 60 minutes', () => {
+  it('alarms on the worst ExportLagSeconds of the event datasets over the default 60 minutes', () => {
+    // Act
+    const alarm = t.toJSON().Resources[logicalIdOf(built.stateless.observability.alarms.ExportLag!)] as {
+      Properties: {
+        Threshold: number;
+        ComparisonOperator: string;
+        Metrics: {
+          Id: string;
+          Expression?: string;
+          MetricStat?: { Metric: Record<string, unknown>; Stat: string };
+        }[];
+      };
+    };
+    const series = alarm.Properties.Metrics.filter((m) => m.MetricStat);
+
     // Assess
-    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'Sluice',
-      MetricName: 'ExportLagSeconds',
-      Statistic: 'Maximum',
-      Threshold: 3600,
-      ComparisonOperator: 'GreaterThanThreshold',
-    });
+    expect(alarm.Properties.Threshold).toBe(3600);
+    expect(alarm.Properties.ComparisonOperator).toBe('GreaterThanThreshold');
+    expect(alarm.Properties.Metrics.find((m) => m.Expression)?.Expression).toMatch(/^MAX\(\[/);
+    expect(series.map((m) => m.MetricStat?.Metric)).toEqual(
+      EVENT_DATASETS.map((dataset) => ({
+        Namespace: 'Sluice',
+        MetricName: 'ExportLagSeconds',
+        Dimensions: [
+          { Name: 'Dataset', Value: dataset },
+          { Name: 'service', Value: 'sluice-engine' },
+        ],
+      })),
+    );
+    expect(series.every((m) => m.MetricStat?.Stat === 'Maximum')).toBe(true);
+  });
+
+  it('watches the very namespace and dimensions the engine publishes ExportLagSeconds under', () => {
+    // Prepare: the engine's Powertools metrics write EMF lines to stdout
+    const lines: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((chunk: string | Uint8Array) => {
+      lines.push(String(chunk));
+      return true;
+    }) as typeof process.stdout.write;
+
+    // Act
+    try {
+      powertoolsRunMetrics().recordRun({
+        workspaceId: 'ws',
+        destinationId: 'dest',
+        rows: 1,
+        files: 1,
+        bytes: 1,
+        durationMs: 1,
+        lagSecondsByDataset: { email_events: 42 },
+      });
+    } finally {
+      process.stdout.write = write;
+    }
+    const lag = lines
+      .map(
+        (line) =>
+          JSON.parse(line) as Record<string, unknown> & { _aws: { CloudWatchMetrics: EmfDirective[] } },
+      )
+      .find((emf) =>
+        emf._aws.CloudWatchMetrics.some((d) => d.Metrics.some((m) => m.Name === 'ExportLagSeconds')),
+      );
+
+    // Assess
+    const directive = lag?._aws.CloudWatchMetrics[0];
+    expect(directive?.Namespace).toBe('Sluice');
+    expect(directive?.Dimensions).toEqual([['service', 'Dataset']]);
+    expect(lag?.service).toBe('sluice-engine');
+    expect(lag?.Dataset).toBe('email_events');
   });
 
   it('enforces TLS on the alarm topic and the dead-letter queue', () => {
