@@ -1,0 +1,473 @@
+import { randomUUID } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { ControlStore, ExportStateStore } from '@sluice/control';
+import {
+  DAY_MS,
+  type Destination,
+  EXPORT_LAG_MS,
+  eventFileKey,
+  type EventDataset,
+  snapshotFileKey,
+  snapshotSuccessKey,
+  startOfUtcDay,
+  utcDate,
+} from '@sluice/core';
+import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { commitRun } from './commit.js';
+import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import { findDueDestinations } from './dispatch.js';
+import { TRANSIENT_ERROR_NAMES } from './errors.js';
+import { recordFailure } from './failure.js';
+import type { RunFigures } from './metrics.js';
+import type { RunRef, WindowResult, WorkItem } from './payloads.js';
+import { claimAndPlan } from './plan.js';
+import { writeWindow } from './write.js';
+
+const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
+const BUCKET = 'local-exports';
+const s3 = new S3Client({
+  endpoint,
+  region: 'us-east-1',
+  forcePathStyle: true,
+  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  requestChecksumCalculation: 'WHEN_REQUIRED',
+  responseChecksumValidation: 'WHEN_REQUIRED',
+});
+const controlStore = new ControlStore();
+const stateStore = new ExportStateStore();
+const sealer = new SecretSealer();
+const eventSource = new EventLogReader();
+const figures: RunFigures[] = [];
+
+/** The midnight the test data straddles: the start of the current UTC day. */
+const MIDNIGHT = startOfUtcDay(Date.now());
+const START = MIDNIGHT - 3 * 3_600_000;
+const NOW = MIDNIGHT + 3_600_000;
+const DAY_BEFORE = utcDate(MIDNIGHT - 1);
+const DAY_AFTER = utcDate(MIDNIGHT);
+const BEFORE_MIDNIGHT_ROWS = 51_000;
+const AFTER_MIDNIGHT_ROWS = 500;
+const SUBSCRIBERS = 25;
+const workspaceId = `ws_${randomUUID()}`;
+
+function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
+  return {
+    controlStore,
+    stateStore,
+    sealer,
+    eventSource,
+    bucketWriterFactory: defaultBucketWriterFactory,
+    metrics: { recordRun: (f) => figures.push(f) },
+    now: () => new Date(NOW),
+    ...overrides,
+  };
+}
+
+async function createDestination(overrides: Partial<Destination> = {}): Promise<Destination> {
+  const id = `exp_${randomUUID().replaceAll('-', '')}`;
+  const startFrom = new Date(START).toISOString();
+  const datasets = overrides.datasets ?? ['email_events', 'subscribers'];
+  const destination: Destination = {
+    workspaceId,
+    id,
+    name: 'Engine test',
+    provider: 's3',
+    bucket: BUCKET,
+    region: 'us-east-1',
+    endpoint,
+    pathPrefix: `engine-test/${id}`,
+    accessKeyId: 'S3RVER',
+    secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
+    datasets,
+    frequency: 'every_15_minutes',
+    format: 'jsonl.gz',
+    isEnabled: true,
+    status: 'idle',
+    configVersion: 1,
+    startFrom,
+    exportedThrough: {},
+    datasetStartedAt: Object.fromEntries(datasets.map((d) => [d, startFrom])),
+    nextRunAt: new Date(NOW - 60_000).toISOString(),
+    lastRunAt: null,
+    lastSuccessAt: null,
+    lastError: null,
+    lastErrorAt: null,
+    consecutiveFailures: 0,
+    totalRowsExported: 0,
+    manualRunQueued: false,
+    createdAt: startFrom,
+    updatedAt: startFrom,
+    ...overrides,
+  };
+  return controlStore.createDestination(destination);
+}
+
+async function listKeys(prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await s3.send(
+      new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${prefix}/`, ContinuationToken: token }),
+    );
+    for (const object of page.Contents ?? []) keys.push(object.Key as string);
+    token = page.NextContinuationToken;
+  } while (token !== undefined);
+  return keys.sort();
+}
+
+async function readBytes(key: string): Promise<Buffer> {
+  const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  return Buffer.from(
+    await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+  );
+}
+
+async function readLines(key: string): Promise<Record<string, unknown>[]> {
+  const text = gunzipSync(await readBytes(key)).toString('utf8');
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** Runs the whole ExportRun in-process: claim, write every item, commit. */
+async function runOnce(destination: Destination, overrides: Partial<EngineDeps> = {}) {
+  const planned = await claimAndPlan(
+    { workspaceId, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+    deps(overrides),
+  );
+  if (planned.outcome !== 'planned' || planned.run === undefined)
+    throw new Error(`skipped: ${planned.reason}`);
+  const run = planned.run;
+  const results: WindowResult[] = [];
+  for (const item of planned.items ?? []) results.push(await writeWindow({ run, item }, deps(overrides)));
+  const committed = await commitRun({ run, results }, deps(overrides));
+  return { run, items: planned.items ?? [], results, committed };
+}
+
+/** Wraps lines so that reading fails after `count` of them (a connection that breaks mid-file). */
+async function* breakAfter(
+  lines: AsyncIterable<string> | Iterable<string>,
+  count: number,
+): AsyncGenerator<string> {
+  let n = 0;
+  for await (const line of lines) {
+    if (n++ === count) throw new Error('socket hang up');
+    yield line;
+  }
+}
+
+beforeAll(async () => {
+  // Prepare: 51,000 events recorded in the three hours before a UTC midnight, 500 in the hour after it.
+  const writer = new EventLogWriter();
+  const batches: { count: number; from: number; to: number; seed: number }[] = [
+    { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },
+    { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: NOW - EXPORT_LAG_MS - 60_000, seed: 2 },
+  ];
+  for (const batch of batches) {
+    let chunk: unknown[] = [];
+    for (const event of generateEvents({ ...batch, workspaceId, mix: { email_events: 1 } })) {
+      chunk.push(event);
+      if (chunk.length === 5_000) {
+        const result = await writer.ingestEvents(workspaceId, chunk);
+        expect(result.invalid).toEqual([]);
+        chunk = [];
+      }
+    }
+    if (chunk.length > 0) await writer.ingestEvents(workspaceId, chunk);
+  }
+  await writer.upsertSubscribers(workspaceId, [...generateSubscribers({ count: SUBSCRIBERS, workspaceId })]);
+}, 300_000);
+
+describe('an export run end to end on the local services', () => {
+  it('writes 50,000-line files in recorded-time order, splits at midnight, snapshots subscribers and commits', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const prefix = destination.pathPrefix;
+    // Act
+    const { run, items, results, committed } = await runOnce(destination);
+    // Assess: the plan
+    expect(items).toEqual<WorkItem[]>([
+      { dataset: 'email_events', kind: 'events', fromMs: START, toMs: MIDNIGHT - 1 },
+      { dataset: 'email_events', kind: 'events', fromMs: MIDNIGHT - 1, toMs: NOW - EXPORT_LAG_MS },
+      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER },
+    ]);
+    expect(committed).toEqual({ status: 'succeeded', runAgain: false });
+    // Assess: the files
+    const before = { fromMs: START, toMs: MIDNIGHT - 1 };
+    const after = { fromMs: MIDNIGHT - 1, toMs: NOW - EXPORT_LAG_MS };
+    const expectedKeys = [
+      eventFileKey(prefix, 'email_events', before, 0),
+      eventFileKey(prefix, 'email_events', before, 1),
+      eventFileKey(prefix, 'email_events', after, 0),
+      snapshotFileKey(prefix, DAY_AFTER, 0),
+      snapshotSuccessKey(prefix, DAY_AFTER),
+    ].sort();
+    expect(await listKeys(prefix)).toEqual(expectedKeys);
+    expect(expectedKeys[0]).toContain(`/email_events/date=${DAY_BEFORE}/`);
+    const file0 = await readLines(eventFileKey(prefix, 'email_events', before, 0));
+    const file1 = await readLines(eventFileKey(prefix, 'email_events', before, 1));
+    const file2 = await readLines(eventFileKey(prefix, 'email_events', after, 0));
+    expect([file0.length, file1.length, file2.length]).toEqual([50_000, 1_000, AFTER_MIDNIGHT_ROWS]);
+    const all = [...file0, ...file1, ...file2];
+    const recorded = all.map((row) => Date.parse(row.recorded_at as string));
+    expect(recorded.every((ms, i) => i === 0 || ms >= (recorded[i - 1] as number))).toBe(true);
+    expect([...file0, ...file1].every((row) => (row.recorded_at as string).startsWith(DAY_BEFORE))).toBe(
+      true,
+    );
+    expect(file2.every((row) => (row.recorded_at as string).startsWith(DAY_AFTER))).toBe(true);
+    expect(new Set(all.map((row) => row.id)).size).toBe(all.length);
+    expect(all.every((row) => row.schema_version === 1)).toBe(true);
+    const subscribers = await readLines(snapshotFileKey(prefix, DAY_AFTER, 0));
+    expect(subscribers).toHaveLength(SUBSCRIBERS);
+    expect(subscribers.every((row) => row.snapshot_date === DAY_AFTER && typeof row.email === 'string')).toBe(
+      true,
+    );
+    expect(Object.keys(subscribers[0] as object)[0]).toBe('snapshot_date');
+    // Assess: cursors, run record, destination, metrics
+    const cursors = await stateStore.getCursors(workspaceId, destination.id);
+    expect(cursors.get('email_events')).toMatchObject({
+      exportedThroughMs: NOW - EXPORT_LAG_MS,
+      plannedWindows: [],
+    });
+    expect(cursors.get('subscribers')).toMatchObject({ snapshotDate: DAY_AFTER });
+    expect(cursors.get('subscribers')?.plannedSnapshot).toBeUndefined();
+    const rows = BEFORE_MIDNIGHT_ROWS + AFTER_MIDNIGHT_ROWS;
+    const record = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
+    expect(record).toMatchObject({
+      status: 'succeeded',
+      rowCount: rows + SUBSCRIBERS,
+      fileCount: 4,
+      error: null,
+      stats: {
+        email_events: { rows, files: 3, fromMs: START, toMs: NOW - EXPORT_LAG_MS },
+        subscribers: { rows: SUBSCRIBERS, files: 1, snapshotDate: DAY_AFTER },
+      },
+    });
+    expect(record?.byteCount).toBe(results.reduce((sum, r) => sum + r.bytes, 0));
+    const view = await controlStore.getDestination(workspaceId, destination.id);
+    expect(view).toMatchObject({
+      status: 'idle',
+      totalRowsExported: rows + SUBSCRIBERS,
+      consecutiveFailures: 0,
+      lastRunAt: run.startedAt,
+      lastSuccessAt: new Date(NOW).toISOString(),
+      nextRunAt: new Date(MIDNIGHT + 3_600_000 + 15 * 60_000).toISOString(),
+      exportedThrough: { email_events: new Date(NOW - EXPORT_LAG_MS).toISOString(), subscribers: DAY_AFTER },
+    });
+    expect(figures.find((f) => f.destinationId === destination.id)?.lagSecondsByDataset).toEqual({
+      email_events: EXPORT_LAG_MS / 1000,
+    });
+    expect(await stateStore.getLease(workspaceId, destination.id)).toBeUndefined();
+  }, 180_000);
+
+  it('a writer failing in its second file: nothing half-written, the cursor waits, the retry rewrites the same names', async () => {
+    // Prepare: a bucket connection that breaks 500 lines into the second file of the window.
+    const destination = await createDestination({ datasets: ['email_events'] });
+    const prefix = destination.pathPrefix;
+    let files = 0;
+    const failing: BucketWriterFactory = (location, credentials) => {
+      const real = defaultBucketWriterFactory(location, credentials);
+      return {
+        ...real,
+        writeFile: (key, lines) =>
+          ++files === 2 ? real.writeFile(key, breakAfter(lines, 500)) : real.writeFile(key, lines),
+      };
+    };
+    const planned = await claimAndPlan(
+      { workspaceId, destinationId: destination.id, trigger: 'manual', executionId: randomUUID() },
+      deps(),
+    );
+    const run = planned.run as RunRef;
+    const [first] = planned.items as WorkItem[];
+    // Act 1: the window fails in its second file; the Catch records the failure
+    const error = await writeWindow(
+      { run, item: first as WorkItem },
+      deps({ bucketWriterFactory: failing }),
+    ).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    expect(error?.name).toBeDefined();
+    expect(TRANSIENT_ERROR_NAMES).toContain(error?.name);
+    const failure = await recordFailure(
+      {
+        workspaceId,
+        destinationId: destination.id,
+        run,
+        error: {
+          Error: error?.name,
+          Cause: JSON.stringify({ errorType: error?.name, errorMessage: error?.message, trace: ['at x'] }),
+        },
+      },
+      deps(),
+    );
+    // Assess 1
+    const window = { fromMs: START, toMs: MIDNIGHT - 1 };
+    expect(await listKeys(prefix)).toEqual([eventFileKey(prefix, 'email_events', window, 0)]);
+    const firstBytes = await readBytes(eventFileKey(prefix, 'email_events', window, 0));
+    let cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBeUndefined();
+    expect(cursor?.plannedWindows.map((w) => [w.fromMs, w.toMs])).toEqual(
+      (planned.items as WorkItem[]).map((i) => (i.kind === 'events' ? [i.fromMs, i.toMs] : [])),
+    );
+    const failed = await controlStore.getDestination(workspaceId, destination.id);
+    expect(failed).toMatchObject({ status: 'failed', consecutiveFailures: 1, lastError: failure.message });
+    expect(failure.message).not.toContain('at x');
+    expect(failed?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
+    const failedRecord = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
+    expect(failedRecord).toMatchObject({ status: 'failed', error: failure.message, isManual: true });
+
+    // Act 2: the retry, later, with a healthy bucket
+    const later = NOW + 20 * 60_000;
+    const retry = await runOnce(destination, { now: () => new Date(later) });
+    // Assess 2: the same windows first, under the same names, byte for byte; the cursor moved over them
+    expect(retry.items.slice(0, 2)).toEqual(planned.items);
+    expect(await readBytes(eventFileKey(prefix, 'email_events', window, 0))).toEqual(firstBytes);
+    expect((await readLines(eventFileKey(prefix, 'email_events', window, 1))).length).toBe(1_000);
+    cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBe(later - EXPORT_LAG_MS);
+    const healed = await controlStore.getDestination(workspaceId, destination.id);
+    expect(healed).toMatchObject({ status: 'idle', consecutiveFailures: 0, lastError: null });
+  }, 180_000);
+
+  it('lets only one of two concurrent runs claim, and a run that lost its lease moves no cursor', async () => {
+    // Prepare
+    const destination = await createDestination({ datasets: ['custom_events'] });
+    const claim = (now: number) =>
+      claimAndPlan(
+        { workspaceId, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+        deps({ now: () => new Date(now) }),
+      );
+    // Act 1: two at once
+    const both = await Promise.all([claim(NOW), claim(NOW)]);
+    // Assess 1
+    expect(both.map((r) => r.outcome).sort()).toEqual(['planned', 'skipped']);
+    expect(both.find((r) => r.outcome === 'skipped')?.reason).toBe('lease_held');
+    const stale = both.find((r) => r.outcome === 'planned')?.run as RunRef;
+    // Act 2: the first run stalls past its lease; a second run takes over and commits; then the first commits
+    const takeover = await claim(NOW + 10 * 60_000);
+    expect(takeover.outcome).toBe('planned');
+    const fresh = takeover.run as RunRef;
+    const empty = (run: RunRef, items: WorkItem[] | undefined) =>
+      Promise.all((items ?? []).map((item) => writeWindow({ run, item }, deps())));
+    const freshResults = await empty(fresh, takeover.items);
+    expect(freshResults.every((r) => r.status === 'written' && r.files === 0)).toBe(true);
+    const staleCommit = await commitRun(
+      {
+        run: stale,
+        results: [
+          {
+            dataset: 'custom_events',
+            kind: 'events',
+            fromMs: START,
+            toMs: NOW - EXPORT_LAG_MS,
+            status: 'written',
+            rows: 0,
+            files: 0,
+            bytes: 0,
+          },
+        ],
+      },
+      deps(),
+    );
+    const freshCommit = await commitRun(
+      { run: fresh, results: freshResults },
+      deps({ now: () => new Date(NOW + 10 * 60_000) }),
+    );
+    // Assess 2
+    expect(staleCommit).toEqual({ status: 'stopped', runAgain: false });
+    expect(freshCommit.status).toBe('succeeded');
+    const cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('custom_events');
+    expect(cursor?.exportedThroughMs).toBe(NOW + 10 * 60_000 - EXPORT_LAG_MS);
+    const staleRecord = await stateStore.getRun(workspaceId, destination.id, stale.startedAt, stale.runId);
+    expect(staleRecord?.status).toBe('failed');
+  }, 60_000);
+
+  it('stops before the next file when the export is paused mid-window, without counting a failure', async () => {
+    // Prepare: pause the destination as soon as the first file is written.
+    const destination = await createDestination({ datasets: ['email_events'] });
+    const pausing: BucketWriterFactory = (location, credentials) => {
+      const real = defaultBucketWriterFactory(location, credentials);
+      return {
+        ...real,
+        writeFile: async (key, lines) => {
+          const file = await real.writeFile(key, lines);
+          await controlStore.updateDestination(workspaceId, destination.id, { isEnabled: false });
+          return file;
+        },
+      };
+    };
+    // Act
+    const { run, results, committed } = await runOnce(destination, { bucketWriterFactory: pausing });
+    // Assess
+    expect(results[0]).toMatchObject({ status: 'stopped', stopReason: 'paused', files: 1, rows: 50_000 });
+    expect(results[1]).toMatchObject({ status: 'stopped', stopReason: 'paused', files: 0 });
+    expect(committed).toEqual({ status: 'stopped', runAgain: false });
+    expect(await listKeys(destination.pathPrefix)).toHaveLength(1);
+    const cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBeUndefined();
+    expect(cursor?.plannedWindows).toHaveLength(2);
+    const view = await controlStore.getDestination(workspaceId, destination.id);
+    expect(view).toMatchObject({ status: 'idle', consecutiveFailures: 0, isEnabled: false, lastError: null });
+    const record = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
+    expect(record?.status).toBe('succeeded');
+    expect(record?.error).toMatch(/paused/);
+  }, 120_000);
+});
+
+describe('findDueDestinations', () => {
+  /** The real store, its due index seen only for this test's workspace (other suites share the table). */
+  const isolated = (): ExportStateStore => {
+    const store = new ExportStateStore();
+    const queryDue = store.queryDue.bind(store);
+    store.queryDue = async (now) =>
+      (await queryDue(now)).filter((entry) => entry.workspaceId === workspaceId);
+    return store;
+  };
+
+  it('settles a destination with nothing new without a run and starts one with new rows once', async () => {
+    // Prepare: one export of an empty dataset, one of the ingested email events, one queued manual run
+    const quiet = await createDestination({ datasets: ['sms_events'] as EventDataset[] });
+    const busy = await createDestination({ datasets: ['email_events'] });
+    const queued = await createDestination({
+      datasets: ['sms_events'] as EventDataset[],
+      status: 'queued',
+      manualRunQueued: true,
+    });
+    const store = isolated();
+    const mine = new Set([quiet.id, busy.id, queued.id]);
+    // Act
+    const first = await findDueDestinations(
+      { now: new Date(NOW).toISOString() },
+      deps({ stateStore: store }),
+    );
+    const second = await findDueDestinations(
+      { now: new Date(NOW + 60_000).toISOString() },
+      deps({ stateStore: store }),
+    );
+    // Assess
+    const started = first.destinations.filter((d) => mine.has(d.destinationId));
+    expect(started).toEqual(
+      expect.arrayContaining([
+        { workspaceId, destinationId: busy.id, trigger: 'schedule' },
+        { workspaceId, destinationId: queued.id, trigger: 'manual' },
+      ]),
+    );
+    expect(started).toHaveLength(2);
+    expect(second.destinations.filter((d) => mine.has(d.destinationId))).toEqual([]);
+    const settled = await controlStore.getDestination(workspaceId, quiet.id);
+    expect(settled?.exportedThrough.sms_events).toBe(new Date(NOW - EXPORT_LAG_MS).toISOString());
+    expect(settled?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
+    expect(await listKeys(quiet.pathPrefix)).toEqual([]);
+  }, 60_000);
+});
+
+describe('time', () => {
+  it('keeps the test data inside the event log retention', () => {
+    expect(Date.now() - START).toBeLessThan(2 * DAY_MS);
+  });
+});
