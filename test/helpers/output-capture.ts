@@ -1,3 +1,5 @@
+import { inspect } from 'node:util';
+
 /**
  * Captures everything written to stdout and stderr (console, Powertools loggers, anything else) while a
  * suite runs, so that a test can assert a secret never appeared in a log line. One patch per worker, shared
@@ -12,13 +14,25 @@ export interface OutputCapture {
 }
 
 type Write = typeof process.stdout.write;
+type ConsoleMethod = (...args: unknown[]) => void;
 
+const CONSOLE_METHODS = ['log', 'info', 'warn', 'error', 'debug', 'trace'] as const;
 const chunks: string[] = [];
 let active = 0;
 let passThrough = false;
 let originals: Write[] = [];
+let consoleOriginals: ConsoleMethod[] = [];
 
 function install(): void {
+  // vitest replaces the global console in workers (it never reaches process.stdout there): wrap it too.
+  consoleOriginals = CONSOLE_METHODS.map((method) => console[method] as ConsoleMethod);
+  CONSOLE_METHODS.forEach((method, index) => {
+    const original = consoleOriginals[index]!;
+    console[method] = (...args: unknown[]) => {
+      chunks.push(`${args.map((arg) => (typeof arg === 'string' ? arg : inspect(arg))).join(' ')}\n`);
+      if (passThrough) original.apply(console, args);
+    };
+  });
   const streams = [process.stdout, process.stderr];
   originals = streams.map((stream) => stream.write);
   streams.forEach((stream, index) => {
@@ -36,6 +50,9 @@ function install(): void {
 }
 
 function uninstall(): void {
+  CONSOLE_METHODS.forEach((method, index) => {
+    console[method] = consoleOriginals[index]!;
+  });
   [process.stdout, process.stderr].forEach((stream, index) => {
     stream.write = originals[index]!;
   });
