@@ -201,6 +201,32 @@ describe('EventLogWriter.ingestEvents', () => {
   });
 });
 
+describe('EventLogWriter.ingestEvents in slices', () => {
+  it('records each slice of 1,000 when it is written and keeps indexes relative to the call', async () => {
+    // Prepare: a clock that moves a second each time it is read.
+    let clock = NOW;
+    const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+    const writer = new EventLogWriter({ now: () => (clock += 1_000), logger });
+    const workspaceId = `ws_${randomUUID()}`;
+    const inputs: unknown[] = Array.from({ length: 2_500 }, (_, i) => email(`evt_${i}`, NOW - 60_000));
+    inputs[2_100] = email('evt_bad', NOW, { message_type: 'newsletter' });
+
+    // Act
+    const result = await writer.ingestEvents(workspaceId, inputs);
+
+    // Assess
+    expect(result.accepted).toBe(2_499);
+    expect(result.invalid).toEqual([{ index: 2_100, reason: expect.stringMatching(/^message_type: /) }]);
+    const reader = new EventLogReader();
+    const counts = await Promise.all(
+      [1, 2, 3].map((s) =>
+        reader.countWindow(workspaceId, 'email_events', NOW + s * 1_000 - 1, NOW + s * 1_000),
+      ),
+    );
+    expect(counts).toEqual([1_000, 1_000, 499]);
+  });
+});
+
 describe('EventLogWriter subscribers', () => {
   it('upserts, replaces, deletes and reads subscribers across shards', async () => {
     // Prepare
