@@ -31,7 +31,7 @@ export interface DataExportView {
 /**
  * Builds the `DataExport` view, field by field (so nothing stored, such as the sealed secret, can leak by
  * being added to the record). `exportedThrough` lists every current dataset, `null` until its first export.
- * `accessKeyId` is masked here (masking a masked id leaves it as it is).
+ * Nullable fields an older record lacks come back `null`, counters `0`. `accessKeyId` is masked here (masking a masked id leaves it as it is).
  */
 export function toDataExportView(destination: Destination): DataExportView {
   const exportedThrough: Partial<Record<Dataset, string | null>> = {};
@@ -44,7 +44,7 @@ export function toDataExportView(destination: Destination): DataExportView {
     provider: destination.provider,
     bucket: destination.bucket,
     region: destination.region,
-    endpoint: destination.endpoint,
+    endpoint: destination.endpoint ?? null,
     pathPrefix: destination.pathPrefix,
     accessKeyId: maskAccessKeyId(destination.accessKeyId),
     datasets: [...destination.datasets],
@@ -53,13 +53,13 @@ export function toDataExportView(destination: Destination): DataExportView {
     status: destination.status,
     startFrom: destination.startFrom,
     exportedThrough,
-    nextRunAt: destination.nextRunAt,
-    lastRunAt: destination.lastRunAt,
-    lastSuccessAt: destination.lastSuccessAt,
-    lastError: destination.lastError,
-    lastErrorAt: destination.lastErrorAt,
-    consecutiveFailures: destination.consecutiveFailures,
-    totalRowsExported: destination.totalRowsExported,
+    nextRunAt: destination.nextRunAt ?? null,
+    lastRunAt: destination.lastRunAt ?? null,
+    lastSuccessAt: destination.lastSuccessAt ?? null,
+    lastError: destination.lastError ?? null,
+    lastErrorAt: destination.lastErrorAt ?? null,
+    consecutiveFailures: destination.consecutiveFailures ?? 0,
+    totalRowsExported: destination.totalRowsExported ?? 0,
     createdAt: destination.createdAt,
     updatedAt: destination.updatedAt,
   };
