@@ -1,3 +1,4 @@
+import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE } from '@sluice/eventlog';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -178,9 +179,9 @@ export class StatelessStack extends Stack {
       reason: 'This queue is itself the dead-letter queue of the ingest rule target.',
     });
     new events.Rule(this, 'IngestRule', {
-      description: 'Every event of this account on the Sluice bus goes to the ingest function',
+      description: 'Sluice events and subscriber changes on the Sluice bus go to the ingest function',
       eventBus: props.eventBus,
-      eventPattern: { account: [this.account] },
+      eventPattern: { account: [this.account], detailType: [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE] },
       targets: [
         new targets.LambdaFunction(ingestFunction, {
           deadLetterQueue: ingestDeadLetters,

@@ -405,7 +405,7 @@ describe('stateless stack: workflows, schedule and ingestion', () => {
     expect(startOnExportRun).toHaveLength(1);
   });
 
-  it('routes this account’s events on the Sluice bus to the ingest function, with a dead-letter queue', () => {
+  it('routes this account’s sluice.events and sluice.subscribers on the Sluice bus to the ingest function, with a dead-letter queue', () => {
     // Act
     const [rule] = Object.values(
       t.findResources('AWS::Events::Rule', { Properties: { EventBusName: Match.anyValue() } }),
@@ -415,7 +415,7 @@ describe('stateless stack: workflows, schedule and ingestion', () => {
     expect(show(rule?.Properties.EventBusName)).toMatch(/Sluice-dev-Stateful.*EventBus/);
     t.hasResourceProperties('AWS::Events::Rule', {
       EventBusName: Match.anyValue(),
-      EventPattern: { account: [Match.anyValue()] },
+      EventPattern: { account: ['111111111111'], 'detail-type': ['sluice.events', 'sluice.subscribers'] },
       Targets: [
         Match.objectLike({
           Arn: { 'Fn::GetAtt': [logicalIdOf(built.stateless.functions.ingest), 'Arn'] },
