@@ -1,4 +1,10 @@
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { createApiHandler } from '@sluice/api';
+import { SecretSealer } from '@sluice/secrets';
+import { testConnection } from '@sluice/sinks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
+import { ApiClient } from '../helpers/api-client.js';
 import {
   type ContractHarness,
   startContractHarness,
@@ -82,5 +88,93 @@ describe('SSRF: endpoints that are not public are refused before anything is sav
     );
     expect(response.status).toBe(400);
     expect(response.body.issues?.[0]?.path).toBe('endpoint');
+  });
+});
+
+describe('SSRF: a name that resolves to a private address', () => {
+  let resolving: ContractHarness;
+  let client: ApiClient;
+
+  beforeAll(async () => {
+    // The real API, with the connection test's resolver answering as a hostile DNS would.
+    const { handler: authorizer } = await import('../../functions/authorizer/handler.js');
+    const api = createApiHandler({
+      store: harness.store,
+      sealer: new SecretSealer(),
+      testConnection: (location, credentials, options) =>
+        testConnection(location, credentials, {
+          ...options,
+          resolve: async (hostname) =>
+            hostname === 'public.example.com'
+              ? [{ address: '93.184.216.34', family: 4 }]
+              : [
+                  { address: '93.184.216.34', family: 4 },
+                  { address: '10.0.0.7', family: 4 },
+                ],
+        }),
+    }) as unknown as ApiFunction;
+    resolving = await startContractHarness({ handlers: { authorizer, api } });
+    client = new ApiClient(resolving.url, ws.client.apiKey);
+  });
+
+  afterAll(async () => {
+    expect(await resolving.closeAndFindLeaks()).toEqual([]);
+  });
+
+  it('refuses an endpoint with any private address among its answers', async () => {
+    const response = await client.post(
+      '/data-exports',
+      harness.createBody({ endpoint: 'https://rebind.example.com' }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('invalid_input');
+    expect(response.body.issues?.[0]?.path).toBe('endpoint');
+    expect(response.body.error).toMatch(/private/);
+  });
+});
+
+describe('POST /data-exports/{id}/test', () => {
+  it('fails with 400 connection_failed once the bucket is gone, and changes nothing', async () => {
+    // Prepare: an export to its own bucket, then the bucket deleted.
+    const bucket = uniqueId('gone-');
+    await harness.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const created = await ws.client.post('/data-exports', harness.createBody({ bucket, pathPrefix: '' }));
+    expect(created.status).toBe(201);
+    const id = created.body.dataExport!.id;
+    await harness.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: '_sluice/connection-test.json' }));
+    await harness.s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+
+    // Act
+    const response = await ws.client.post(`/data-exports/${id}/test`);
+
+    // Assess
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('connection_failed');
+    expect(response.body.error).toContain(bucket);
+    expect((await ws.client.get(`/data-exports/${id}`)).body.dataExport).toEqual(created.body.dataExport);
+    expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);
+  });
+
+  it('cannot open a secret copied from another export (the KMS context binds it)', async () => {
+    // Prepare
+    const first = (await ws.client.post('/data-exports', harness.createBody())).body.dataExport!.id;
+    const second = (await ws.client.post('/data-exports', harness.createBody())).body.dataExport!.id;
+    const source = await harness.store.getDestination(ws.workspaceId, first);
+    await harness.store.updateDestination(ws.workspaceId, second, { secret: source!.secret });
+
+    // Act
+    const response = await ws.client.post(`/data-exports/${second}/test`);
+
+    // Assess
+    expect(response.status).toBe(500);
+    expect(response.body).toEqual({
+      success: false,
+      error: 'Internal error',
+      code: 'internal_error',
+      retryable: true,
+    });
+    expect((await ws.client.post(`/data-exports/${first}/test`)).status).toBe(200);
+    for (const id of [first, second])
+      expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);
   });
 });
