@@ -1,0 +1,75 @@
+/**
+ * `npm run bench`: prints figures, asserts nothing about time (DESIGN.md "Targets").
+ * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
+ * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
+ * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
+ * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_SKIP` skips parts (`encode,writer,whole`).
+ */
+import { existsSync } from 'node:fs';
+import type { LocalServices } from '../packages/local/src/services.js';
+
+// The packages read their environment at load, so they are imported after the local services are up.
+const MAX_LINES_PER_FILE = 50_000;
+
+const rows = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
+const log = (line: string): void => console.log(line);
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+async function main(): Promise<void> {
+  if (!Number.isInteger(rows) || rows < 1000)
+    throw new Error('BENCH_ROWS must be an integer of at least 1000');
+  log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
+
+  let services: LocalServices | undefined;
+  if ((!skip.has('writer') || !skip.has('whole')) && !process.env.SLUICE_CONTROL_TABLE) {
+    const { startLocalServices } = await import('../packages/local/src/services.js');
+    services = await startLocalServices();
+    for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
+    log('Started DynamoDB Local, s3rver and the local KMS\n');
+  }
+  try {
+    await benches();
+  } finally {
+    await services?.stop();
+  }
+}
+
+async function benches(): Promise<void> {
+  if (!skip.has('encode')) {
+    log('Encode (one core): rows to gzip JSON lines');
+    const { runEncodeBench } = await import('./encode.js');
+    const encode = await runEncodeBench(rows, log);
+    log(`  average row ${encode.averageRowBytes.toFixed(0)} B`);
+    for (const [name, f] of [
+      ['Sluice encoder', encode.sluice],
+      ['DuckDB COPY', encode.duckdb],
+    ] as const) {
+      log(
+        `  ${name.padEnd(15)} ${fmt(f.rowsPerSecond).padStart(9)} rows/s  ${f.mbPerSecond.toFixed(1).padStart(6)} MB/s  ` +
+          `${fmt(f.outputBytes).padStart(12)} B out  (${(f.ms / 1000).toFixed(2)} s)`,
+      );
+    }
+    log(`  ratio Sluice / DuckDB: ${encode.ratio.toFixed(2)}x (target ≥ 1.5x)\n`);
+  }
+  if (!skip.has('writer')) {
+    log('Writer end to end (read, encode, upload), each window in a child process');
+    const { runWriterBench } = await import('./writer.js');
+    await runWriterBench({ rows, smallRows: Math.min(MAX_LINES_PER_FILE, Math.floor(rows / 2)) }, log);
+    log('');
+  }
+  if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {
+    log('Whole local export through the Dispatch and ExportRun definitions');
+    const { runWholeExportBench } = await import('./whole-export.js');
+    const whole = await runWholeExportBench({ rows, log });
+    log(
+      `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
+        `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+    );
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,240 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import type { EventDataset } from '@sluice/core';
+import type { EventSource } from '@sluice/eventlog';
+
+/**
+ * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
+ * uploading to s3rver, for a small and a large window, each in its own child process so that its peak
+ * memory is measured cleanly. Also the same writer over an in-memory event source (s3rver still real), to
+ * separate the engine's own rate from DynamoDB Local's (a Java emulator far slower than DynamoDB).
+ */
+
+/** One child's figures. */
+export interface WriterFigures {
+  source: 'dynamodb-local' | 'memory';
+  rows: number;
+  files: number;
+  bytes: number;
+  ms: number;
+  rowsPerSecond: number;
+  /** Peak resident set size of the child, MB. */
+  peakRssMb: number;
+  /** Resident set size before the window started, MB. */
+  baselineRssMb: number;
+  /** Peak V8 heap used while writing (sampled every 20 ms), MB. */
+  peakHeapMb: number;
+}
+
+/** What the child is told to do (as JSON in `SLUICE_BENCH_CHILD`). */
+interface ChildTask {
+  source: WriterFigures['source'];
+  workspaceId: string;
+  destinationId: string;
+  configVersion: number;
+  fromMs: number;
+  toMs: number;
+  /** For the memory source: how many rows to yield. */
+  rows: number;
+}
+
+/** An event source that yields `rows` lines cycled from a pool, in pages of 1,000. No DynamoDB. */
+function memorySource(pool: string[], rows: number): EventSource {
+  return {
+    async *readWindow() {
+      for (let sent = 0; sent < rows; sent += 1000) {
+        const page: string[] = [];
+        for (let i = sent; i < Math.min(rows, sent + 1000); i++) page.push(pool[i % pool.length] as string);
+        yield page;
+      }
+    },
+    hasRowsAfter: async () => true,
+    async *readSubscribers() {},
+  };
+}
+
+async function child(task: ChildTask): Promise<void> {
+  const [{ writeWindow, noRunMetrics }, { generateEmailLines }] = await Promise.all([
+    import('@sluice/engine'),
+    import('./encode.js'),
+  ]);
+  const pool = task.source === 'memory' ? generateEmailLines(10_000, 11) : [];
+  const overrides = task.source === 'memory' ? { eventSource: memorySource(pool, task.rows) } : {};
+  if (global.gc) global.gc();
+  const baselineRss = process.memoryUsage().rss;
+  let peakHeap = process.memoryUsage().heapUsed;
+  const sampler = setInterval(() => {
+    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+  }, 20);
+  const started = performance.now();
+  const result = await writeWindow(
+    {
+      run: {
+        workspaceId: task.workspaceId,
+        destinationId: task.destinationId,
+        runId: `run_bench${randomUUID().slice(0, 8)}`,
+        startedAt: new Date().toISOString(),
+        leaseToken: 'bench',
+        configVersion: task.configVersion,
+      },
+      item: { dataset: 'email_events' as EventDataset, kind: 'events', fromMs: task.fromMs, toMs: task.toMs },
+    },
+    { metrics: noRunMetrics, ...overrides },
+  );
+  const ms = performance.now() - started;
+  clearInterval(sampler);
+  const figures: WriterFigures = {
+    source: task.source,
+    rows: result.rows,
+    files: result.files,
+    bytes: result.bytes,
+    ms,
+    rowsPerSecond: result.rows / (ms / 1000),
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    baselineRssMb: baselineRss / 1024 / 1024,
+    peakHeapMb: peakHeap / 1024 / 1024,
+  };
+  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(figures)}\n`);
+}
+
+function runChild(task: ChildTask): Promise<WriterFigures> {
+  const script = fileURLToPath(import.meta.url);
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['--openssl-legacy-provider', '--expose-gc', '--import', 'tsx', script],
+      {
+        env: {
+          ...process.env,
+          SLUICE_BENCH_CHILD: JSON.stringify(task),
+          POWERTOOLS_METRICS_DISABLED: 'true',
+        },
+        maxBuffer: 64 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
+        if (error || line === undefined) {
+          reject(
+            new Error(`writer bench child failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`),
+          );
+          return;
+        }
+        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as WriterFigures);
+      },
+    );
+  });
+}
+
+/** What {@link runWriterBench} measured. */
+export interface WriterBenchResult {
+  ingestMs: number;
+  ingestedRows: number;
+  runs: WriterFigures[];
+}
+
+/**
+ * Ingests `rows` email events recorded over one UTC day (yesterday) into the local event log, creates a
+ * destination on s3rver with a sealed secret, then writes a window of about `smallRows` rows and the whole
+ * day's window, each in a child process, from DynamoDB Local and from memory. Needs the local services'
+ * environment in `process.env`.
+ */
+export async function runWriterBench(
+  options: { rows: number; smallRows: number },
+  log: (line: string) => void,
+): Promise<WriterBenchResult> {
+  const [{ ControlStore }, { EventLogWriter, generateEvents }, { SecretSealer }, core] = await Promise.all([
+    import('@sluice/control'),
+    import('@sluice/eventlog'),
+    import('@sluice/secrets'),
+    import('@sluice/core'),
+  ]);
+  const workspaceId = `ws_benchw${randomUUID().slice(0, 8)}`;
+  const from = core.startOfUtcDay(Date.now()) - core.DAY_MS;
+  const to = from + core.DAY_MS - 1;
+
+  const writer = new EventLogWriter();
+  const ingestStarted = performance.now();
+  let ingestedRows = 0;
+  let batch: unknown[] = [];
+  for (const event of generateEvents({
+    count: options.rows,
+    workspaceId,
+    from,
+    to,
+    mix: { email_events: 1 },
+  })) {
+    batch.push(event);
+    if (batch.length === 10_000) {
+      ingestedRows += (await writer.ingestEvents(workspaceId, batch)).accepted;
+      batch = [];
+      if (ingestedRows % 200_000 === 0) log(`  ingested ${ingestedRows.toLocaleString('en-US')} events`);
+    }
+  }
+  if (batch.length > 0) ingestedRows += (await writer.ingestEvents(workspaceId, batch)).accepted;
+  const ingestMs = performance.now() - ingestStarted;
+  log(`  ingested ${ingestedRows.toLocaleString('en-US')} events in ${(ingestMs / 1000).toFixed(1)} s`);
+
+  const destinationId = `exp_bench${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
+  const now = new Date().toISOString();
+  const sealer = new SecretSealer();
+  await new ControlStore().createDestination({
+    workspaceId,
+    id: destinationId,
+    name: 'Writer bench',
+    provider: 's3',
+    bucket: 'local-exports',
+    region: 'us-east-1',
+    endpoint,
+    pathPrefix: `bench-writer/${destinationId}`,
+    accessKeyId: 'S3RVER',
+    secret: await sealer.seal('S3RVER', { workspaceId, destinationId }),
+    datasets: ['email_events'],
+    frequency: 'every_15_minutes',
+    format: 'jsonl.gz',
+    isEnabled: true,
+    status: 'idle',
+    configVersion: 1,
+    startFrom: new Date(from).toISOString(),
+    exportedThrough: {},
+    datasetStartedAt: { email_events: new Date(from).toISOString() },
+    nextRunAt: null,
+    lastRunAt: null,
+    lastSuccessAt: null,
+    lastError: null,
+    lastErrorAt: null,
+    consecutiveFailures: 0,
+    totalRowsExported: 0,
+    manualRunQueued: false,
+    createdAt: now,
+    updatedAt: now,
+  });
+  // nextRunAt null: the destination is off the due index, so no scheduler runs it beside the bench.
+
+  const smallTo = from + Math.max(1, Math.round(((to - from) * options.smallRows) / options.rows));
+  const base = { workspaceId, destinationId, configVersion: 1, fromMs: from };
+  const runs: WriterFigures[] = [];
+  for (const source of ['dynamodb-local', 'memory'] as const) {
+    for (const [toMs, rows] of [
+      [smallTo, options.smallRows],
+      [to, options.rows],
+    ] as const) {
+      const figures = await runChild({ ...base, source, toMs, rows });
+      log(
+        `  ${source.padEnd(14)} ${figures.rows.toLocaleString('en-US').padStart(9)} rows, ${figures.files} files: ` +
+          `${Math.round(figures.rowsPerSecond).toLocaleString('en-US')} rows/s, peak RSS ${figures.peakRssMb.toFixed(0)} MB ` +
+          `(baseline ${figures.baselineRssMb.toFixed(0)} MB), peak heap ${figures.peakHeapMb.toFixed(0)} MB`,
+      );
+      runs.push(figures);
+    }
+  }
+  return { ingestMs, ingestedRows, runs };
+}
+
+if (process.env.SLUICE_BENCH_CHILD !== undefined && process.argv[1] === fileURLToPath(import.meta.url)) {
+  child(JSON.parse(process.env.SLUICE_BENCH_CHILD) as ChildTask).catch((error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  });
+}
