@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EventLogReader, EventLogWriter } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -224,5 +227,44 @@ describe('data commands', () => {
     ).rejects.toBeInstanceOf(CliUsageError);
     await expect(run('events ingest', ['--file', 'x'])).rejects.toBeInstanceOf(CliUsageError);
     await expect(run('subscribers upsert', ['--workspace', 'w'])).rejects.toBeInstanceOf(CliUsageError);
+  });
+
+  it('through `npm run sluice`: stdout holds only the JSON, refusals go to stderr, exit code 1', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const path = await file('process.jsonl', [
+      JSON.stringify({
+        dataset: 'custom_events',
+        id: 'p1',
+        event_name: 'x',
+        occurred_at: new Date().toISOString(),
+      }),
+      JSON.stringify({ dataset: 'custom_events', id: 'p2', occurred_at: new Date().toISOString() }),
+    ]);
+    const cliPath = fileURLToPath(new URL('../cli.ts', import.meta.url));
+
+    // Act
+    const outcome = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', cliPath, 'events', 'ingest', '--workspace', workspaceId, '--file', path, '--json'],
+      {
+        env: {
+          ...process.env,
+          SLUICE_CONTROL_TABLE: process.env.SLUICE_CONTROL_TABLE ?? 'unused',
+          // Even a debugging operator's log level must not put log lines in the JSON output.
+          POWERTOOLS_LOG_LEVEL: 'DEBUG',
+        },
+      },
+    ).then(
+      () => ({ code: 0, stdout: '', stderr: '' }),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+
+    // Assess
+    expect(outcome.code).toBe(1);
+    const stdout = outcome.stdout.trim().split('\n');
+    expect(stdout).toHaveLength(1);
+    expect(JSON.parse(stdout[0]!)).toMatchObject({ accepted: 1, invalid: [{ line: 2 }] });
+    expect(outcome.stderr).toMatch(/line 2: event_name: /);
   });
 });

@@ -19,6 +19,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { Logger } from '@aws-lambda-powertools/logger';
 import {
   EventLogWriter,
   generateEvents,
@@ -120,7 +121,10 @@ function failIfRefused(invalid: readonly RefusedLine[], what: string): void {
 export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const writer = deps.writer ?? (() => new EventLogWriter());
+  // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on stdout.
+  const writer =
+    deps.writer ??
+    (() => new EventLogWriter({ logger: new Logger({ serviceName: 'sluice-cli', logLevel: 'SILENT' }) }));
   const now = deps.now ?? Date.now;
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
