@@ -41,7 +41,7 @@ describe('DynamoDB Local', () => {
       .flat()
       .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
     try {
-      const first = await startDynamoDbLocal({ dbPath });
+      const first = await startDynamoDbLocal({ dbPath, quickStart: true });
       const firstClient = localDynamoDbClient(first.endpoint);
       await createLocalTables(firstClient);
       await createLocalTables(firstClient); // idempotent
@@ -50,7 +50,7 @@ describe('DynamoDB Local', () => {
       const firstPid = first.pid;
       await first.stop();
       // Act
-      const second = await startDynamoDbLocal({ dbPath });
+      const second = await startDynamoDbLocal({ dbPath, quickStart: true });
       const secondClient = localDynamoDbClient(second.endpoint);
       const { TableNames } = await secondClient.send(new ListTablesCommand({}));
       secondClient.destroy();

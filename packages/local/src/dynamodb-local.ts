@@ -13,6 +13,12 @@ export interface DynamoDbLocalOptions {
   /** Folder for the database file; when absent the database lives in memory and dies with the process. */
   dbPath?: string;
   /**
+   * Start the JVM for a short life: C1 only, serial GC (half the start-up, slower at full load).
+   * `SLUICE_DYNAMODB_JAVA_OPTS`, when set, replaces these flags either way.
+   * @default true for an in-memory server, false with a dbPath
+   */
+  quickStart?: boolean;
+  /**
    * How long to wait for the server to answer.
    * @default 60000
    */
@@ -33,6 +39,22 @@ export interface DynamoDbLocal {
 const READY = /SLUICE_DYNAMODB_READY (\d+)/;
 
 /**
+ * JVM flags for short-lived in-memory servers (the tests): C1 only and the serial collector, which halved the
+ * start-up (server plus first tables: 5.3 s instead of 10-11 s on the loaded 2-core CI box).
+ */
+const QUICK_START_JAVA_OPTIONS = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'];
+
+/**
+ * The JVM flags: `SLUICE_DYNAMODB_JAVA_OPTS` (space-separated) when set, read when a server starts; else the
+ * quick-start flags when asked for, else the JVM defaults (full JIT).
+ */
+function javaOptions(quickStart: boolean): string[] {
+  const fromEnv = process.env.SLUICE_DYNAMODB_JAVA_OPTS;
+  if (fromEnv !== undefined) return fromEnv.split(/\s+/).filter(Boolean);
+  return quickStart ? QUICK_START_JAVA_OPTIONS : [];
+}
+
+/**
  * Starts DynamoDB Local bound to 127.0.0.1 only, with `-sharedDb` (one database whatever the client's
  * credentials and region), and resolves once it answers HTTP.
  *
@@ -47,6 +69,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     '-Dsluice.host=127.0.0.1',
     `-Djava.library.path=${paths.libDir}`,
     '-Xss1m',
+    ...javaOptions(options.quickStart ?? !options.dbPath),
     '-cp',
     `${paths.jar}:${paths.launcherDir}`,
     paths.launcherClass,
