@@ -25,6 +25,7 @@ const HOUR_MS = 60 * MINUTE_MS;
 let h: E2eHarness;
 let workflows: LocalWorkflows;
 const taskErrors: string[] = [];
+const payloads: string[] = [];
 
 let data: {
   midnight: number;
@@ -37,7 +38,15 @@ let data: {
 
 beforeAll(async () => {
   h = await startE2eHarness();
-  workflows = await h.workflows({ log: (line) => taskErrors.push(line) });
+  workflows = await h.workflows({
+    log: (line) => taskErrors.push(line),
+    // Every task input and output, to check that no row and no secret travels in a payload.
+    intercept: async (state, input, invoke) => {
+      const output = await invoke(input);
+      payloads.push(`${state} ${JSON.stringify(input)} ${JSON.stringify(output)}`);
+      return output;
+    },
+  });
   // The latest UTC midnight at least an hour ago; 51,000 email events in the six hours before it (one
   // window, two files), 1,500 after it, 400 custom events on both sides, 250 subscribers.
   const midnight = startOfUtcDay(Date.now() - HOUR_MS);
@@ -222,6 +231,16 @@ describe('a whole export on the local runtime, through the synthesized state mac
       connection.closeSync();
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+
+    // Assess: payloads carried ids, windows and counts only
+    expect(payloads.length).toBeGreaterThan(5);
+    const sampleIds = [before[0]!.id, after[0]!.id, custom[0]!.id, subscribers[0]!.id];
+    for (const payload of payloads) {
+      expect(payload).not.toContain('S3RVER');
+      expect(payload).not.toContain('"line"');
+      for (const rowId of sampleIds) expect(payload).not.toContain(rowId);
+      expect(payload.length).toBeLessThan(8_000);
     }
 
     // Assess: nothing is due any more (the next tick starts no run) and no task error was logged
