@@ -18,12 +18,20 @@ export interface Synthesized extends SluiceStacks {
   readonly statelessTemplate: Template;
 }
 
+/** The cdk.json flag that makes CloudFormation's default template rules fail the synth (about 10 s a synth). */
+export const CFN_VALIDATION_FLAG = '@aws-cdk/core:validateAgainstDefaultRules';
+
 /**
  * Builds the Sluice app with bundling skipped, the cdk.json context plus `context`, and no
- * CDK_DEFAULT_* variables (so the placeholder account is used whatever the machine's credentials).
+ * CDK_DEFAULT_* variables (so the placeholder account is used whatever the machine's credentials), and
+ * synthesizes both templates. CloudFormation's rule validation is off unless `cfnValidation` (one suite,
+ * `workflows.test.ts`, synthesizes exactly as `cdk synth` does; the others only read the templates).
  */
-export function synthesize(context: Record<string, unknown> = {}): Synthesized {
-  const { app, ...stacks } = build(context);
+export function synthesize(
+  context: Record<string, unknown> = {},
+  { cfnValidation = false }: { cfnValidation?: boolean } = {},
+): Synthesized {
+  const { app, ...stacks } = build({ [CFN_VALIDATION_FLAG]: cfnValidation, ...context });
   return {
     ...stacks,
     app,
