@@ -195,7 +195,18 @@ describe('a whole export on the local runtime, through the synthesized state mac
     expect(sum('fileCount')).toBe(dataFiles.length);
     expect(sum('byteCount')).toBe(dataFiles.reduce((total, o) => total + o.size, 0));
     const stats = succeeded[0]!.stats as Json;
-    expect(stats.email_events).toMatchObject({ rows: before.length + after.length, files: 3 });
+    expect(stats.email_events).toMatchObject({
+      rows: before.length + after.length,
+      files: 3,
+      fromMs: startFromMs,
+      toMs: throughMs,
+    });
+    expect(stats.custom_events).toMatchObject({
+      rows: custom.length,
+      files: 2,
+      fromMs: startFromMs,
+      toMs: throughMs,
+    });
     expect(view.totalRowsExported).toBe(all.length + subscribers.length);
 
     // Assess: DuckDB reads the files with the reference's query, and the counts are what went in

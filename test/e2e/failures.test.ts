@@ -41,7 +41,7 @@ beforeAll(async () => {
     }),
   ];
   await ingestAll(h.events, ws, events as unknown as Record<string, unknown>[]);
-});
+}, 300_000);
 
 afterAll(async () => {
   expect(await h.close()).toEqual([]);
