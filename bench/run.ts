@@ -3,7 +3,9 @@
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
- * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_SKIP` skips parts (`encode,writer,whole`).
+ * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the rows
+ * ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow); `BENCH_SKIP` skips
+ * parts (`encode,writer,whole`).
  */
 import { existsSync } from 'node:fs';
 import type { LocalServices } from '../packages/local/src/services.js';
@@ -55,7 +57,8 @@ async function benches(): Promise<void> {
   if (!skip.has('writer')) {
     log('Writer end to end (read, encode, upload), each window in a child process');
     const { runWriterBench } = await import('./writer.js');
-    await runWriterBench({ rows, smallRows: Math.min(MAX_LINES_PER_FILE, Math.floor(rows / 2)) }, log);
+    const dynamoRows = Number(process.env.BENCH_DYNAMO_ROWS ?? rows);
+    await runWriterBench({ rows, dynamoRows, smallRows: MAX_LINES_PER_FILE }, log);
     log('');
   }
   if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {

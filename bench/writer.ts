@@ -140,7 +140,7 @@ export interface WriterBenchResult {
  * environment in `process.env`.
  */
 export async function runWriterBench(
-  options: { rows: number; smallRows: number },
+  options: { rows: number; smallRows: number; dynamoRows?: number },
   log: (line: string) => void,
 ): Promise<WriterBenchResult> {
   const [{ ControlStore }, { EventLogWriter, generateEvents }, { SecretSealer }, core] = await Promise.all([
@@ -157,8 +157,9 @@ export async function runWriterBench(
   const ingestStarted = performance.now();
   let ingestedRows = 0;
   let batch: unknown[] = [];
+  const dynamoRows = options.dynamoRows ?? options.rows;
   for (const event of generateEvents({
-    count: options.rows,
+    count: dynamoRows,
     workspaceId,
     from,
     to,
@@ -212,13 +213,15 @@ export async function runWriterBench(
   });
   // nextRunAt null: the destination is off the due index, so no scheduler runs it beside the bench.
 
-  const smallTo = from + Math.max(1, Math.round(((to - from) * options.smallRows) / options.rows));
   const base = { workspaceId, destinationId, configVersion: 1, fromMs: from };
   const runs: WriterFigures[] = [];
   for (const source of ['dynamodb-local', 'memory'] as const) {
+    const total = source === 'memory' ? options.rows : dynamoRows;
+    const small = Math.min(options.smallRows, Math.floor(total / 2));
+    const smallTo = from + Math.max(1, Math.round(((to - from) * small) / total));
     for (const [toMs, rows] of [
-      [smallTo, options.smallRows],
-      [to, options.rows],
+      [smallTo, small],
+      [to, total],
     ] as const) {
       const figures = await runChild({ ...base, source, toMs, rows });
       log(
