@@ -37,7 +37,8 @@ export interface SluiceHttpApiProps {
 /**
  * The Data Exports HTTP API: `ANY /v1/{proxy+}` and `ANY /api/v1/{proxy+}` to the API function behind a
  * Lambda authorizer, a `$default` stage with throttling and JSON access logs, CORS only when origins are
- * configured, and an optional custom domain.
+ * configured (then the routes are GET, POST, PATCH and DELETE, so preflights never meet the authorizer), and
+ * an optional custom domain.
  *
  * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer.
  * The price: a request without that header never reaches the authorizer; API Gateway answers it with
@@ -129,8 +130,14 @@ export class SluiceHttpApi extends Construct {
       identitySource: ['$request.header.Authorization'],
       resultsCacheTtl: AUTHORIZER_CACHE_TTL,
     });
+    // ANY would also catch the browser's OPTIONS preflight and send it to the authorizer, which has no
+    // Authorization header to see: with CORS on, the routes name the API's four methods instead, and API
+    // Gateway answers preflights itself from the CORS configuration.
+    const methods = corsPreflight
+      ? [apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST, apigwv2.HttpMethod.PATCH, apigwv2.HttpMethod.DELETE]
+      : [apigwv2.HttpMethod.ANY];
     for (const path of API_ROUTE_PATHS) {
-      this.httpApi.addRoutes({ path, methods: [apigwv2.HttpMethod.ANY], integration, authorizer });
+      this.httpApi.addRoutes({ path, methods, integration, authorizer });
     }
 
     this.apiUrl = this.domain ? `https://${props.domainName}/v1` : `${this.stage.url}v1`;

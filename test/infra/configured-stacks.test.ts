@@ -76,6 +76,21 @@ describe('settings reach the stacks', () => {
     });
   });
 
+  it('routes the four API methods instead of ANY, so API Gateway answers preflights without the authorizer', () => {
+    // Act
+    const routes = Object.values(t.findResources('AWS::ApiGatewayV2::Route')) as {
+      Properties: { RouteKey: string; AuthorizationType: string };
+    }[];
+
+    // Assess
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(
+      ['DELETE', 'GET', 'PATCH', 'POST']
+        .flatMap((m) => [`${m} /api/v1/{proxy+}`, `${m} /v1/{proxy+}`])
+        .sort(),
+    );
+    expect(routes.every((r) => r.Properties.AuthorizationType === 'CUSTOM')).toBe(true);
+  });
+
   it('maps the custom domain with its certificate and TLS 1.2, and outputs it', () => {
     // Assess
     t.hasResourceProperties('AWS::ApiGatewayV2::DomainName', {
