@@ -1,8 +1,9 @@
 import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { build } from './helpers.js';
+import { build, CFN_VALIDATION_FLAG } from './helpers.js';
 
 /** The findings cdk-nag's AwsSolutionsChecks reports, one line each: `<rule> <construct path>`. */
 function findings(scope: Parameters<AwsSolutionsChecks['validateScope']>[0]): string[] {
@@ -76,6 +77,20 @@ describe('cdk-nag AwsSolutionsChecks', () => {
     for (const [id, reason] of acknowledged) {
       expect(id).toMatch(/AwsSolutions-/);
       expect(reason.length).toBeGreaterThan(30);
+    }
+  });
+
+  it('leaves no CDK error or warning annotation on either stack', () => {
+    // Prepare
+    const { stateful, stateless } = build({ [CFN_VALIDATION_FLAG]: false });
+
+    // Act
+    const annotations = [stateful, stateless].map((stack) => Annotations.fromStack(stack));
+
+    // Assess
+    for (const found of annotations) {
+      expect(found.findError('*', Match.anyValue())).toEqual([]);
+      expect(found.findWarning('*', Match.anyValue())).toEqual([]);
     }
   });
 });
