@@ -141,6 +141,8 @@ async function advanceIdle(
     {
       nextRunAt: new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString(),
       expectedDueAt: entry.dueAt,
+      // A run that crashed without its Catch left the status at running; its lease has expired by now.
+      ...(destination.status === 'running' ? { status: 'idle' as const } : {}),
     },
     now,
   );
