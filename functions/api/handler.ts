@@ -9,11 +9,17 @@ import type {
 import { type AuthorizerContext, createApiHandler } from '@sluice/api';
 import { ControlStore } from '@sluice/control';
 import { SecretSealer } from '@sluice/secrets';
+import { createAuthorizer } from '../authorizer/authorize.js';
 import { config } from './config.js';
 
+const store = new ControlStore({ tableName: config.controlTable });
+const authorizeAgain = createAuthorizer(store);
+
 const api = createApiHandler({
-  store: new ControlStore({ tableName: config.controlTable }),
+  store,
   sealer: new SecretSealer({ keyId: config.kmsKeyId }),
+  // The gateway caches a verdict for up to 5 minutes: a cached "store unavailable" is checked again here.
+  recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
 });
 
 export const handler = (

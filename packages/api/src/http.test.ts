@@ -2,7 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { authorize, callerFromContext } from './auth.js';
-import { errorResponse, matchRoute, readJsonBody } from './http.js';
+import { type ApiHandlerOptions, createApiHandler, errorResponse, matchRoute, readJsonBody } from './http.js';
 
 describe('errorResponse', () => {
   it('maps an HttpError to its status and the error body', () => {
@@ -99,5 +99,54 @@ describe('auth', () => {
       'API key is missing required scopes: data_exports:write, subscribers:read',
     );
     expect(() => authorize({ ...caller, role: 'member' }, 'read')).toThrow(/member role/);
+  });
+});
+
+describe('createApiHandler with a cached "unavailable" verdict', () => {
+  const request = (authorizerContext: Record<string, string>) =>
+    ({
+      rawPath: '/v1/data-exports',
+      rawQueryString: '',
+      headers: { authorization: 'Bearer x' },
+      requestContext: {
+        requestId: 'r1',
+        http: { method: 'GET', path: '/v1/data-exports' },
+        authorizer: { lambda: authorizerContext },
+      },
+      isBase64Encoded: false,
+    }) as unknown as Parameters<ReturnType<typeof createApiHandler>>[0];
+  const store = { listDestinations: async () => [] } as unknown as ApiHandlerOptions['store'];
+  const sealer = {} as ApiHandlerOptions['sealer'];
+  const log = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+
+  it('checks the key again and serves the request once the store answers', async () => {
+    // Prepare
+    const recheckKey = vi.fn(async () => ({
+      workspaceId: 'ws_1',
+      role: 'owner',
+      scopes: 'data_exports:read',
+    }));
+    const api = createApiHandler({ store, sealer, logger: log, recheckKey });
+
+    // Act
+    const response = await api(request({ authError: 'unavailable' }));
+
+    // Assess
+    expect(recheckKey).toHaveBeenCalledOnce();
+    expect(response.statusCode).toBe(200);
+  });
+
+  it('is a 503 with Retry-After while the store is still unavailable', async () => {
+    const api = createApiHandler({
+      store,
+      sealer,
+      logger: log,
+      recheckKey: async () => ({ authError: 'unavailable' }),
+    });
+
+    const response = await api(request({ authError: 'unavailable' }));
+
+    expect(response.statusCode).toBe(503);
+    expect(response.headers?.['Retry-After']).toBe('1');
   });
 });

@@ -252,6 +252,13 @@ export interface ApiHandlerOptions {
   newId?: () => string;
   /** @default the module-level {@link logger} */
   logger?: Logger;
+  /**
+   * Checks the request's key again when the authorizer could not read the key store (`authError:
+   * 'unavailable'`). The gateway caches the authorizer's verdict for up to 5 minutes per key, so without this
+   * a one-second outage would keep that key at 503 for the whole cache period.
+   * @default none: an `unavailable` verdict is a 503
+   */
+  recheckKey?: (request: HttpRequest) => Promise<AuthorizerContext>;
 }
 
 /**
@@ -281,7 +288,9 @@ export function createApiHandler(
     let workspaceId: string | undefined;
     let response: HttpResponse;
     try {
-      const context = request.requestContext.authorizer?.lambda;
+      let context = request.requestContext.authorizer?.lambda;
+      if (context?.authError === 'unavailable' && options.recheckKey)
+        context = await options.recheckKey(request);
       if (context?.authError === 'unavailable') throw new ServiceUnavailableError();
       const caller = callerFromContext(context);
       workspaceId = caller.workspaceId;
