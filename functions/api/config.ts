@@ -1,13 +1,9 @@
-/** Configuration of the API function, read once at load; throws on a missing variable. */
-function required(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === '') throw new Error(`${name} is not set`);
-  return value;
-}
+import { requiredEnv } from '@sluice/core';
 
+/** Configuration of the API function, read once at load; throws on a missing variable. */
 export const config = {
   /** The control table: destinations, cursors, runs. */
-  controlTable: required('SLUICE_CONTROL_TABLE'),
+  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
   /** The KMS key that wraps each destination's data key. */
-  kmsKeyId: required('SLUICE_KMS_KEY_ID'),
+  kmsKeyId: requiredEnv('SLUICE_KMS_KEY_ID'),
 } as const;

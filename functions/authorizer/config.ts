@@ -1,11 +1,7 @@
-/** Configuration of the authorizer function, read once at load; throws on a missing variable. */
-function required(name: string): string {
-  const value = process.env[name];
-  if (value === undefined || value === '') throw new Error(`${name} is not set`);
-  return value;
-}
+import { requiredEnv } from '@sluice/core';
 
+/** Configuration of the authorizer function, read once at load; throws on a missing variable. */
 export const config = {
   /** The control table holding API keys (by SHA-256). */
-  controlTable: required('SLUICE_CONTROL_TABLE'),
+  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
 } as const;

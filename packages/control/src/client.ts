@@ -1,7 +1,11 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { ServiceUnavailableError } from '@sluice/core';
+import {
+  isTransientServiceError,
+  ServiceUnavailableError,
+  TRANSIENT_DYNAMODB_ERROR_NAMES,
+} from '@sluice/core';
 
 /** The control table name, read once at load. Checked only when a store falls back to it. */
 const CONTROL_TABLE_NAME = process.env.SLUICE_CONTROL_TABLE;
@@ -50,32 +54,6 @@ export function resolveControlTable(options: ControlTableOptions = {}): ControlT
   return { client: options.client ?? documentClient, tableName };
 }
 
-/** Error names DynamoDB uses for throttling and its own transient failures. */
-export const TRANSIENT_DYNAMO_ERROR_NAMES: readonly string[] = [
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'ServiceUnavailableException',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-];
-
-/** Node socket error codes of a database that cannot be reached. */
-const CONNECTION_ERROR_CODES: readonly string[] = [
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  'ECONNABORTED',
-];
-
 /** Transaction cancellation reasons that are worth retrying. */
 const TRANSIENT_CANCELLATION_CODES: readonly string[] = ['ThrottlingError', 'TransactionConflict'];
 
@@ -83,37 +61,20 @@ const TRANSIENT_CANCELLATION_CODES: readonly string[] = ['ThrottlingError', 'Tra
  * True when a DynamoDB call failed for a reason that retrying later can fix: throttling, a 5xx from the
  * service, a timeout or a connection failure (also inside an `AggregateError` or a `cause`).
  */
-export function isTransientDynamoError(error: unknown, depth = 0): boolean {
-  if (depth > 4 || typeof error !== 'object' || error === null) return false;
-  const candidate = error as {
-    name?: unknown;
-    code?: unknown;
-    $metadata?: { httpStatusCode?: unknown };
-    CancellationReasons?: { Code?: unknown }[];
-    errors?: unknown[];
-    cause?: unknown;
-  };
-  if (typeof candidate.name === 'string' && TRANSIENT_DYNAMO_ERROR_NAMES.includes(candidate.name))
-    return true;
-  if (typeof candidate.code === 'string' && CONNECTION_ERROR_CODES.includes(candidate.code)) return true;
-  const status = candidate.$metadata?.httpStatusCode;
-  if (typeof status === 'number' && status >= 500) return true;
-  if (
+export function isTransientDynamoError(error: unknown): boolean {
+  return isTransientServiceError(error, TRANSIENT_DYNAMODB_ERROR_NAMES, isTransientCancellation);
+}
+
+/** A cancelled transaction whose reasons include throttling or a conflict. */
+function isTransientCancellation(error: object): boolean {
+  const candidate = error as { name?: unknown; CancellationReasons?: { Code?: unknown }[] };
+  return (
     candidate.name === 'TransactionCanceledException' &&
     Array.isArray(candidate.CancellationReasons) &&
     candidate.CancellationReasons.some(
       (reason) => typeof reason?.Code === 'string' && TRANSIENT_CANCELLATION_CODES.includes(reason.Code),
     )
-  ) {
-    return true;
-  }
-  if (
-    Array.isArray(candidate.errors) &&
-    candidate.errors.some((inner) => isTransientDynamoError(inner, depth + 1))
-  ) {
-    return true;
-  }
-  return candidate.cause !== undefined && isTransientDynamoError(candidate.cause, depth + 1);
+  );
 }
 
 /**

@@ -5,3 +5,5 @@ export * from './tables.js';
 export * from './rows.js';
 export * from './windows.js';
 export * from './layout.js';
+export * from './env.js';
+export * from './transient.js';

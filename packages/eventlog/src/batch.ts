@@ -4,23 +4,10 @@ import {
   type DynamoDBClient,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { SluiceError } from '@sluice/core';
+import { isTransientServiceError, SluiceError, TRANSIENT_DYNAMODB_ERROR_NAMES } from '@sluice/core';
 
 /** BatchWriteItem's limit of requests per call. */
 export const BATCH_WRITE_LIMIT = 25;
-
-/** Error names of DynamoDB throttling and transient failures that a later attempt can fix. */
-const TRANSIENT_ERROR_NAMES: ReadonlySet<string> = new Set([
-  'ProvisionedThroughputExceededException',
-  'ThrottlingException',
-  'RequestLimitExceeded',
-  'InternalServerError',
-  'ServiceUnavailable',
-  'ServiceUnavailableException',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-]);
 
 /** Options of {@link batchWrite}. */
 export interface BatchWriteOptions {
@@ -67,11 +54,7 @@ export class UnwrittenItemsError extends SluiceError {
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function isTransient(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
-  if (typeof name === 'string' && TRANSIENT_ERROR_NAMES.has(name)) return true;
-  const status = $metadata?.httpStatusCode;
-  return typeof status === 'number' && status >= 500;
+  return isTransientServiceError(error, TRANSIENT_DYNAMODB_ERROR_NAMES);
 }
 
 /**

@@ -1,7 +1,13 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import { type SealedSecret, ServiceUnavailableError, SluiceError } from '@sluice/core';
+import {
+  isTransientServiceError,
+  type SealedSecret,
+  ServiceUnavailableError,
+  SluiceError,
+  TRANSIENT_KMS_ERROR_NAMES,
+} from '@sluice/core';
 
 /** The KMS key used for new data keys, read once at load. Checked only when a sealer falls back to it. */
 const KMS_KEY_ID = process.env.SLUICE_KMS_KEY_ID;
@@ -43,46 +49,9 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 
-/** Error names of KMS failures a retry can fix. */
-const TRANSIENT_KMS_ERROR_NAMES: readonly string[] = [
-  'ThrottlingException',
-  'KMSInternalException',
-  'DependencyTimeoutException',
-  'TimeoutError',
-  'RequestTimeout',
-];
-const CONNECTION_ERROR_CODES: readonly string[] = [
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-];
-
 /** True when a KMS call failed for a transient reason: throttling, a 5xx, a timeout or no connection. */
-export function isTransientKmsError(error: unknown, depth = 0): boolean {
-  if (depth > 4 || typeof error !== 'object' || error === null) return false;
-  const candidate = error as {
-    name?: unknown;
-    code?: unknown;
-    $metadata?: { httpStatusCode?: unknown };
-    errors?: unknown[];
-    cause?: unknown;
-  };
-  if (typeof candidate.name === 'string' && TRANSIENT_KMS_ERROR_NAMES.includes(candidate.name)) return true;
-  if (typeof candidate.code === 'string' && CONNECTION_ERROR_CODES.includes(candidate.code)) return true;
-  const status = candidate.$metadata?.httpStatusCode;
-  if (typeof status === 'number' && status >= 500) return true;
-  if (
-    Array.isArray(candidate.errors) &&
-    candidate.errors.some((inner) => isTransientKmsError(inner, depth + 1))
-  ) {
-    return true;
-  }
-  return candidate.cause !== undefined && isTransientKmsError(candidate.cause, depth + 1);
+export function isTransientKmsError(error: unknown): boolean {
+  return isTransientServiceError(error, TRANSIENT_KMS_ERROR_NAMES);
 }
 
 /** The KMS encryption context of a secret: exactly the workspace and the destination. */
