@@ -8,8 +8,9 @@ import { ControlStore, ExportStateStore } from '@sluice/control';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
 import { EventLogReader } from '@sluice/eventlog';
 import { config } from './config.js';
+import { redactSecrets } from '@sluice/core';
 
-const logger = new Logger({ serviceName: 'sluice-dispatch' });
+const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: redactSecrets });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   stateStore: new ExportStateStore({ tableName: config.controlTable }),

@@ -8,8 +8,9 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type BusIngestResult, EventLogWriter, ingestBusEvent } from '@sluice/eventlog';
 import { config } from './config.js';
+import { redactSecrets } from '@sluice/core';
 
-const logger = new Logger({ serviceName: 'sluice-ingest' });
+const logger = new Logger({ serviceName: 'sluice-ingest', jsonReplacerFn: redactSecrets });
 const writer = new EventLogWriter({
   eventsTable: config.eventsTable,
   subscribersTable: config.subscribersTable,

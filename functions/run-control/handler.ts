@@ -15,8 +15,9 @@ import {
   recordFailure,
 } from '@sluice/engine';
 import { config } from './config.js';
+import { redactSecrets } from '@sluice/core';
 
-const logger = new Logger({ serviceName: 'sluice-run-control' });
+const logger = new Logger({ serviceName: 'sluice-run-control', jsonReplacerFn: redactSecrets });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   stateStore: new ExportStateStore({ tableName: config.controlTable }),

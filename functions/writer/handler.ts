@@ -9,8 +9,9 @@ import { type EngineDeps, type WindowResult, type WriteWindowInput, writeWindow 
 import { EventLogReader } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { config } from './config.js';
+import { redactSecrets } from '@sluice/core';
 
-const logger = new Logger({ serviceName: 'sluice-writer' });
+const logger = new Logger({ serviceName: 'sluice-writer', jsonReplacerFn: redactSecrets });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   sealer: new SecretSealer({ keyId: config.kmsKeyId }),

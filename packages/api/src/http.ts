@@ -4,7 +4,7 @@
  * {@link HttpRequest} and {@link HttpResponse} are the subsets it reads and writes.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { HttpError, ServiceUnavailableError } from '@sluice/core';
+import { HttpError, ServiceUnavailableError, redactSecrets } from '@sluice/core';
 import { SecretUnavailableError } from '@sluice/secrets';
 import { testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext } from './auth.js';
@@ -45,7 +45,7 @@ export interface HttpResponse {
 }
 
 /** The API's Powertools logger (JSON lines). It never logs a request body, a header or a secret. */
-export const logger = new Logger({ serviceName: 'sluice-api' });
+export const logger = new Logger({ serviceName: 'sluice-api', jsonReplacerFn: redactSecrets });
 
 type Handler = (context: {
   deps: UseCaseDeps;

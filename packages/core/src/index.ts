@@ -7,3 +7,4 @@ export * from './windows.js';
 export * from './layout.js';
 export * from './env.js';
 export * from './transient.js';
+export * from './redact.js';

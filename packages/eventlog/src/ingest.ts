@@ -35,6 +35,7 @@ import {
   parseRow,
   serializeRow,
   timestamp,
+  redactSecrets,
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
 import { defaultEventLogClient, resolveRetentionDays, resolveTableName } from './client.js';
@@ -118,7 +119,7 @@ export interface EventLogWriterOptions {
   logger?: Logger;
 }
 
-const defaultLogger = new Logger({ serviceName: 'sluice-eventlog' });
+const defaultLogger = new Logger({ serviceName: 'sluice-eventlog', jsonReplacerFn: redactSecrets });
 const EVENT_DATASET_SET: ReadonlySet<string> = new Set(EVENT_DATASETS);
 /** How many refused inputs a log line details. */
 const LOGGED_INVALID = 20;

@@ -28,6 +28,7 @@ import {
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
 import { type CliCommand, CliUsageError } from './command.js';
+import { redactSecrets } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
@@ -124,7 +125,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on stdout.
   const writer =
     deps.writer ??
-    (() => new EventLogWriter({ logger: new Logger({ serviceName: 'sluice-cli', logLevel: 'SILENT' }) }));
+    (() =>
+      new EventLogWriter({
+        logger: new Logger({ serviceName: 'sluice-cli', jsonReplacerFn: redactSecrets, logLevel: 'SILENT' }),
+      }));
   const now = deps.now ?? Date.now;
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
