@@ -98,6 +98,8 @@ interface Stoppable {
 }
 
 async function main(): Promise<void> {
+  // The SDK's notice about Node 22 would be the loudest line of the start-up output; the Lambdas run Node 22.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { values } = parseArgs({ options: { fresh: { type: 'boolean', default: false } }, strict: true });
   const dataDir = resolve(process.env.SLUICE_DATA_DIR ?? join(STATE_DIR, 'data'));
   const ports = localPorts();
