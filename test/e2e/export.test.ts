@@ -5,10 +5,13 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import {
   eventFileKey,
   MAX_LINES_PER_FILE,
+  maxWindowMs,
   snapshotFileKey,
   snapshotSuccessKey,
+  splitAtBoundaries,
   startOfUtcDay,
   utcDate,
+  type Window,
 } from '@sluice/core';
 import type { SubscriberRow } from '@sluice/core';
 import { type GeneratedEvent, generateEvents, generateSubscribers } from '@sluice/eventlog';
@@ -47,7 +50,7 @@ beforeAll(async () => {
       return output;
     },
   });
-  // The latest UTC midnight at least an hour ago; 51,000 email events in the six hours before it (one
+  // The latest UTC midnight at least an hour ago; 51,000 email events in the hour before it (one hourly
   // window, two files), 1,500 after it, 400 custom events on both sides, 250 subscribers.
   const midnight = startOfUtcDay(Date.now() - HOUR_MS);
   const ws = h.ws.workspaceId;
@@ -61,7 +64,7 @@ beforeAll(async () => {
   data = {
     midnight,
     startFromMs: midnight - 12 * HOUR_MS,
-    before: events(51_000, 1, midnight - 6 * HOUR_MS, midnight - MINUTE_MS, 'email_events'),
+    before: events(51_000, 1, midnight - HOUR_MS, midnight - MINUTE_MS, 'email_events'),
     after: events(1_500, 2, midnight, midnight + 30 * MINUTE_MS, 'email_events'),
     custom: events(400, 3, midnight - 3 * HOUR_MS, midnight + 30 * MINUTE_MS, 'custom_events'),
     subscribers: [...generateSubscribers({ count: 250, workspaceId: ws })],
@@ -122,36 +125,57 @@ describe('a whole export on the local runtime, through the synthesized state mac
 
     // Assess: exactly the expected objects
     const objects = await h.list(prefix);
-    const windows = [
-      // toMs is inclusive: a day's window ends on its last millisecond, the next begins after it.
-      { fromMs: startFromMs, toMs: midnight - 1 },
-      { fromMs: midnight - 1, toMs: throughMs },
-    ];
+    // Hour-long windows from the start (toMs inclusive: an hour's window ends on its last millisecond, the
+    // next begins after it; the hours include the midnight). A window with no rows writes no file.
+    const windows = splitAtBoundaries(startFromMs, throughMs, maxWindowMs('every_15_minutes'));
+    const big = { fromMs: midnight - HOUR_MS - 1, toMs: midnight - 1 };
+    expect(windows).toContainEqual(big);
+    expect(windows).toContainEqual({
+      fromMs: midnight - 1,
+      toMs: Math.min(midnight + HOUR_MS - 1, throughMs),
+    });
+    const windowOfKey = new Map<string, Window>();
+    for (const [dataset, rows] of [
+      ['email_events', [...before, ...after]],
+      ['custom_events', custom],
+    ] as const) {
+      for (const window of windows) {
+        const n = rows.filter((row) => {
+          const recorded = Date.parse(row.recorded_at!);
+          return recorded > window.fromMs && recorded <= window.toMs;
+        }).length;
+        for (let part = 0; part * MAX_LINES_PER_FILE < n; part++)
+          windowOfKey.set(eventFileKey(prefix, dataset, window, part), window);
+      }
+    }
     const expectedKeys = [
       `${prefix}/_sluice/connection-test.json`,
-      eventFileKey(prefix, 'email_events', windows[0]!, 0),
-      eventFileKey(prefix, 'email_events', windows[0]!, 1),
-      eventFileKey(prefix, 'email_events', windows[1]!, 0),
-      eventFileKey(prefix, 'custom_events', windows[0]!, 0),
-      eventFileKey(prefix, 'custom_events', windows[1]!, 0),
+      ...windowOfKey.keys(),
       snapshotFileKey(prefix, today, 0),
       snapshotSuccessKey(prefix, today),
     ].sort();
     expect(objects.map((o) => o.key)).toEqual(expectedKeys);
-    expect(
-      expectedKeys.some(
-        (key) =>
-          key ===
-          `${prefix}/email_events/date=${utcDate(midnight - 1)}/email_events-${startFromMs}-${midnight - 1}-0000.jsonl.gz`,
-      ),
-    ).toBe(true);
+    const emailKeys = expectedKeys.filter((key) => key.includes('/email_events/'));
+    const customKeys = expectedKeys.filter((key) => key.includes('/custom_events/'));
+    expect(emailKeys).toEqual(
+      [
+        eventFileKey(prefix, 'email_events', big, 0),
+        eventFileKey(prefix, 'email_events', big, 1),
+        eventFileKey(prefix, 'email_events', windows.find((w) => w.fromMs === midnight - 1)!, 0),
+      ].sort(),
+    );
+    expect(customKeys).toHaveLength(4); // the three hours before the midnight and the one after it
+    for (const part of ['0000', '0001'])
+      expect(emailKeys).toContain(
+        `${prefix}/email_events/date=${utcDate(midnight - 1)}/email_events-${midnight - HOUR_MS - 1}-${midnight - 1}-${part}.jsonl.gz`,
+      );
 
     // Assess: line counts, order, every row once, each in its window
     const seen = new Map<string, number>();
     let lineTotal = 0;
     for (const key of expectedKeys.filter((k) => k.includes('_events/'))) {
       const lines = await h.readLines(key);
-      const window = windows[key.includes(`-${startFromMs}-`) ? 0 : 1]!;
+      const window = windowOfKey.get(key)!;
       let previous = Number.NEGATIVE_INFINITY;
       for (const line of lines) {
         const row = JSON.parse(line) as { id: string; recorded_at: string; schema_version: number };
@@ -168,7 +192,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
       (
         await h.readLines(
           expectedKeys.find(
-            (k) => k.endsWith('-0000.jsonl.gz') && k.includes(`email_events-${startFromMs}`),
+            (k) => k.endsWith('-0000.jsonl.gz') && k.includes(`email_events-${big.fromMs}-`),
           )!,
         )
       ).length,
@@ -203,7 +227,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
     });
     expect(stats.custom_events).toMatchObject({
       rows: custom.length,
-      files: 2,
+      files: customKeys.length,
       fromMs: startFromMs,
       toMs: throughMs,
     });
@@ -251,7 +275,9 @@ describe('a whole export on the local runtime, through the synthesized state mac
       expect(payload).not.toContain('S3RVER');
       expect(payload).not.toContain('"line"');
       for (const rowId of sampleIds) expect(payload).not.toContain(rowId);
-      expect(payload.length).toBeLessThan(8_000);
+      // A few hundred bytes per window or result at most (a row alone is about 600 bytes).
+      const windowsInPayload = payload.split('"kind"').length - 1;
+      expect(payload.length).toBeLessThan(2_000 + 300 * windowsInPayload);
     }
 
     // Assess: nothing is due any more (the next tick starts no run) and no task error was logged
@@ -274,7 +300,8 @@ describe('a whole export on the local runtime, through the synthesized state mac
       }),
     );
     const id: string = created.body.dataExport.id;
-    const window0 = { fromMs: startFromMs, toMs: midnight - 1 };
+    // The hourly window before the midnight: the one with more than 50,000 rows.
+    const window0 = { fromMs: midnight - HOUR_MS - 1, toMs: midnight - 1 };
     const file0 = eventFileKey(prefix, 'email_events', window0, 0);
     const file1 = eventFileKey(prefix, 'email_events', window0, 1);
     const uploads = { created: 0, finished: 0 };
@@ -289,7 +316,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
           return plan;
         }
         const item = (input as Json).item as Json | undefined;
-        if (state !== 'WriteWindow' || item?.fromMs !== startFromMs) return invoke(input);
+        if (state !== 'WriteWindow' || item?.fromMs !== window0.fromMs) return invoke(input);
         attempts += 1;
         // The real writer, with a bucket connection that breaks 500 lines into the second file (of 1,000).
         let files = 0;
@@ -347,7 +374,9 @@ describe('a whole export on the local runtime, through the synthesized state mac
       }));
     const planned1 = windowsOf(firstPlan);
     const planned2 = windowsOf((second.output as Json).plan);
-    expect(planned1[0]).toEqual(window0);
+    expect(planned1[0]).toEqual({ fromMs: startFromMs, toMs: startFromMs + HOUR_MS - 1 });
+    expect(planned1).toContainEqual(window0);
+    const afterMidnight = planned1.find((w) => w.fromMs === midnight - 1)!;
     const objects = await h.list(prefix);
     view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
     const throughMs = Date.parse(view.exportedThrough.email_events);
@@ -356,12 +385,12 @@ describe('a whole export on the local runtime, through the synthesized state mac
         `${prefix}/_sluice/connection-test.json`,
         file0,
         file1,
-        eventFileKey(prefix, 'email_events', planned1[1]!, 0),
+        eventFileKey(prefix, 'email_events', afterMidnight, 0),
       ].sort(),
     );
     // The second run wrote exactly the windows the first planned (the same names), then went on.
     expect(planned2.slice(0, planned1.length)).toEqual(planned1);
-    expect(throughMs).toBeGreaterThanOrEqual(planned1[1]!.toMs);
+    expect(throughMs).toBeGreaterThanOrEqual(planned1.at(-1)!.toMs);
     expect((await h.readBytes(file0)).equals(bytes0)).toBe(true);
     const ids = new Set<string>();
     let lines = 0;

@@ -1,4 +1,4 @@
-import { eventFileKey, startOfUtcDay } from '@sluice/core';
+import { eventFileKey, maxWindowMs, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json as Payload, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
@@ -13,9 +13,10 @@ const HOUR_MS = 60 * MINUTE_MS;
 let h: E2eHarness;
 let workflows: LocalWorkflows;
 const midnight = startOfUtcDay(Date.now() - HOUR_MS);
-const startFromMs = midnight - 6 * HOUR_MS;
-/** Windows end on the last millisecond of a UTC day (toMs inclusive): the next day's first starts after it. */
-const lastMsBefore = midnight - 1;
+/** Where the events begin: the first hourly window holds rows, so the first window written writes a file. */
+const startFromMs = midnight - 2 * HOUR_MS;
+/** The recorded times of the ingested events, by dataset. */
+const recorded: Record<'email_events' | 'custom_events', number[]> = { email_events: [], custom_events: [] };
 
 beforeAll(async () => {
   h = await startE2eHarness();
@@ -40,6 +41,8 @@ beforeAll(async () => {
       mix: { custom_events: 1 },
     }),
   ];
+  for (const event of events)
+    recorded[event.dataset as keyof typeof recorded].push(Date.parse(event.recorded_at!));
   await ingestAll(h.events, ws, events as unknown as Record<string, unknown>[]);
 }, 300_000);
 
@@ -120,14 +123,16 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
     const throughMs = Date.parse(view.exportedThrough.email_events);
     const keys = (await h.list(prefix)).map((o) => o.key).filter((k) => k.endsWith('.jsonl.gz'));
-    expect(keys).toEqual(
-      [
-        eventFileKey(prefix, 'email_events', { fromMs: startFromMs, toMs: lastMsBefore }, 0),
-        eventFileKey(prefix, 'email_events', { fromMs: lastMsBefore, toMs: throughMs }, 0),
-        eventFileKey(prefix, 'custom_events', { fromMs: startFromMs, toMs: lastMsBefore }, 0),
-        eventFileKey(prefix, 'custom_events', { fromMs: lastMsBefore, toMs: throughMs }, 0),
-      ].sort(),
+    // Hour-long windows (toMs inclusive: an hour's window ends on its last millisecond, the next begins
+    // after it; the hours include the midnight); one file each for the windows holding rows.
+    const windows = splitAtBoundaries(startFromMs, throughMs, maxWindowMs('every_15_minutes'));
+    const expected = (['email_events', 'custom_events'] as const).flatMap((dataset) =>
+      windows
+        .filter((w) => recorded[dataset].some((ms) => ms > w.fromMs && ms <= w.toMs))
+        .map((w) => eventFileKey(prefix, dataset, w, 0)),
     );
+    expect(expected).toHaveLength(6); // two hours before the midnight and one after it, for each dataset
+    expect(keys).toEqual(expected.sort());
     const runs = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
     expect(runs.filter((r) => r.status === 'succeeded')).toHaveLength(1);
     expect(view.totalRowsExported).toBe(2_300);

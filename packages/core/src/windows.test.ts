@@ -1,16 +1,21 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { FREQUENCIES } from './datasets.js';
 import {
   commitEventWindows,
   DAY_MS,
   EXPORT_LAG_MS,
   failureBackoffMs,
+  HOUR_MS,
   isSnapshotDue,
   isWithinOneUtcDay,
   MAX_RUN_SPAN_MS,
+  MAX_WINDOWS_PER_RUN,
+  maxWindowMs,
   nextScheduledRun,
   planEventWindows,
   planSnapshot,
+  splitAtBoundaries,
   splitAtMidnights,
   utcDate,
   type Window,
@@ -59,20 +64,78 @@ describe('splitAtMidnights', () => {
   });
 });
 
+describe('splitAtBoundaries', () => {
+  it('ends an hour at hh:59:59.999 so a row recorded exactly on the hour belongs to the next window', () => {
+    const from = D + 50 * 60_000;
+    const to = D + 2 * HOUR_MS + 5;
+    const windows = splitAtBoundaries(from, to, HOUR_MS);
+    expect(windows).toEqual([
+      { fromMs: from, toMs: D + HOUR_MS - 1 },
+      { fromMs: D + HOUR_MS - 1, toMs: D + 2 * HOUR_MS - 1 },
+      { fromMs: D + 2 * HOUR_MS - 1, toMs: to },
+    ]);
+    expect(inWindow(windows[0] as Window, D + HOUR_MS)).toBe(false);
+    expect(inWindow(windows[1] as Window, D + HOUR_MS)).toBe(true);
+  });
+
+  it('cuts at the midnights too, and stops after the most windows asked for', () => {
+    const windows = splitAtBoundaries(D - 90 * 60_000, D + 90 * 60_000, HOUR_MS);
+    expect(windows.map((w) => w.toMs)).toEqual([D - HOUR_MS - 1, D - 1, D + HOUR_MS - 1, D + 90 * 60_000]);
+    expect(windows.every(isWithinOneUtcDay)).toBe(true);
+    expect(splitAtBoundaries(D, D + 10 * HOUR_MS, HOUR_MS, 3)).toEqual(
+      splitAtBoundaries(D, D + 3 * HOUR_MS - 1, HOUR_MS),
+    );
+    expect(splitAtBoundaries(D, D + DAY_MS + 5, DAY_MS)).toEqual(splitAtMidnights(D, D + DAY_MS + 5));
+  });
+});
+
 describe('planEventWindows', () => {
   it('plans from the cursor to now minus the lag', () => {
     const now = D + 3_600_000;
-    const plan = planEventWindows({ cursorMs: D + 60_000, planned: [], nowMs: now });
+    const plan = planEventWindows({ cursorMs: D + 60_000, planned: [], nowMs: now, frequency: 'hourly' });
     expect(plan.windows).toEqual([{ fromMs: D + 60_000, toMs: now - EXPORT_LAG_MS }]);
     expect(plan.planned).toEqual(plan.windows);
     expect(plan.behind).toBe(false);
   });
 
-  it('catches up at most seven days a run and says it is behind', () => {
+  it('has windows of at most an hour, a day for daily', () => {
+    expect(maxWindowMs('every_5_minutes')).toBe(HOUR_MS);
+    expect(maxWindowMs('every_15_minutes')).toBe(HOUR_MS);
+    expect(maxWindowMs('hourly')).toBe(HOUR_MS);
+    expect(maxWindowMs('daily')).toBe(DAY_MS);
+    const cursor = D - 3 * HOUR_MS - 1234;
+    const now = D + 30 * 60_000;
+    for (const frequency of ['every_5_minutes', 'every_15_minutes', 'hourly'] as const) {
+      const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: now, frequency });
+      expect(plan.windows.map((w) => w.toMs)).toEqual([
+        D - 3 * HOUR_MS - 1,
+        D - 2 * HOUR_MS - 1,
+        D - HOUR_MS - 1,
+        D - 1,
+        now - EXPORT_LAG_MS,
+      ]);
+      expect(plan.behind).toBe(false);
+    }
+    const daily = planEventWindows({ cursorMs: cursor, planned: [], nowMs: now, frequency: 'daily' });
+    expect(daily.windows.map((w) => w.toMs)).toEqual([D - 1, now - EXPORT_LAG_MS]);
+  });
+
+  it('catches up at most seven days a run with daily windows and says it is behind', () => {
     const cursor = D - 20 * DAY_MS + 1234;
-    const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: D });
+    const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: D, frequency: 'daily' });
     expect(plan.windows.at(-1)?.toMs).toBe(cursor + MAX_RUN_SPAN_MS);
     expect(plan.windows).toHaveLength(8);
+    expect(plan.behind).toBe(true);
+  });
+
+  it('catches up at most MAX_WINDOWS_PER_RUN hourly windows a run and says it is behind', () => {
+    const cursor = D - 20 * DAY_MS + 1234;
+    const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: D, frequency: 'every_15_minutes' });
+    expect(MAX_WINDOWS_PER_RUN).toBe(48);
+    expect(plan.windows).toHaveLength(MAX_WINDOWS_PER_RUN);
+    expect(plan.windows[0]).toEqual({ fromMs: cursor, toMs: D - 20 * DAY_MS + HOUR_MS - 1 });
+    expect(plan.windows.at(-1)?.toMs).toBe(D - 18 * DAY_MS - 1);
+    expect(plan.planned).toEqual(plan.windows);
     expect(plan.behind).toBe(true);
   });
 
@@ -82,8 +145,40 @@ describe('planEventWindows', () => {
       { fromMs: D - 1, toMs: D + 500 },
     ];
     const now = D + 3_600_000;
-    const plan = planEventWindows({ cursorMs: D - 1000, planned, nowMs: now });
+    const plan = planEventWindows({ cursorMs: D - 1000, planned, nowMs: now, frequency: 'hourly' });
     expect(plan.windows).toEqual([...planned, { fromMs: D + 500, toMs: now - EXPORT_LAG_MS }]);
+  });
+
+  it('reuses day-long windows planned before windows were cut hourly as they are', () => {
+    const planned = splitAtMidnights(D - 2 * DAY_MS + 77, D + 5 * HOUR_MS);
+    expect(planned).toHaveLength(3);
+    const now = D + 6 * HOUR_MS + 30 * 60_000;
+    const plan = planEventWindows({
+      cursorMs: D - 2 * DAY_MS + 77,
+      planned,
+      nowMs: now,
+      frequency: 'hourly',
+    });
+    expect(plan.windows).toEqual([
+      ...planned,
+      { fromMs: D + 5 * HOUR_MS, toMs: D + 6 * HOUR_MS - 1 },
+      { fromMs: D + 6 * HOUR_MS - 1, toMs: now - EXPORT_LAG_MS },
+    ]);
+    expect(plan.behind).toBe(false);
+  });
+
+  it('reuses at most MAX_WINDOWS_PER_RUN planned windows and keeps the rest planned', () => {
+    const planned = splitAtBoundaries(D - 3 * DAY_MS, D - 1, HOUR_MS);
+    expect(planned).toHaveLength(72);
+    const plan = planEventWindows({
+      cursorMs: D - 3 * DAY_MS,
+      planned,
+      nowMs: D + HOUR_MS,
+      frequency: 'hourly',
+    });
+    expect(plan.windows).toEqual(planned.slice(0, MAX_WINDOWS_PER_RUN));
+    expect(plan.planned).toEqual(planned);
+    expect(plan.behind).toBe(true);
   });
 
   it('keeps planned windows past now minus the lag for later when the clock went back', () => {
@@ -91,13 +186,18 @@ describe('planEventWindows', () => {
       { fromMs: D, toMs: D + 60_000 },
       { fromMs: D + 60_000, toMs: D + 600_000 },
     ];
-    const plan = planEventWindows({ cursorMs: D, planned, nowMs: D + 300_000 });
+    const plan = planEventWindows({ cursorMs: D, planned, nowMs: D + 300_000, frequency: 'hourly' });
     expect(plan.windows).toEqual([planned[0]]);
     expect(plan.planned).toEqual(planned);
   });
 
   it('plans nothing when the cursor is at or past now minus the lag', () => {
-    const plan = planEventWindows({ cursorMs: D, planned: [], nowMs: D + EXPORT_LAG_MS });
+    const plan = planEventWindows({
+      cursorMs: D,
+      planned: [],
+      nowMs: D + EXPORT_LAG_MS,
+      frequency: 'hourly',
+    });
     expect(plan.windows).toEqual([]);
     expect(plan.behind).toBe(false);
   });
@@ -174,20 +274,27 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
     offsetMs: fc.integer({ min: -200_000, max: 200_000 }),
   }),
   fc.record({ kind: fc.constant('pause' as const) }),
-  fc.record({ kind: fc.constant('run' as const), written: fc.array(fc.boolean(), { maxLength: 12 }) }),
+  fc.record({ kind: fc.constant('run' as const), written: fc.array(fc.boolean(), { maxLength: 60 }) }),
 );
 
 describe('planning and commits under any sequence of runs, failures, pauses and clock steps', () => {
-  it('keeps committed windows contiguous from the start, within one UTC day, behind now minus the lag, and replans identical windows on retry', () => {
+  it('keeps committed windows contiguous from the start, within one UTC day, no longer than maxWindowMs, at most MAX_WINDOWS_PER_RUN a run, behind now minus the lag, and replans identical windows on retry', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: D - 40 * DAY_MS, max: D }),
         fc.integer({ min: 0, max: 40 * DAY_MS }),
+        fc.constantFrom(...FREQUENCIES),
+        fc.integer({ min: 0, max: MAX_RUN_SPAN_MS }),
         fc.array(stepArbitrary, { maxLength: 40 }),
-        (startMs, initialLeadMs, steps) => {
+        (startMs, initialLeadMs, frequency, legacyMs, steps) => {
           let now = startMs + initialLeadMs;
           let cursor = startMs;
-          let planned: Window[] = [];
+          // Day-long windows planned before windows were cut hourly, stored and not committed yet.
+          let planned: Window[] = splitAtMidnights(
+            startMs,
+            Math.min(startMs + legacyMs, now - EXPORT_LAG_MS),
+          );
+          const legacy = new Set(planned.map((w) => `${w.fromMs}-${w.toMs}`));
           const committed: { window: Window; limit: number }[] = [];
           for (const step of steps) {
             if (step.kind === 'clock') now += step.deltaMs;
@@ -195,18 +302,25 @@ describe('planning and commits under any sequence of runs, failures, pauses and 
               now = Math.floor(now / DAY_MS) * DAY_MS + DAY_MS + step.offsetMs;
             else if (step.kind === 'run') {
               const limit = now - EXPORT_LAG_MS;
-              const plan = planEventWindows({ cursorMs: cursor, planned, nowMs: now });
-              // A retry replans the earlier windows exactly, as far as they are due.
-              const due = planned.filter((_, i) => planned.slice(0, i + 1).every((w) => w.toMs <= limit));
+              const plan = planEventWindows({ cursorMs: cursor, planned, nowMs: now, frequency });
+              // A retry replans the earlier windows exactly, as far as they are due (and fit in the run).
+              const due = planned
+                .filter((_, i) => planned.slice(0, i + 1).every((w) => w.toMs <= limit))
+                .slice(0, MAX_WINDOWS_PER_RUN);
               expect(plan.windows.slice(0, due.length)).toEqual(due);
+              expect(plan.windows.length).toBeLessThanOrEqual(MAX_WINDOWS_PER_RUN);
               let end = cursor;
               for (const window of plan.windows) {
                 expect(window.fromMs).toBe(end);
                 expect(isWithinOneUtcDay(window)).toBe(true);
                 expect(window.toMs).toBeLessThanOrEqual(limit);
+                if (!legacy.has(`${window.fromMs}-${window.toMs}`))
+                  expect(window.toMs - window.fromMs).toBeLessThanOrEqual(maxWindowMs(frequency));
                 end = window.toMs;
               }
               expect(end - cursor).toBeLessThanOrEqual(MAX_RUN_SPAN_MS);
+              if (plan.behind) expect(end).toBeLessThan(limit);
+              else expect(end).toBe(Math.max(cursor, limit));
               const written = new Set(
                 plan.windows.filter((_, i) => step.written[i] ?? true).map((w) => `${w.fromMs}-${w.toMs}`),
               );
@@ -243,13 +357,16 @@ describe('planning and commits under any sequence of runs, failures, pauses and 
         fc.integer({ min: D - 10 * DAY_MS, max: D }),
         fc.array(fc.integer({ min: 1, max: 3 * DAY_MS }), { minLength: 1, maxLength: 10 }),
         fc.array(fc.integer({ min: 0, max: 10 * DAY_MS }), { maxLength: 30 }),
-        (startMs, clockSteps, offsets) => {
+        fc.constantFrom(...FREQUENCIES),
+        (startMs, clockSteps, offsets, frequency) => {
           let now = startMs;
           let cursor = startMs;
           const windows: Window[] = [];
           for (const stepMs of clockSteps) {
             now += stepMs;
-            const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: now });
+            const plan = planEventWindows({ cursorMs: cursor, planned: [], nowMs: now, frequency });
+            expect(plan.windows.length).toBeLessThanOrEqual(MAX_WINDOWS_PER_RUN);
+            expect(plan.windows.every((w) => w.toMs - w.fromMs <= maxWindowMs(frequency))).toBe(true);
             const commit = commitEventWindows(cursor, plan.planned, () => true);
             windows.push(...commit.committed);
             cursor = commit.cursorMs;

@@ -4,13 +4,17 @@ import { FREQUENCY_MS, type Frequency } from './datasets.js';
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
  * reads and writes the cursors, this module only decides.
  *
- * A window covers recorded time `(fromMs, toMs]`: `fromMs` exclusive, `toMs` inclusive. Windows never
- * cross a UTC midnight: a day D ends with a window whose `toMs` is 23:59:59.999 of D, so a row recorded at
- * exactly 00:00:00.000 of D+1 falls in the next window and every row under `date=D` was recorded on D.
+ * A window covers recorded time `(fromMs, toMs]`: `fromMs` exclusive, `toMs` inclusive. New windows are
+ * cut at UTC hour boundaries and are at most {@link maxWindowMs} of the frequency long (an hour, or a day
+ * for `daily`), so one writer invocation always has a bounded amount of recorded time to write. Hour
+ * boundaries include midnights, so windows never cross a UTC midnight: a day D ends with a window whose
+ * `toMs` is 23:59:59.999 of D, a row recorded at exactly 00:00:00.000 of D+1 falls in the next window, and
+ * every row under `date=D` was recorded on D.
  */
 
 const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
+/** One hour in milliseconds. */
+export const HOUR_MS = 60 * MINUTE_MS;
 /** One UTC day in milliseconds. */
 export const DAY_MS = 24 * HOUR_MS;
 
@@ -19,10 +23,26 @@ export const EXPORT_LAG_MS = 2 * MINUTE_MS;
 
 /**
  * The most recorded time one run covers per dataset. A destination further behind catches up this much a
- * run and runs again at once. With windows cut at midnights this is at most 8 windows per dataset, which a
- * run writes in parallel well inside the 5 minutes of an Express execution at the measured writer rates.
+ * run (or {@link MAX_WINDOWS_PER_RUN} windows, whichever is less) and runs again at once. For `daily`
+ * (day-long windows) this is at most 8 windows per dataset.
  */
 export const MAX_RUN_SPAN_MS = 7 * DAY_MS;
+
+/**
+ * The most windows one run plans per dataset: 2 days of hourly catch-up. It keeps the Map payload small
+ * (3 event datasets at the cap plus the snapshot stay far below Step Functions' 256 KB) and the run well
+ * inside the 5 minutes of an Express execution; a destination still behind runs again at once.
+ */
+export const MAX_WINDOWS_PER_RUN = 48;
+
+/**
+ * The longest window a run plans for a frequency: one hour for `every_5_minutes`, `every_15_minutes` and
+ * `hourly`, one day for `daily`. Each window is written by one writer invocation (4 minutes at most), so
+ * a busy dataset's catch-up must come in pieces it can finish.
+ */
+export function maxWindowMs(frequency: Frequency): number {
+  return frequency === 'daily' ? DAY_MS : HOUR_MS;
+}
 
 /** Failed runs back off from the frequency, doubling, up to this. */
 export const MAX_FAILURE_BACKOFF_MS = 6 * HOUR_MS;
@@ -59,19 +79,31 @@ export function exportLimit(nowMs: number): number {
 }
 
 /**
- * Cuts `(fromMs, toMs]` at every UTC midnight into windows of one day each. Empty when `toMs <= fromMs`.
+ * Cuts `(fromMs, toMs]` at every UTC boundary of `stepMs` (an hour or a day; both divide a UTC day, so
+ * every cut list includes the midnights) into windows of at most `stepMs` each, at most `maxWindows` of
+ * them. Empty when `toMs <= fromMs`.
  */
-export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
+export function splitAtBoundaries(
+  fromMs: number,
+  toMs: number,
+  stepMs: number,
+  maxWindows = Number.POSITIVE_INFINITY,
+): Window[] {
   const windows: Window[] = [];
   let cursor = fromMs;
-  while (cursor < toMs) {
-    // The last millisecond of the day holding cursor + 1.
-    const dayEnd = startOfUtcDay(cursor + 1) + DAY_MS - 1;
-    const end = Math.min(dayEnd, toMs);
+  while (cursor < toMs && windows.length < maxWindows) {
+    // The last millisecond of the step holding cursor + 1.
+    const stepEnd = Math.floor((cursor + 1) / stepMs) * stepMs + stepMs - 1;
+    const end = Math.min(stepEnd, toMs);
     windows.push({ fromMs: cursor, toMs: end });
     cursor = end;
   }
   return windows;
+}
+
+/** Cuts `(fromMs, toMs]` at every UTC midnight into windows of one day each. Empty when `toMs <= fromMs`. */
+export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
+  return splitAtBoundaries(fromMs, toMs, DAY_MS);
 }
 
 /** Inputs of {@link planEventWindows}. */
@@ -81,8 +113,12 @@ export interface EventPlanInput {
   /** Windows planned by an earlier run and not committed yet, in order. */
   planned: readonly Window[];
   nowMs: number;
+  /** The destination's frequency: new windows are at most {@link maxWindowMs} of it long. */
+  frequency: Frequency;
   /** @default MAX_RUN_SPAN_MS */
   maxSpanMs?: number;
+  /** @default MAX_WINDOWS_PER_RUN */
+  maxWindows?: number;
 }
 
 /** What a run writes for one event dataset, and what the cursor keeps planned. */
@@ -91,35 +127,42 @@ export interface EventPlan {
   windows: Window[];
   /** The cursor's new `planned` list: `windows`, followed by earlier planned windows not yet due again. */
   planned: Window[];
-  /** True when the dataset is still behind `now - lag` after these windows: run again at once. */
+  /**
+   * True when the dataset is still behind `now - lag` after these windows (the span or the window cap
+   * was reached): run again at once.
+   */
   behind: boolean;
 }
 
 /**
  * Plans the windows of one event dataset.
  *
- * 1. Reuse the windows planned earlier (still contiguous from the cursor) exactly, so a retry rewrites the
- *    same files under the same names; stop at the first one past `now - lag` (the clock went back) and keep
- *    it and the rest planned for later.
+ * 1. Reuse the windows planned earlier (still contiguous from the cursor) exactly, as they are (a day-long
+ *    window planned before windows were cut hourly stays valid), so a retry rewrites the same files under
+ *    the same names; stop at the first one past `now - lag` (the clock went back) or at `maxWindows`, and
+ *    keep it and the rest planned for later.
  * 2. When every planned window is reused, plan new ones from where they end to
- *    `min(now - lag, cursor + maxSpan)`, cut at UTC midnights.
+ *    `min(now - lag, cursor + maxSpan)`, cut at UTC hour boundaries into windows of at most
+ *    `maxWindowMs(frequency)`, until the run holds `maxWindows` windows.
  */
 export function planEventWindows(input: EventPlanInput): EventPlan {
   const limit = exportLimit(input.nowMs);
   const spanEnd = input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS);
+  const maxWindows = input.maxWindows ?? MAX_WINDOWS_PER_RUN;
   const windows: Window[] = [];
   let end = input.cursorMs;
   const stale = usablePlanned(input.cursorMs, input.planned);
   let index = 0;
   for (; index < stale.length; index++) {
     const window = stale[index] as Window;
-    if (window.toMs > limit) break;
+    if (window.toMs > limit || windows.length >= maxWindows) break;
     windows.push({ fromMs: window.fromMs, toMs: window.toMs });
     end = window.toMs;
   }
   const kept = stale.slice(index).map((window) => ({ fromMs: window.fromMs, toMs: window.toMs }));
   if (kept.length === 0) {
-    windows.push(...splitAtMidnights(end, Math.min(limit, spanEnd)));
+    const stepMs = maxWindowMs(input.frequency);
+    windows.push(...splitAtBoundaries(end, Math.min(limit, spanEnd), stepMs, maxWindows - windows.length));
     end = windows.at(-1)?.toMs ?? end;
   }
   return { windows, planned: [...windows, ...kept], behind: end < limit };

@@ -44,7 +44,8 @@ const figures: RunFigures[] = [];
 
 /** The midnight the test data straddles: the start of the current UTC day. */
 const MIDNIGHT = startOfUtcDay(Date.now());
-const START = MIDNIGHT - 3 * 3_600_000;
+/** One hour before it: the whole hourly window before the midnight holds more than 50,000 rows. */
+const START = MIDNIGHT - 3_600_000;
 const NOW = MIDNIGHT + 3_600_000;
 const DAY_BEFORE = utcDate(MIDNIGHT - 1);
 const DAY_AFTER = utcDate(MIDNIGHT);
@@ -161,7 +162,8 @@ async function* breakAfter(
 }
 
 beforeAll(async () => {
-  // Prepare: 51,000 events recorded in the three hours before a UTC midnight, 500 in the hour after it.
+  // Prepare: 51,000 events recorded in the hour before a UTC midnight (one hourly window), 500 in the hour
+  // after it.
   const writer = new EventLogWriter();
   const batches: { count: number; from: number; to: number; seed: number }[] = [
     { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },

@@ -43,8 +43,9 @@ export function eventCursorMs(
  * ClaimAndPlan: the first task of an ExportRun.
  * 1. Read the destination: deleted or paused → skipped.
  * 2. Claim its lease (conditional put); another live run holds it → skipped.
- * 3. Plan each dataset from its cursor: planned windows are reused exactly, new ones cut at midnights,
- *    at most 7 days a run; the subscriber snapshot when today's is due.
+ * 3. Plan each dataset from its cursor: planned windows are reused exactly, new ones cut at UTC hour
+ *    boundaries, at most an hour long (a day for `daily`), at most 48 windows and 7 days a run (a
+ *    destination still behind runs again at once); the subscriber snapshot when today's is due.
  * 4. Store the plan on the cursors (fenced by the lease and the cursors' positions) before anything is
  *    written, so a retry rewrites exactly these windows.
  * 5. Write the run record (running) and mark the destination running (a queued manual run is taken).
@@ -135,7 +136,12 @@ export function planDatasets(
     if (isEventDataset(dataset)) {
       const cursorMs = eventCursorMs(destination, cursor, dataset);
       const stored = cursor?.plannedWindows ?? [];
-      const plan = planEventWindows({ cursorMs, planned: stored, nowMs });
+      const plan = planEventWindows({
+        cursorMs,
+        planned: stored,
+        nowMs,
+        frequency: destination.frequency,
+      });
       const runIds = new Map(stored.map((window) => [`${window.fromMs}-${window.toMs}`, window.runId]));
       const planned: PlannedWindow[] = plan.planned.map((window) => ({
         ...window,
