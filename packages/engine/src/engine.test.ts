@@ -6,6 +6,8 @@ import {
   DAY_MS,
   type Destination,
   EXPORT_LAG_MS,
+  HOUR_MS,
+  MAX_WINDOWS_PER_RUN,
   eventFileKey,
   type EventDataset,
   snapshotFileKey,
@@ -15,7 +17,7 @@ import {
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
 import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
 import { findDueDestinations } from './dispatch.js';
@@ -41,6 +43,8 @@ const stateStore = new ExportStateStore();
 const sealer = new SecretSealer();
 const eventSource = new EventLogReader();
 const figures: RunFigures[] = [];
+/** Payload sizes measured by the tests, reported at the end. */
+const payloadSizes: Record<string, number> = {};
 
 /** The midnight the test data straddles: the start of the current UTC day. */
 const MIDNIGHT = startOfUtcDay(Date.now());
@@ -421,6 +425,87 @@ describe('an export run end to end on the local services', () => {
   }, 120_000);
 });
 
+describe('catching up a destination far behind', () => {
+  it('plans hourly windows, at most MAX_WINDOWS_PER_RUN per dataset a run, runs again at once, and keeps the ExportRun payload small', async () => {
+    // Prepare: an hourly export of three event datasets and the snapshot, started three days ago.
+    const startFrom = new Date(MIDNIGHT - 3 * DAY_MS).toISOString();
+    const datasets = ['email_events', 'sms_events', 'custom_events', 'subscribers'] as const;
+    const destination = await createDestination({
+      datasets: [...datasets],
+      frequency: 'hourly',
+      startFrom,
+      datasetStartedAt: Object.fromEntries(datasets.map((d) => [d, startFrom])),
+    });
+    const limit = NOW - EXPORT_LAG_MS;
+    const events = ['email_events', 'sms_events', 'custom_events'] as const;
+    // Act 1: the first run, writing every item for real, with the state of the execution as Step Functions
+    // holds it after the Map (execution input, `$.plan`, `$.results`, `$.commit`).
+    const input = { workspaceId, destinationId: destination.id, trigger: 'schedule' as const };
+    const first = await runOnce(destination);
+    const state = {
+      ...input,
+      plan: { outcome: 'planned', run: first.run, items: first.items },
+      results: first.results,
+      commit: first.committed,
+    };
+    // Assess 1: 48 hour-long windows per event dataset from the start, and the snapshot
+    for (const dataset of events) {
+      const windows = first.items.filter((item) => item.dataset === dataset);
+      expect(windows).toHaveLength(MAX_WINDOWS_PER_RUN);
+      let end = MIDNIGHT - 3 * DAY_MS;
+      for (const window of windows) {
+        if (window.kind !== 'events') throw new Error('not an event window');
+        expect(window.fromMs).toBe(end);
+        expect(window.toMs - window.fromMs).toBeLessThanOrEqual(HOUR_MS);
+        expect((window.toMs + 1) % HOUR_MS).toBe(0);
+        end = window.toMs;
+      }
+      expect(end).toBe(MIDNIGHT - DAY_MS - 1);
+    }
+    expect(first.items.filter((item) => item.kind === 'snapshot')).toHaveLength(1);
+    expect(first.results.every((result) => result.status === 'written')).toBe(true);
+    expect(first.committed).toEqual({ status: 'succeeded', runAgain: true });
+    const behind = await controlStore.getDestination(workspaceId, destination.id);
+    expect(behind?.nextRunAt).toBe(new Date(NOW).toISOString());
+    const payloadBytes = Buffer.byteLength(JSON.stringify(state));
+    payloadSizes.atCap = payloadBytes;
+    expect(payloadBytes).toBeLessThan(64 * 1024); // Step Functions allows 256 KB
+    expect(
+      Buffer.byteLength(JSON.stringify({ action: 'commit', run: first.run, results: first.results })),
+    ).toBeLessThan(payloadBytes);
+    // Act 2: the run again at once catches up the rest
+    const second = await runOnce(destination);
+    // Assess 2: the last day and the hour after the midnight, contiguous, then up to date
+    for (const dataset of events) {
+      const windows = second.items.filter((item) => item.dataset === dataset);
+      expect(windows).toHaveLength(25);
+      expect(windows[0]).toMatchObject({ fromMs: MIDNIGHT - DAY_MS - 1 });
+      expect(windows.at(-1)).toMatchObject({ fromMs: MIDNIGHT - 1, toMs: limit });
+    }
+    expect(second.committed).toEqual({ status: 'succeeded', runAgain: false });
+    const cursors = await stateStore.getCursors(workspaceId, destination.id);
+    for (const dataset of events) expect(cursors.get(dataset)?.exportedThroughMs).toBe(limit);
+    const emailKeys = (await listKeys(destination.pathPrefix)).filter((key) =>
+      key.includes('/email_events/'),
+    );
+    expect(emailKeys).toEqual([
+      eventFileKey(
+        destination.pathPrefix,
+        'email_events',
+        { fromMs: MIDNIGHT - HOUR_MS - 1, toMs: MIDNIGHT - 1 },
+        0,
+      ),
+      eventFileKey(
+        destination.pathPrefix,
+        'email_events',
+        { fromMs: MIDNIGHT - HOUR_MS - 1, toMs: MIDNIGHT - 1 },
+        1,
+      ),
+      eventFileKey(destination.pathPrefix, 'email_events', { fromMs: MIDNIGHT - 1, toMs: limit }, 0),
+    ]);
+  }, 300_000);
+});
+
 describe('findDueDestinations', () => {
   /** The real store, its due index seen only for this test's workspace (other suites share the table). */
   const isolated = (): ExportStateStore => {
@@ -466,6 +551,13 @@ describe('findDueDestinations', () => {
     expect(settled?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
     expect(await listKeys(quiet.pathPrefix)).toEqual([]);
   }, 60_000);
+});
+
+afterAll(() => {
+  if (payloadSizes.atCap !== undefined)
+    console.info(
+      `ExportRun state at the window cap (3 event datasets + subscribers): ${payloadSizes.atCap} bytes`,
+    );
 });
 
 describe('time', () => {
