@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { EventDataset } from '@sluice/core';
+import { type EventDataset, newDestination } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
 
 /**
@@ -178,38 +178,29 @@ export async function runWriterBench(
 
   const destinationId = `exp_bench${randomUUID().replaceAll('-', '').slice(0, 16)}`;
   const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
-  const now = new Date().toISOString();
   const sealer = new SecretSealer();
+  const startFrom = new Date(from).toISOString();
   await new ControlStore().createDestination({
-    workspaceId,
-    id: destinationId,
-    name: 'Writer bench',
-    provider: 's3',
-    bucket: 'local-exports',
-    region: 'us-east-1',
-    endpoint,
-    pathPrefix: `bench-writer/${destinationId}`,
-    accessKeyId: 'S3RVER',
-    secret: await sealer.seal('S3RVER', { workspaceId, destinationId }),
-    datasets: ['email_events'],
-    frequency: 'every_15_minutes',
-    format: 'jsonl.gz',
-    isEnabled: true,
+    ...newDestination({
+      workspaceId,
+      id: destinationId,
+      name: 'Writer bench',
+      provider: 's3',
+      bucket: 'local-exports',
+      region: 'us-east-1',
+      endpoint,
+      pathPrefix: `bench-writer/${destinationId}`,
+      accessKeyId: 'S3RVER',
+      secret: await sealer.seal('S3RVER', { workspaceId, destinationId }),
+      datasets: ['email_events'],
+      frequency: 'every_15_minutes',
+      startFrom,
+      now: new Date(),
+    }),
     status: 'idle',
-    configVersion: 1,
-    startFrom: new Date(from).toISOString(),
-    exportedThrough: {},
-    datasetStartedAt: { email_events: new Date(from).toISOString() },
-    nextRunAt: null,
-    lastRunAt: null,
-    lastSuccessAt: null,
-    lastError: null,
-    lastErrorAt: null,
-    consecutiveFailures: 0,
-    totalRowsExported: 0,
     manualRunQueued: false,
-    createdAt: now,
-    updatedAt: now,
+    exportedThrough: {},
+    nextRunAt: null,
   });
   // nextRunAt null: the destination is off the due index, so no scheduler runs it beside the bench.
 

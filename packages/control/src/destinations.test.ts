@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { ConflictError, type Destination } from '@sluice/core';
+import { ConflictError, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
@@ -24,37 +24,26 @@ function newWorkspace(): string {
 }
 
 function sampleDestination(workspaceId: string, overrides: Partial<Destination> = {}): Destination {
-  const now = '2026-09-30T12:00:00.000Z';
   return {
-    workspaceId,
-    id: `exp_${randomUUID().replaceAll('-', '')}`,
-    name: 'Analytics lake',
-    provider: 's3',
-    bucket: 'acme-exports',
-    region: 'us-east-1',
-    endpoint: null,
-    pathPrefix: 'sluice',
-    accessKeyId: 'AKIAABCDEFGHWXYZ',
-    secret: { encryptedDataKey: 'a2V5', iv: 'aXY=', ciphertext: 'Y3Q=', tag: 'dGFn' },
-    datasets: ['email_events', 'custom_events', 'subscribers'],
-    frequency: 'every_15_minutes',
-    format: 'jsonl.gz',
-    isEnabled: true,
+    ...newDestination({
+      workspaceId,
+      id: `exp_${randomUUID().replaceAll('-', '')}`,
+      name: 'Analytics lake',
+      provider: 's3',
+      bucket: 'acme-exports',
+      region: 'us-east-1',
+      endpoint: null,
+      pathPrefix: 'sluice',
+      accessKeyId: 'AKIAABCDEFGHWXYZ',
+      secret: { encryptedDataKey: 'a2V5', iv: 'aXY=', ciphertext: 'Y3Q=', tag: 'dGFn' },
+      datasets: ['email_events', 'custom_events', 'subscribers'],
+      frequency: 'every_15_minutes',
+      startFrom: '2026-09-30T12:00:00.000Z',
+      now: new Date('2026-09-30T12:00:00.000Z'),
+    }),
     status: 'idle',
-    configVersion: 1,
-    startFrom: now,
-    exportedThrough: {},
-    datasetStartedAt: { email_events: now, custom_events: now, subscribers: now },
-    nextRunAt: now,
-    lastRunAt: null,
-    lastSuccessAt: null,
-    lastError: null,
-    lastErrorAt: null,
-    consecutiveFailures: 0,
-    totalRowsExported: 0,
     manualRunQueued: false,
-    createdAt: now,
-    updatedAt: now,
+    exportedThrough: {},
     ...overrides,
   };
 }

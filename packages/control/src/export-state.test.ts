@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
-import type { Destination } from '@sluice/core';
+import { type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
@@ -13,37 +13,27 @@ const state = new ExportStateStore();
 const NOW = Date.parse('2026-09-30T12:00:00.000Z');
 
 function sampleDestination(overrides: Partial<Destination> = {}): Destination {
-  const now = new Date(NOW).toISOString();
+  const now = new Date(NOW);
   return {
-    workspaceId: `ws_${randomUUID()}`,
-    id: `exp_${randomUUID().replaceAll('-', '')}`,
-    name: 'Lake',
-    provider: 's3',
-    bucket: 'acme-exports',
-    region: 'us-east-1',
-    endpoint: null,
-    pathPrefix: 'sluice',
-    accessKeyId: 'AKIAABCDEFGHWXYZ',
-    secret: { encryptedDataKey: 'a2V5', iv: 'aXY=', ciphertext: 'Y3Q=', tag: 'dGFn' },
-    datasets: ['email_events', 'subscribers'],
-    frequency: 'every_15_minutes',
-    format: 'jsonl.gz',
-    isEnabled: true,
+    ...newDestination({
+      workspaceId: `ws_${randomUUID()}`,
+      id: `exp_${randomUUID().replaceAll('-', '')}`,
+      name: 'Lake',
+      provider: 's3',
+      bucket: 'acme-exports',
+      region: 'us-east-1',
+      endpoint: null,
+      pathPrefix: 'sluice',
+      accessKeyId: 'AKIAABCDEFGHWXYZ',
+      secret: { encryptedDataKey: 'a2V5', iv: 'aXY=', ciphertext: 'Y3Q=', tag: 'dGFn' },
+      datasets: ['email_events', 'subscribers'],
+      frequency: 'every_15_minutes',
+      startFrom: now.toISOString(),
+      now,
+    }),
     status: 'idle',
-    configVersion: 1,
-    startFrom: now,
-    exportedThrough: {},
-    datasetStartedAt: { email_events: now, subscribers: now },
-    nextRunAt: now,
-    lastRunAt: null,
-    lastSuccessAt: null,
-    lastError: null,
-    lastErrorAt: null,
-    consecutiveFailures: 0,
-    totalRowsExported: 0,
     manualRunQueued: false,
-    createdAt: now,
-    updatedAt: now,
+    exportedThrough: {},
     ...overrides,
   };
 }

@@ -67,3 +67,45 @@ export function maskAccessKeyId(accessKeyId: string): string {
   if (accessKeyId.length <= 8) return `${accessKeyId.slice(0, 2)}…`;
   return `${accessKeyId.slice(0, 4)}…${accessKeyId.slice(-4)}`;
 }
+
+/** What a new destination is made of: its configuration and sealed secret. */
+export interface NewDestinationInput extends BucketLocation {
+  workspaceId: string;
+  id: string;
+  name: string;
+  accessKeyId: string;
+  secret: SealedSecret;
+  datasets: Dataset[];
+  frequency: Frequency;
+  /** ISO time the event datasets start from. */
+  startFrom: string;
+  now: Date;
+}
+
+/**
+ * A destination as it is first saved: enabled, its first run queued (`nextRunAt` now), every dataset
+ * starting at `startFrom`, `configVersion` 1, nothing exported, no failure.
+ */
+export function newDestination(input: NewDestinationInput): Destination {
+  const { now, ...config } = input;
+  const nowIso = now.toISOString();
+  return {
+    ...config,
+    format: 'jsonl.gz',
+    isEnabled: true,
+    status: 'queued',
+    configVersion: 1,
+    exportedThrough: Object.fromEntries(input.datasets.map((dataset) => [dataset, null])),
+    datasetStartedAt: Object.fromEntries(input.datasets.map((dataset) => [dataset, input.startFrom])),
+    nextRunAt: nowIso,
+    lastRunAt: null,
+    lastSuccessAt: null,
+    lastError: null,
+    lastErrorAt: null,
+    consecutiveFailures: 0,
+    totalRowsExported: 0,
+    manualRunQueued: true,
+    createdAt: nowIso,
+    updatedAt: nowIso,
+  };
+}

@@ -1,4 +1,4 @@
-import type { Destination } from '@sluice/core';
+import { newDestination } from '@sluice/core';
 import type { Caller } from '../ports.js';
 import { parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
@@ -29,8 +29,7 @@ export async function createDataExport(
     workspaceId: caller.workspaceId,
     destinationId: id,
   });
-  const nowIso = now.toISOString();
-  const destination: Destination = {
+  const destination = newDestination({
     workspaceId: caller.workspaceId,
     id,
     name: request.name,
@@ -39,24 +38,9 @@ export async function createDataExport(
     secret,
     datasets: request.datasets,
     frequency: request.frequency,
-    format: 'jsonl.gz',
-    isEnabled: true,
-    status: 'queued',
-    configVersion: 1,
     startFrom: request.startFrom,
-    exportedThrough: Object.fromEntries(request.datasets.map((dataset) => [dataset, null])),
-    datasetStartedAt: Object.fromEntries(request.datasets.map((dataset) => [dataset, request.startFrom])),
-    nextRunAt: nowIso,
-    lastRunAt: null,
-    lastSuccessAt: null,
-    lastError: null,
-    lastErrorAt: null,
-    consecutiveFailures: 0,
-    totalRowsExported: 0,
-    manualRunQueued: true,
-    createdAt: nowIso,
-    updatedAt: nowIso,
-  };
+    now,
+  });
   await deps.store.createDestination(destination);
   return { success: true, dataExport: toDataExportView(destination) };
 }
