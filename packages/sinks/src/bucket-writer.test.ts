@@ -6,6 +6,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import type { BucketLocation } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
 import { type BucketWriterFixture, bucketWriterContract } from './bucket-writer.contract.js';
 import { type BucketClientOptions, createBucketClient } from './client.js';
 import { S3BucketWriter } from './writer.js';
@@ -83,3 +84,19 @@ bucketWriterContract(
     { endpointOverride: endpoint },
   ),
 );
+
+describe('the GCS-style fixture', () => {
+  it('is configured as a GCS client: region auto, path-style, checksums only when required', async () => {
+    const client = createBucketClient(
+      { provider: 'gcs', bucket: 'local-exports', region: 'auto', endpoint: null, pathPrefix: '' },
+      credentials,
+      { endpointOverride: endpoint },
+    );
+
+    expect(await client.config.region()).toBe('auto');
+    expect(client.config.forcePathStyle).toBe(true);
+    expect(await client.config.requestChecksumCalculation()).toBe('WHEN_REQUIRED');
+    expect(await client.config.responseChecksumValidation()).toBe('WHEN_REQUIRED');
+    client.destroy();
+  });
+});
