@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { type EventDataset, newDestination } from '@sluice/core';
-import type { EventSource } from '@sluice/eventlog';
+import type { EventSource, SourcePage } from '@sluice/eventlog';
 
 /**
  * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
@@ -44,8 +44,11 @@ function memorySource(pool: string[], rows: number): EventSource {
   return {
     async *readWindow() {
       for (let sent = 0; sent < rows; sent += 1000) {
-        const page: string[] = [];
-        for (let i = sent; i < Math.min(rows, sent + 1000); i++) page.push(pool[i % pool.length] as string);
+        const page: SourcePage = { lines: [], keys: [] };
+        for (let i = sent; i < Math.min(rows, sent + 1000); i++) {
+          page.lines.push(pool[i % pool.length] as string);
+          page.keys.push(String(i).padStart(13, '0'));
+        }
         yield page;
       }
     },
@@ -55,9 +58,23 @@ function memorySource(pool: string[], rows: number): EventSource {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [{ writeWindow, noRunMetrics }, { generateEmailLines }] = await Promise.all([
-    import('@sluice/engine'),
-    import('./encode.js'),
+  const [{ writeWindow, noRunMetrics }, { generateEmailLines }, { CursorStore, LeaseStore }] =
+    await Promise.all([import('@sluice/engine'), import('./encode.js'), import('@sluice/control')]);
+  const runId = `run_bench${randomUUID().slice(0, 8)}`;
+  // The writer saves its progress under the run's lease, as in a real run.
+  const lease = await new LeaseStore().claim({
+    workspaceId: task.workspaceId,
+    destinationId: task.destinationId,
+    runId,
+    token: randomUUID(),
+    startedAt: new Date().toISOString(),
+    nowMs: Date.now(),
+    durationMs: 3_600_000,
+  });
+  if (lease === undefined) throw new Error('the bench destination is leased by another run');
+  // Each case writes its window whole: forget an earlier case's progress in the same window.
+  await new CursorStore().deleteProgress(task.workspaceId, task.destinationId, [
+    { dataset: 'email_events', window: `${task.fromMs}-${task.toMs}` },
   ]);
   const pool = task.source === 'memory' ? generateEmailLines(10_000, 11) : [];
   const overrides = task.source === 'memory' ? { eventSource: memorySource(pool, task.rows) } : {};
@@ -73,10 +90,11 @@ async function child(task: ChildTask): Promise<void> {
       run: {
         workspaceId: task.workspaceId,
         destinationId: task.destinationId,
-        runId: `run_bench${randomUUID().slice(0, 8)}`,
-        startedAt: new Date().toISOString(),
-        leaseToken: 'bench',
+        runId,
+        startedAt: lease.startedAt,
+        leaseToken: lease.token,
         configVersion: task.configVersion,
+        deadlineMs: Number.POSITIVE_INFINITY,
       },
       item: { dataset: 'email_events' as EventDataset, kind: 'events', fromMs: task.fromMs, toMs: task.toMs },
     },

@@ -4,7 +4,7 @@
  * workflow; the ones returned get an ExportRun each.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
 import { EventLogReader } from '@sluice/eventlog';
 import { config } from './config.js';
@@ -13,7 +13,11 @@ import { redactSecrets } from '@sluice/core';
 const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: redactSecrets });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
-  stateStore: new ExportStateStore({ tableName: config.controlTable }),
+  leases: new LeaseStore({ tableName: config.controlTable }),
+  cursors: new CursorStore({ tableName: config.controlTable }),
+  runs: new RunStore({ tableName: config.controlTable }),
+  runState: new RunStateStore({ tableName: config.controlTable }),
+  dueIndex: new DueIndex({ tableName: config.controlTable }),
   eventSource: new EventLogReader({
     eventsTable: config.eventsTable,
     subscribersTable: config.subscribersTable,

@@ -29,9 +29,9 @@ function busEvent(detailType: string, detail: unknown): EventBridgeEvent<string,
   };
 }
 
-async function lines(iterable: AsyncIterable<string[]>) {
+async function lines(iterable: AsyncIterable<{ lines: string[] }>) {
   const all: string[] = [];
-  for await (const page of iterable) all.push(...page);
+  for await (const page of iterable) all.push(...page.lines);
   return all;
 }
 

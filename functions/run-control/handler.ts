@@ -4,7 +4,7 @@
  * `name` (the state machine's Retry/Catch match it) and a message safe to show.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import {
   type ClaimAndPlanInput,
   type CommitInput,
@@ -20,7 +20,11 @@ import { redactSecrets } from '@sluice/core';
 const logger = new Logger({ serviceName: 'sluice-run-control', jsonReplacerFn: redactSecrets });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
-  stateStore: new ExportStateStore({ tableName: config.controlTable }),
+  leases: new LeaseStore({ tableName: config.controlTable }),
+  cursors: new CursorStore({ tableName: config.controlTable }),
+  runs: new RunStore({ tableName: config.controlTable }),
+  runState: new RunStateStore({ tableName: config.controlTable }),
+  settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
 };
 
 /** The event of each action, as the ExportRun definition builds it. */

@@ -21,7 +21,13 @@ const deps: Partial<EngineDeps> = {
   }),
 };
 
-export const handler = async (event: WriteWindowInput): Promise<WindowResult> => {
+/** The writer starts no file later than this before its own Lambda timeout: the last file must finish. */
+const FILE_MARGIN_MS = 60_000;
+
+export const handler = async (
+  event: WriteWindowInput,
+  context?: { getRemainingTimeInMillis?: () => number },
+): Promise<WindowResult> => {
   logger.appendKeys({
     workspaceId: event.run.workspaceId,
     destinationId: event.run.destinationId,
@@ -29,10 +35,15 @@ export const handler = async (event: WriteWindowInput): Promise<WindowResult> =>
   });
   const item =
     event.item.kind === 'events'
-      ? { dataset: event.item.dataset, fromMs: event.item.fromMs, toMs: event.item.toMs }
+      ? { dataset: event.item.dataset, fromMs: event.item.fromMs, toMs: event.item.toMs, stepMs: event.item.stepMs }
       : { dataset: event.item.dataset, date: event.item.date };
   try {
-    const result = await writeWindow(event, deps);
+    const remaining = context?.getRemainingTimeInMillis?.();
+    const result = await writeWindow(
+      event,
+      deps,
+      remaining !== undefined ? { deadlineMs: Date.now() + remaining - FILE_MARGIN_MS } : {},
+    );
     logger.info('window done', {
       ...item,
       status: result.status,
@@ -48,6 +59,9 @@ export const handler = async (event: WriteWindowInput): Promise<WindowResult> =>
       errorName: (error as Error).name,
       message: (error as Error).message,
     });
+    // The error's name and message only: Lambda puts the stack into the Cause, which becomes this Map
+    // item's result in the ExportRun state, and a few dozen stacks would crowd its 256 KB.
+    if (error instanceof Error) error.stack = `${error.name}: ${error.message}`;
     throw error;
   } finally {
     logger.resetKeys();

@@ -43,11 +43,14 @@ export interface ExportRunWorkflowProps {
  * Input `{ workspaceId, destinationId, trigger }`. States:
  * 1. `ClaimAndPlan` (run-control) → `$.plan = { outcome, reason?, run?, items? }`;
  * 2. `HasWork`: `planned` goes on, anything else (lease held, paused, deleted) ends in `Skipped`;
- * 3. `WriteWindows`: inline Map over `$.plan.items`, each iteration `{ run, item }` to `WriteWindow` (writer),
- *    results in `$.results`;
- * 4. `Commit` (run-control) `{ run, results }` → `$.commit = { status, runAgain }`;
- * 5. failures: `RecordFailure` `{ workspaceId, destinationId, run, error }` after planning, or
- *    `RecordClaimFailure` (same action, no run) when the claim itself failed, then `Failed`.
+ * 3. `WriteWindows`: inline Map over `$.plan.items` (spans of windows, the snapshot), each iteration
+ *    `{ run, item }` to `WriteWindow` (writer), results in `$.results`; an item that fails after its
+ *    retries is caught into `WindowFailed`, `{ status: 'failed', item, error }`, so one window's failure
+ *    never throws away the others;
+ * 4. `Commit` (run-control) `{ run, results }` → `$.commit = { status, runAgain }`: commits what was
+ *    written and records a writer failure;
+ * 5. failures of the tasks themselves: `RecordFailure` `{ workspaceId, destinationId, run, error }` after
+ *    planning, or `RecordClaimFailure` (same action, no run) when the claim itself failed, then `Failed`.
  *
  * Only ids, windows and counts travel in the payloads: never a row, never a secret (the writer reads the
  * destination and decrypts its secret itself).
@@ -124,6 +127,9 @@ export class ExportRunWorkflow extends Construct {
       Duration.seconds(60),
     );
     retryTransient(recordFailure, 5);
+    // RecordFailure failing too ends the run as failed all the same; the lease it could not release
+    // expires, and dispatch then settles the run (failed, backoff): nothing stays `running`.
+    recordFailure.addCatch(failed, { errors: [sfn.Errors.ALL], resultPath: '$.recordError' });
     recordFailure.next(failed);
     const recordClaimFailure = invoke(
       'RecordClaimFailure',
@@ -138,6 +144,7 @@ export class ExportRunWorkflow extends Construct {
       Duration.seconds(60),
     );
     retryTransient(recordClaimFailure, 5);
+    recordClaimFailure.addCatch(failed, { errors: [sfn.Errors.ALL], resultPath: '$.recordError' });
     recordClaimFailure.next(failed);
 
     const claimAndPlan = invoke(
@@ -167,6 +174,17 @@ export class ExportRunWorkflow extends Construct {
       EXPRESS_MAX,
     );
     retryTransient(writeWindow, 4);
+    // A window that still fails after its retries becomes this item's result, so the Map never fails: the
+    // other items' windows are committed, and Commit records the failure (message, backoff).
+    const windowFailed = new sfn.Pass(this, 'WindowFailed', {
+      stateName: 'WindowFailed',
+      parameters: {
+        status: 'failed',
+        item: sfn.JsonPath.objectAt('$.item'),
+        error: sfn.JsonPath.objectAt('$.error'),
+      },
+    });
+    writeWindow.addCatch(windowFailed, { errors: [sfn.Errors.ALL], resultPath: '$.error' });
     const writeWindows = new sfn.Map(this, 'WriteWindows', {
       stateName: 'WriteWindows',
       itemsPath: '$.plan.items',
@@ -178,6 +196,7 @@ export class ExportRunWorkflow extends Construct {
       resultPath: '$.results',
     });
     writeWindows.itemProcessor(writeWindow);
+    // Only what no item can catch (a state over its size limit) fails the Map.
     writeWindows.addCatch(recordFailure, { errors: [sfn.Errors.ALL], resultPath: '$.error' });
 
     const commit = invoke(

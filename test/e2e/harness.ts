@@ -8,7 +8,7 @@ import {
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
 } from '@aws-sdk/client-s3';
-import type { ControlStore, ExportStateStore } from '@sluice/control';
+import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
 import { CONTROL_TABLE } from '@sluice/core';
 import type { EventLogWriter } from '@sluice/eventlog';
 import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
@@ -27,7 +27,8 @@ export interface E2eHarness {
   api: ContractHarness;
   ws: TestWorkspace;
   store: ControlStore;
-  stateStore: ExportStateStore;
+  cursors: CursorStore;
+  leases: LeaseStore;
   events: EventLogWriter;
   /** The control table of this test file only: Dispatch sees no other file's destinations. */
   controlTable: string;
@@ -110,7 +111,8 @@ export async function startE2eHarness(): Promise<E2eHarness> {
     api,
     ws,
     store: new control.ControlStore({ tableName: controlTable }),
-    stateStore: new control.ExportStateStore(),
+    cursors: new control.CursorStore({ tableName: controlTable }),
+    leases: new control.LeaseStore({ tableName: controlTable }),
     events: new eventlog.EventLogWriter(),
     controlTable,
     workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),

@@ -44,6 +44,16 @@ export function cursorSk(destinationId: string, dataset: Dataset): string {
   return `${cursorSkPrefix(destinationId)}${dataset}`;
 }
 
+/** `DEST#<destinationId>#PROGRESS#`: the prefix of a destination's window progress items. */
+export function progressSkPrefix(destinationId: string): string {
+  return `${destinationSk(destinationId)}#PROGRESS#`;
+}
+
+/** `DEST#<destinationId>#PROGRESS#<dataset>#<window>`: sort key of one window's (or snapshot's) progress. */
+export function progressSk(destinationId: string, dataset: Dataset, window: string): string {
+  return `${progressSkPrefix(destinationId)}${dataset}#${window}`;
+}
+
 /** `DEST#<destinationId>#LEASE`: sort key of a destination's lease. */
 export function leaseSk(destinationId: string): string {
   return `${destinationSk(destinationId)}#LEASE`;

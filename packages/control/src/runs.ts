@@ -1,7 +1,15 @@
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { ControlTable } from './client.js';
-import { withDynamoErrors } from './client.js';
-import { isKeySafeId, oldestRunSk, runsPk } from './items.js';
+import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  type ControlTable,
+  type ControlTableOptions,
+  isConditionFailed,
+  mapDynamoError,
+  resolveControlTable,
+  withDynamoErrors,
+} from './client.js';
+import { isKeySafeId, oldestRunSk, runExpiresAt, runSk, runsPk } from './items.js';
+import { type LeaseFence, leaseCondition } from './leases.js';
+import { transact } from './transactions.js';
 
 /** The statuses of a run, as the API reports them. */
 export const RUN_STATUSES = ['running', 'succeeded', 'failed'] as const;
@@ -100,4 +108,126 @@ export async function listRuns(
     startKey = page.LastEvaluatedKey;
   } while (startKey !== undefined && runs.length < limit);
   return runs;
+}
+
+/** A run record as the engine writes it: the API's `DataExportRun` plus its workspace. */
+export interface RunRecord extends DataExportRun {
+  workspaceId: string;
+}
+
+/** The final fields of a run. */
+export interface RunOutcome {
+  status: Exclude<RunStatus, 'running'>;
+  rowCount: number;
+  fileCount: number;
+  byteCount: number;
+  stats: Record<string, DatasetRunStats>;
+  error: string | null;
+  finishedAt: string;
+}
+
+/** Identifies a run record. */
+export type RunKey = Pick<RunRecord, 'workspaceId' | 'destinationId' | 'id' | 'startedAt'>;
+
+/**
+ * Run records (`RUNS#<workspaceId>#<destinationId>` / `RUN#<startedAt>#<runId>`, 14 days): written by the
+ * engine, read by the API ({@link listRuns}). A record is written `running` under the run's lease and
+ * finished once: finishing an already finished record changes nothing, so a retried or duplicate Commit,
+ * RecordFailure or settle of an expired run can never overwrite an outcome.
+ */
+export class RunStore {
+  private readonly table: ControlTable;
+
+  constructor(options: ControlTableOptions = {}) {
+    this.table = resolveControlTable(options);
+  }
+
+  /**
+   * Writes a run record (`expiresAt` = startedAt + 14 days) while the run's lease holds; the same run's
+   * earlier `running` record is overwritten, a finished one never. Returns false when the fence failed.
+   */
+  async start(run: RunRecord, fence: LeaseFence): Promise<boolean> {
+    const outcome = await transact(this.table, [
+      leaseCondition(this.table.tableName, fence),
+      {
+        Put: {
+          TableName: this.table.tableName,
+          Item: {
+            PK: runsPk(run.workspaceId, run.destinationId),
+            SK: runSk(run.startedAt, run.id),
+            ...run,
+            expiresAt: runExpiresAt(run.startedAt),
+          },
+          ConditionExpression: 'attribute_not_exists(PK) OR #status = :running',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':running': 'running' },
+        },
+      },
+    ]);
+    return outcome === true;
+  }
+
+  /** Reads one run record, or `undefined`. */
+  async get(key: RunKey): Promise<RunRecord | undefined> {
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: runsPk(key.workspaceId, key.destinationId), SK: runSk(key.startedAt, key.id) },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    if (result.Item === undefined) return undefined;
+    return { ...toDataExportRun(result.Item), workspaceId: String(result.Item.workspaceId) };
+  }
+
+  /**
+   * Records a run's outcome, once. Creates the record when it is missing (a run that died before writing
+   * it) and `createIfMissing` is set; otherwise only a `running` record is finished. Returns false when the
+   * record was already finished (or is missing and not to be created).
+   */
+  async finish(
+    key: RunKey & { isManual?: boolean },
+    outcome: RunOutcome,
+    options: { createIfMissing?: boolean } = {},
+  ): Promise<boolean> {
+    try {
+      await this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: runsPk(key.workspaceId, key.destinationId), SK: runSk(key.startedAt, key.id) },
+          UpdateExpression:
+            'SET id = :id, destinationId = :destinationId, workspaceId = :workspaceId, startedAt = :startedAt, ' +
+            'isManual = if_not_exists(isManual, :isManual), #status = :status, rowCount = :rowCount, ' +
+            'fileCount = :fileCount, byteCount = :byteCount, stats = :stats, #error = :error, ' +
+            'finishedAt = :finishedAt, expiresAt = :expiresAt',
+          ConditionExpression: options.createIfMissing
+            ? 'attribute_not_exists(PK) OR #status = :running'
+            : '#status = :running',
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':id': key.id,
+            ':destinationId': key.destinationId,
+            ':workspaceId': key.workspaceId,
+            ':startedAt': key.startedAt,
+            ':isManual': key.isManual ?? false,
+            ':status': outcome.status,
+            ':running': 'running',
+            ':rowCount': outcome.rowCount,
+            ':fileCount': outcome.fileCount,
+            ':byteCount': outcome.byteCount,
+            ':stats': outcome.stats,
+            ':error': outcome.error,
+            ':finishedAt': outcome.finishedAt,
+            ':expiresAt': runExpiresAt(key.startedAt),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
+  }
 }

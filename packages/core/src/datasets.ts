@@ -9,6 +9,11 @@ export type EventDataset = (typeof EVENT_DATASETS)[number];
 /** The datasets a new destination exports when the request names none. */
 export const DEFAULT_DATASETS: readonly Dataset[] = ['email_events', 'custom_events', 'subscribers'];
 
+/** True for a known dataset name. */
+export function isDataset(value: string): value is Dataset {
+  return (DATASETS as readonly string[]).includes(value);
+}
+
 export function isEventDataset(dataset: Dataset): dataset is EventDataset {
   return dataset !== 'subscribers';
 }

@@ -7,3 +7,16 @@ export function requiredEnv(name: string): string {
   if (value === undefined || value === '') throw new Error(`${name} is not set`);
   return value;
 }
+
+/**
+ * Reads an optional positive number from the environment (fractions allowed: tests use short budgets and
+ * retentions), or `fallback` when unset.
+ * @throws Error naming the variable when it is set but not a positive number.
+ */
+export function optionalPositiveNumberEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0) throw new Error(`${name} must be a positive number, got ${value}`);
+  return number;
+}

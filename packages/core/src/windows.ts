@@ -4,12 +4,12 @@ import { FREQUENCY_MS, type Frequency } from './datasets.js';
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
  * reads and writes the cursors, this module only decides.
  *
- * A window covers recorded time `(fromMs, toMs]`: `fromMs` exclusive, `toMs` inclusive. New windows are
- * cut at UTC hour boundaries and are at most {@link maxWindowMs} of the frequency long (an hour, or a day
- * for `daily`), so one writer invocation always has a bounded amount of recorded time to write. Hour
- * boundaries include midnights, so windows never cross a UTC midnight: a day D ends with a window whose
- * `toMs` is 23:59:59.999 of D, a row recorded at exactly 00:00:00.000 of D+1 falls in the next window, and
- * every row under `date=D` was recorded on D.
+ * A window covers recorded time `(fromMs, toMs]`: `fromMs` exclusive, `toMs` inclusive. Windows are the cells
+ * of a fixed UTC grid whose step is the destination's frequency ({@link gridStepMs}: 5 or 15 minutes, an
+ * hour, a day), so the same rows always land in a file of the same name, whoever writes it. Every step
+ * divides a day, so windows never cross a UTC midnight: a day D ends with a window whose `toMs` is
+ * 23:59:59.999 of D, a row recorded at exactly 00:00:00.000 of D+1 falls in the next window, and every row
+ * under `date=D` was recorded on D. A run groups its windows into a few spans, one writer invocation each.
  */
 
 const MINUTE_MS = 60_000;
@@ -22,26 +22,48 @@ export const DAY_MS = 24 * HOUR_MS;
 export const EXPORT_LAG_MS = 2 * MINUTE_MS;
 
 /**
- * The most recorded time one run covers per dataset. A destination further behind catches up this much a
- * run (or {@link MAX_WINDOWS_PER_RUN} windows, whichever is less) and runs again at once. For `daily`
- * (day-long windows) this is at most 8 windows per dataset.
+ * The most recorded time one run plans per dataset. A destination further behind catches up this much a run
+ * (less when its writers run out of time: see the run budget) and runs again at once.
  */
 export const MAX_RUN_SPAN_MS = 7 * DAY_MS;
 
 /**
- * The most windows one run plans per dataset: 2 days of hourly catch-up. It keeps the Map payload small
- * (3 event datasets at the cap plus the snapshot stay far below Step Functions' 256 KB) and the run well
- * inside the 5 minutes of an Express execution; a destination still behind runs again at once.
+ * The most spans one run plans per event dataset: the writers of one dataset that run at once. Each span is
+ * one writer invocation that walks its windows in order within the run's time budget, so the ExportRun
+ * payload stays a few kilobytes however many windows a run covers (3 event datasets at the cap plus the
+ * snapshot are 25 Map items).
  */
-export const MAX_WINDOWS_PER_RUN = 48;
+export const MAX_SPANS_PER_DATASET = 8;
 
 /**
- * The longest window a run plans for a frequency: one hour for `every_5_minutes`, `every_15_minutes` and
- * `hourly`, one day for `daily`. Each window is written by one writer invocation (4 minutes at most), so
- * a busy dataset's catch-up must come in pieces it can finish.
+ * The grid step of a frequency: its period (5 minutes, 15 minutes, an hour, a day). Event windows are the
+ * cells of this fixed UTC grid, so a window has the same boundaries, names and content whoever writes it and
+ * whenever: a run, a retry, a later backfill.
  */
-export function maxWindowMs(frequency: Frequency): number {
-  return frequency === 'daily' ? DAY_MS : HOUR_MS;
+export function gridStepMs(frequency: Frequency): number {
+  return FREQUENCY_MS[frequency];
+}
+
+/**
+ * The last grid point at or before `ms`. Grid points are the last milliseconds of the grid's cells
+ * (`k * stepMs - 1`), because windows are `(fromMs, toMs]`: the cell `[k*step, (k+1)*step)` of recorded
+ * time is the window `(k*step - 1, (k+1)*step - 1]`.
+ */
+export function gridPointAtOrBefore(ms: number, stepMs: number): number {
+  return Math.floor((ms + 1) / stepMs) * stepMs - 1;
+}
+
+/**
+ * Where an export that starts at `startMs` starts on the grid: the start of the cell holding `startMs`, so
+ * the first window is a whole cell (with the few rows before `startMs` of that cell: at least once).
+ */
+export function gridStartOf(startMs: number, stepMs: number): number {
+  return gridPointAtOrBefore(startMs - 1, stepMs);
+}
+
+/** The latest grid point a run at `nowMs` may export through: whole cells older than the lag. */
+export function gridExportLimit(nowMs: number, frequency: Frequency): number {
+  return gridPointAtOrBefore(exportLimit(nowMs), gridStepMs(frequency));
 }
 
 /** Failed runs back off from the frequency, doubling, up to this. */
@@ -106,119 +128,162 @@ export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
   return splitAtBoundaries(fromMs, toMs, DAY_MS);
 }
 
-/** Inputs of {@link planEventWindows}. */
+/**
+ * A run of consecutive windows one writer invocation walks in order: `(fromMs, toMs]` cut at every
+ * `stepMs` boundary of the UTC grid ({@link spanWindows}). Without `stepMs` the span is one window (planned
+ * by an older version, when windows did not lie on the grid).
+ */
+export interface Span extends Window {
+  stepMs?: number;
+}
+
+/** The windows of a span, in order. */
+export function spanWindows(span: Span): Window[] {
+  if (span.stepMs === undefined) return [{ fromMs: span.fromMs, toMs: span.toMs }];
+  return splitAtBoundaries(span.fromMs, span.toMs, span.stepMs);
+}
+
+/** Inputs of {@link planEventSpans}. */
 export interface EventPlanInput {
   /** Everything recorded through this instant is exported: the cursor's `exportedThroughMs`, or the dataset's start. */
   cursorMs: number;
-  /** Windows planned by an earlier run and not committed yet, in order. */
-  planned: readonly Window[];
+  /** Spans planned by an earlier run and not committed yet, in order. */
+  planned: readonly Span[];
   nowMs: number;
-  /** The destination's frequency: new windows are at most {@link maxWindowMs} of it long. */
+  /** The destination's frequency: its period is the grid step of new windows. */
   frequency: Frequency;
   /** @default MAX_RUN_SPAN_MS */
   maxSpanMs?: number;
-  /** @default MAX_WINDOWS_PER_RUN */
-  maxWindows?: number;
+  /** @default MAX_SPANS_PER_DATASET */
+  maxSpans?: number;
 }
 
 /** What a run writes for one event dataset, and what the cursor keeps planned. */
 export interface EventPlan {
-  /** The windows this run writes, contiguous from the cursor, in order. */
-  windows: Window[];
-  /** The cursor's new `planned` list: `windows`, followed by earlier planned windows not yet due again. */
-  planned: Window[];
-  /**
-   * True when the dataset is still behind `now - lag` after these windows (the span or the window cap
-   * was reached): run again at once.
-   */
+  /** The spans this run writes, contiguous from the cursor, in order. */
+  spans: Span[];
+  /** The cursor's new `planned` list: `spans`, followed by earlier planned spans not yet due again. */
+  planned: Span[];
+  /** True when the dataset is still behind the export limit after these spans: run again at once. */
   behind: boolean;
 }
 
 /**
- * Plans the windows of one event dataset.
+ * Plans the spans of one event dataset.
  *
- * 1. Reuse the windows planned earlier (still contiguous from the cursor) exactly, as they are (a day-long
- *    window planned before windows were cut hourly stays valid), so a retry rewrites the same files under
- *    the same names; stop at the first one past `now - lag` (the clock went back) or at `maxWindows`, and
- *    keep it and the rest planned for later.
- * 2. When every planned window is reused, plan new ones from where they end to
- *    `min(now - lag, cursor + maxSpan)`, cut at UTC hour boundaries into windows of at most
- *    `maxWindowMs(frequency)`, until the run holds `maxWindows` windows.
+ * 1. Reuse the spans planned earlier (still contiguous from the cursor) exactly, so a retry walks the same
+ *    windows and rewrites the same files under the same names; stop at the first one past the export limit
+ *    (the clock went back) and keep it and the rest planned for later.
+ * 2. When every planned span is reused, plan new windows from where they end to
+ *    `min(limit, cursor + maxSpan)` on the frequency's grid ({@link gridExportLimit}: only whole cells older
+ *    than the lag), and group them into at most `maxSpans` spans of about equal window counts.
  */
-export function planEventWindows(input: EventPlanInput): EventPlan {
-  const limit = exportLimit(input.nowMs);
-  const spanEnd = input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS);
-  const maxWindows = input.maxWindows ?? MAX_WINDOWS_PER_RUN;
-  const windows: Window[] = [];
+export function planEventSpans(input: EventPlanInput): EventPlan {
+  const stepMs = gridStepMs(input.frequency);
+  const limit = gridExportLimit(input.nowMs, input.frequency);
+  const maxSpans = input.maxSpans ?? MAX_SPANS_PER_DATASET;
+  const spans: Span[] = [];
   let end = input.cursorMs;
   const stale = usablePlanned(input.cursorMs, input.planned);
   let index = 0;
   for (; index < stale.length; index++) {
-    const window = stale[index] as Window;
-    if (window.toMs > limit || windows.length >= maxWindows) break;
-    windows.push({ fromMs: window.fromMs, toMs: window.toMs });
-    end = window.toMs;
+    const span = stale[index] as Span;
+    if (span.toMs > limit) break;
+    spans.push(copySpan(span));
+    end = span.toMs;
   }
-  const kept = stale.slice(index).map((window) => ({ fromMs: window.fromMs, toMs: window.toMs }));
+  const kept = stale.slice(index).map(copySpan);
   if (kept.length === 0) {
-    const stepMs = maxWindowMs(input.frequency);
-    windows.push(...splitAtBoundaries(end, Math.min(limit, spanEnd), stepMs, maxWindows - windows.length));
-    end = windows.at(-1)?.toMs ?? end;
+    const spanEnd = gridPointAtOrBefore(input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS), stepMs);
+    const windows = splitAtBoundaries(end, Math.min(limit, Math.max(spanEnd, end)), stepMs);
+    spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs));
+    end = spans.at(-1)?.toMs ?? end;
   }
-  return { windows, planned: [...windows, ...kept], behind: end < limit };
+  return { spans, planned: [...spans, ...kept], behind: end < limit };
+}
+
+/** Groups consecutive windows into at most `count` spans of about equal window counts. */
+function groupWindows(windows: readonly Window[], count: number, stepMs: number): Span[] {
+  const spans: Span[] = [];
+  const groups = Math.min(count, windows.length);
+  let start = 0;
+  for (let g = 0; g < groups; g++) {
+    const size = Math.floor((windows.length - start) / (groups - g));
+    const first = windows[start] as Window;
+    const last = windows[start + size - 1] as Window;
+    spans.push({ fromMs: first.fromMs, toMs: last.toMs, stepMs });
+    start += size;
+  }
+  return spans;
+}
+
+function copySpan(span: Span): Span {
+  return span.stepMs === undefined
+    ? { fromMs: span.fromMs, toMs: span.toMs }
+    : { fromMs: span.fromMs, toMs: span.toMs, stepMs: span.stepMs };
 }
 
 /**
- * The planned windows that still continue the cursor: a contiguous chain starting exactly at `cursorMs`,
- * each within one UTC day. Anything else (a chain broken by an older bug or a manual edit) is dropped.
+ * The planned spans that still continue the cursor: a contiguous chain starting exactly at `cursorMs`, each
+ * window within one UTC day. Anything else (a chain broken by an older bug or a manual edit) is dropped.
  */
-function usablePlanned(cursorMs: number, planned: readonly Window[]): Window[] {
-  const chain: Window[] = [];
+function usablePlanned(cursorMs: number, planned: readonly Span[]): Span[] {
+  const chain: Span[] = [];
   let end = cursorMs;
-  for (const window of planned) {
-    if (window.fromMs !== end || !isWithinOneUtcDay(window)) break;
-    chain.push(window);
-    end = window.toMs;
+  for (const span of planned) {
+    if (span.fromMs !== end || !(span.toMs > span.fromMs)) break;
+    if (span.stepMs !== undefined ? !dividesDay(span.stepMs) : !isWithinOneUtcDay(span)) break;
+    chain.push(span);
+    end = span.toMs;
   }
   return chain;
 }
 
+/** True for a grid step whose cells never cross a UTC midnight. */
+function dividesDay(stepMs: number): boolean {
+  return Number.isInteger(stepMs) && stepMs > 0 && DAY_MS % stepMs === 0;
+}
+
 /** The result of committing one event dataset. */
 export interface EventCommit {
-  /** The new `exportedThroughMs`: the end of the contiguous written prefix, or the old cursor. */
+  /** The new `exportedThroughMs`: the end of the contiguous written prefix of windows, or the old cursor. */
   cursorMs: number;
   /** The windows the cursor moved over, in order. */
   committed: Window[];
-  /** The windows that stay planned: everything after the prefix. */
-  planned: Window[];
+  /** The spans that stay planned: everything after the prefix (a span partly committed starts at the cursor). */
+  planned: Span[];
 }
 
 /**
- * Advances a cursor over the contiguous prefix of planned windows that were all written. A window that was
- * not written (failed, stopped) stops the advance, even when later ones were written: they are rewritten
- * under the same names next time.
+ * Advances a cursor over the contiguous prefix of planned windows that are all written. A window that is not
+ * written (failed, stopped, out of time) stops the advance, even when later ones were written: they are
+ * recognised as written next time (their progress is kept) and committed once the gap is filled.
  */
-export function commitEventWindows(
+export function commitEventSpans(
   cursorMs: number,
-  planned: readonly Window[],
+  planned: readonly Span[],
   isWritten: (window: Window) => boolean,
 ): EventCommit {
   const chain = usablePlanned(cursorMs, planned);
   let cursor = cursorMs;
-  let index = 0;
-  for (; index < chain.length; index++) {
-    const window = chain[index] as Window;
-    if (!isWritten(window)) break;
-    cursor = window.toMs;
+  const committed: Window[] = [];
+  const remaining: Span[] = [];
+  for (const span of chain) {
+    if (remaining.length > 0) {
+      remaining.push(copySpan(span));
+      continue;
+    }
+    for (const window of spanWindows(span)) {
+      if (!isWritten(window)) break;
+      committed.push(window);
+      cursor = window.toMs;
+    }
+    if (cursor < span.toMs) remaining.push({ ...copySpan(span), fromMs: cursor });
   }
-  return {
-    cursorMs: cursor,
-    committed: chain.slice(0, index),
-    planned: chain.slice(index),
-  };
+  return { cursorMs: cursor, committed, planned: remaining };
 }
 
-/** A key identifying a window, for sets of written windows. */
+/** A key identifying a window, for sets of written windows and progress records. */
 export function windowKey(window: Window): string {
   return `${window.fromMs}-${window.toMs}`;
 }

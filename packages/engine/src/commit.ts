@@ -1,15 +1,27 @@
-import type { CursorWrite, DatasetRunStats, PlannedWindow } from '@sluice/control';
+import type { CursorState, CursorWrite, DatasetRunStats, PlannedSpan, WindowProgress } from '@sluice/control';
+import { progressKey } from '@sluice/control';
 import {
-  commitEventWindows,
-  exportLimit,
+  commitEventSpans,
+  type Dataset,
+  type Destination,
+  gridExportLimit,
   isEventDataset,
   nextScheduledRun,
   type Window,
   windowKey,
 } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
-import { classifyEngineError } from './errors.js';
-import type { CommitInput, CommitOutput, StopReason, WindowResult } from './payloads.js';
+import { classifyEngineError, DatabaseUnavailableError, describeFailure } from './errors.js';
+import { recordDestinationFailure } from './failure.js';
+import type {
+  CommitInput,
+  CommitOutput,
+  FailedItemResult,
+  ItemResult,
+  RunRef,
+  StopReason,
+  WindowResult,
+} from './payloads.js';
 import { eventCursorMs, positionOf } from './plan.js';
 
 /** The note a stopped run's record carries in `error` (the run itself counts as succeeded, not failed). */
@@ -18,22 +30,126 @@ export const STOP_NOTES: Record<StopReason, string> = {
   deleted: 'Stopped before the next file: the export was deleted.',
   config_changed:
     'Stopped before the next file: the location or credentials changed. The export continues with the new settings.',
+  lease_lost:
+    'Another run of this export took over before this one finished; its files were kept and it did not move the export position.',
 };
 
 /** The note of a run whose lease another execution took over: it wrote files but moved no cursor. */
-export const SUPERSEDED_NOTE =
-  'Another run of this export took over before this one finished; its files were kept and it did not move the export position.';
+export const SUPERSEDED_NOTE = STOP_NOTES.lease_lost;
+
+/** What the committed state of a run says, per dataset (pure: see {@link planCommit}). */
+export interface CommitPlan {
+  writes: CursorWrite[];
+  stats: Record<string, DatasetRunStats>;
+  /** Seconds between now and each event dataset's export position after the commit. */
+  lagSecondsByDataset: Record<string, number>;
+  /** Some dataset is still behind the export limit after the commit. */
+  behind: boolean;
+  /** Progress entries of windows the cursors moved past: deleted after the commit. */
+  finished: Pick<WindowProgress, 'dataset' | 'window'>[];
+}
 
 /**
- * Commit: the last task of an ExportRun.
- * 1. Read the cursors and the destination; mark which planned windows the Map wrote.
- * 2. Advance each event dataset's cursor over its contiguous written windows and the snapshot date when
- *    the snapshot completed: one transaction, conditional on the lease token and the old positions.
- *    If it fails another execution holds the destination: record this run as superseded and stop.
- * 3. Finish the run record (counts, per-dataset stats, status; a stop is a note, not a failure).
- * 4. Update the destination: idle, `nextRunAt` (now when still behind, else the next slot),
- *    `lastRunAt`, and on success `lastSuccessAt`, failures reset, `lastError` cleared, rows added.
- * 5. Emit the run's metrics and release the lease.
+ * Which windows are complete and how far each cursor moves. Pure. A window is complete when its stored
+ * progress says so (for the run's `configVersion`: files at an older location do not count), or when a
+ * writer of this run reported it done (an empty window leaves no progress). Each cursor moves over the
+ * contiguous prefix of complete windows of its planned spans only; complete windows after a gap are kept
+ * (their progress stays) and committed once the gap is written.
+ */
+export function planCommit(
+  destination: Destination,
+  run: Pick<RunRef, 'configVersion'>,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  progress: ReadonlyMap<string, WindowProgress>,
+  results: readonly ItemResult[],
+  nowMs: number,
+): CommitPlan {
+  const plan: CommitPlan = { writes: [], stats: {}, lagSecondsByDataset: {}, behind: false, finished: [] };
+  const written = results.filter((result): result is WindowResult => result.status !== 'failed');
+  const isComplete = (dataset: Dataset, window: string): boolean => {
+    const entry = progress.get(progressKey(dataset, window));
+    return entry !== undefined && entry.done && entry.configVersion === run.configVersion;
+  };
+  for (const dataset of destination.datasets) {
+    const cursor = cursors.get(dataset);
+    const counts = sumOf(written.filter((result) => result.dataset === dataset));
+    if (isEventDataset(dataset)) {
+      const startMs = eventCursorMs(destination, cursor, dataset);
+      const reported = written.filter((result) => result.dataset === dataset && result.kind === 'events');
+      const done = (window: Window) =>
+        isComplete(dataset, windowKey(window)) ||
+        reported.some(
+          (result) =>
+            (result.fromMs ?? Number.POSITIVE_INFINITY) <= window.fromMs &&
+            window.toMs <= (result.doneThroughMs ?? Number.NEGATIVE_INFINITY),
+        );
+      const planned = cursor?.plannedSpans ?? [];
+      const commit = commitEventSpans(startMs, planned, done);
+      if (commit.committed.length > 0) {
+        const runIds = new Map(planned.map((span) => [span.toMs, span.runId]));
+        plan.writes.push({
+          dataset,
+          expected: positionOf(cursor),
+          next: { exportedThroughMs: commit.cursorMs },
+          plannedSpans: commit.planned.map(
+            (span): PlannedSpan => ({ ...span, runId: runIds.get(span.toMs) ?? '' }),
+          ),
+        });
+        for (const window of commit.committed) plan.finished.push({ dataset, window: windowKey(window) });
+      }
+      plan.lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
+      if (commit.cursorMs < gridExportLimit(nowMs, destination.frequency)) plan.behind = true;
+      if (counts.files > 0 || commit.committed.length > 0) {
+        plan.stats[dataset] = {
+          ...counts,
+          ...(commit.committed.length > 0
+            ? { fromMs: (commit.committed[0] as Window).fromMs, toMs: commit.cursorMs }
+            : {}),
+        };
+      }
+    } else {
+      const date = cursor?.plannedSnapshot?.date;
+      if (date === undefined) continue;
+      const complete =
+        isComplete(dataset, date) ||
+        written.some((result) => result.kind === 'snapshot' && result.date === date && result.status === 'written');
+      if (complete) {
+        plan.writes.push({
+          dataset,
+          expected: positionOf(cursor),
+          next: { snapshotDate: date },
+          plannedSnapshot: null,
+        });
+        plan.finished.push({ dataset, window: date });
+        plan.stats[dataset] = { ...counts, snapshotDate: date };
+      } else if (counts.files > 0) {
+        plan.stats[dataset] = counts;
+      }
+    }
+  }
+  return plan;
+}
+
+function sumOf(results: readonly WindowResult[]): { rows: number; files: number; bytes: number } {
+  return results.reduce(
+    (sum, r) => ({ rows: sum.rows + r.rows, files: sum.files + r.files, bytes: sum.bytes + r.bytes }),
+    { rows: 0, files: 0, bytes: 0 },
+  );
+}
+
+/**
+ * Commit: the last task of an ExportRun. Idempotent: it may run twice (a retry, a duplicate) with the
+ * same result, and never overwrites a finished run.
+ * 1. A run already finished whose lease is gone: nothing to do (a duplicate). A deleted destination:
+ *    release the lease, write nothing (no run record is left behind).
+ * 2. Move the cursors over the complete windows ({@link planCommit}), in one transaction fenced by the lease
+ *    and the old positions; the windows written before a failure, a stop or the end of the time budget are
+ *    committed too. Fenced out: another execution took over, the run is recorded as superseded.
+ * 3. Finish the run record, once: counts and per-dataset stats of what this run wrote; `failed` with the
+ *    first writer failure's message, else `succeeded` (a stop or expired rows are a note).
+ * 4. The destination, in one transaction with the release of the lease: on failure `failed`, `lastError`,
+ *    failures + 1 and backoff; otherwise `idle`, `nextRunAt` now when still behind or out of time (else the
+ *    next slot), `lastSuccessAt`, failures reset. Then the run's metrics.
  */
 export async function commitRun(
   input: CommitInput,
@@ -45,165 +161,118 @@ export async function commitRun(
   try {
     const now = deps.now();
     const nowMs = now.getTime();
-    const lease = {
-      workspaceId: run.workspaceId,
-      destinationId: run.destinationId,
-      runId: run.runId,
-      token: run.leaseToken,
-      startedAt: run.startedAt,
-      expiresAtMs: 0,
-    };
-    const destination = await deps.controlStore.getDestination(run.workspaceId, run.destinationId);
-    const cursors = await deps.stateStore.getCursors(run.workspaceId, run.destinationId);
-    const stopResult = results.find((result) => result.status === 'stopped');
-    const written = new Set(
-      results
-        .filter((result) => result.status === 'written' && result.kind === 'events')
-        .map((result) => `${result.dataset}:${result.fromMs}-${result.toMs}`),
-    );
-    const writtenSnapshot = results.find(
-      (result) => result.status === 'written' && result.kind === 'snapshot',
-    );
-
-    const writes: CursorWrite[] = [];
-    const stats: Record<string, DatasetRunStats> = {};
-    const lagSecondsByDataset: Record<string, number> = {};
-    let behind = false;
-    for (const [dataset, cursor] of cursors) {
-      if (isEventDataset(dataset)) {
-        if (destination === undefined && cursor.plannedWindows.length === 0) continue;
-        const startMs =
-          cursor.exportedThroughMs ?? (destination ? eventCursorMs(destination, cursor, dataset) : undefined);
-        if (startMs === undefined) continue;
-        const commit = commitEventWindows(startMs, cursor.plannedWindows, (window) =>
-          written.has(`${dataset}:${windowKey(window)}`),
-        );
-        if (commit.committed.length > 0) {
-          const remaining = new Set(commit.planned.map(windowKey));
-          writes.push({
-            dataset,
-            expected: positionOf(cursor),
-            next: { exportedThroughMs: commit.cursorMs },
-            plannedWindows: cursor.plannedWindows.filter((window: PlannedWindow) =>
-              remaining.has(windowKey(window)),
-            ),
-          });
-        }
-        if (destination?.datasets.includes(dataset)) {
-          lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
-          if (commit.cursorMs < exportLimit(Date.parse(run.startedAt))) behind = true;
-        }
-        const committedStats = statsOf(results, dataset, commit.committed);
-        if (committedStats !== undefined) stats[dataset] = committedStats;
-      } else if (
-        writtenSnapshot !== undefined &&
-        cursor.plannedSnapshot !== undefined &&
-        cursor.plannedSnapshot.date === writtenSnapshot.date
-      ) {
-        writes.push({
-          dataset,
-          expected: positionOf(cursor),
-          next: { snapshotDate: writtenSnapshot.date },
-          plannedSnapshot: null,
-        });
-        stats[dataset] = {
-          rows: writtenSnapshot.rows,
-          files: writtenSnapshot.files,
-          bytes: writtenSnapshot.bytes,
-          snapshotDate: writtenSnapshot.date,
-        };
-      }
-    }
-
-    const advanced = await deps.stateStore.advanceCursors({ lease }, writes, now);
+    const lease = { workspaceId: run.workspaceId, destinationId: run.destinationId, token: run.leaseToken };
     const runKey = {
       workspaceId: run.workspaceId,
       destinationId: run.destinationId,
       id: run.runId,
       startedAt: run.startedAt,
-      isManual: false,
     };
-    const totals = Object.values(stats).reduce(
-      (sum, s) => ({ rows: sum.rows + s.rows, files: sum.files + s.files, bytes: sum.bytes + s.bytes }),
-      { rows: 0, files: 0, bytes: 0 },
-    );
-    if (!advanced) {
-      await deps.stateStore.finishRun(runKey, {
+    const record = await deps.runs.get(runKey);
+    if (record !== undefined && record.status !== 'running' && !(await deps.leases.holds({ lease }))) {
+      return { status: record.status === 'failed' ? 'failed' : 'succeeded', runAgain: false };
+    }
+    const destination = await deps.controlStore.getDestination(run.workspaceId, run.destinationId);
+    if (destination === undefined) {
+      await deps.leases.release(lease);
+      return { status: 'stopped', runAgain: false };
+    }
+
+    const [cursors, progress] = await Promise.all([
+      deps.cursors.get(run.workspaceId, run.destinationId),
+      deps.cursors.getProgress(run.workspaceId, run.destinationId),
+    ]);
+    const plan = planCommit(destination, run, cursors, progress, results, nowMs);
+    if (!(await deps.cursors.advance({ lease }, plan.writes, now))) {
+      if (await deps.leases.holds({ lease })) {
+        // Still ours, yet a position moved: a duplicate of this Commit got there first. Retried, this
+        // Commit reads the moved cursors and finds nothing left to move.
+        throw new DatabaseUnavailableError(new Error('cursor moved by a concurrent commit of the same run'));
+      }
+      await deps.runs.finish(runKey, {
         status: 'failed',
-        ...rowFields(totals),
-        stats,
+        ...rowFields(sumOf(written(results))),
+        stats: plan.stats,
         error: SUPERSEDED_NOTE,
         finishedAt: now.toISOString(),
       });
       return { status: 'stopped', runAgain: false };
     }
+    await deps.cursors.deleteProgress(run.workspaceId, run.destinationId, plan.finished);
 
-    const stopReason = stopResult?.stopReason;
-    await deps.stateStore.finishRun(runKey, {
-      status: 'succeeded',
-      ...rowFields(totals),
-      stats,
-      error: stopReason !== undefined ? STOP_NOTES[stopReason] : null,
-      finishedAt: now.toISOString(),
-    });
-
-    const runAgain = stopReason === undefined && behind;
-    if (destination !== undefined) {
-      const nextRunAt =
-        runAgain || stopReason === 'config_changed'
-          ? now.toISOString()
-          : new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString();
-      await deps.stateStore.updateRunState(
-        run.workspaceId,
-        run.destinationId,
-        {
-          status: 'idle',
-          nextRunAt,
-          lastRunAt: run.startedAt,
-          addRowsExported: totals.rows,
-          manualRunQueued: false,
-          ...(stopReason === undefined
-            ? { lastSuccessAt: now.toISOString(), consecutiveFailures: 0, lastError: null, lastErrorAt: null }
-            : {}),
-        },
-        now,
-      );
-    }
-    deps.metrics.recordRun({
+    const totals = sumOf(written(results));
+    const failure = results.find((result): result is FailedItemResult => result.status === 'failed');
+    const stopReason = written(results).find((result) => result.status === 'stopped')?.stopReason;
+    const note = record?.status === 'running' ? record.error : null;
+    const figures = {
       workspaceId: run.workspaceId,
       destinationId: run.destinationId,
       ...totals,
       durationMs: Math.max(0, nowMs - Date.parse(run.startedAt)),
-      lagSecondsByDataset,
+      lagSecondsByDataset: plan.lagSecondsByDataset,
+    };
+
+    if (failure !== undefined) {
+      const message = describeFailure(failure.error);
+      await deps.runs.finish(runKey, {
+        status: 'failed',
+        ...rowFields(totals),
+        stats: plan.stats,
+        error: message,
+        finishedAt: now.toISOString(),
+      });
+      await recordDestinationFailure(run, message, deps, { addRowsExported: totals.rows });
+      deps.metrics.recordRun(figures);
+      return { status: 'failed', runAgain: false };
+    }
+
+    await deps.runs.finish(runKey, {
+      status: 'succeeded',
+      ...rowFields(totals),
+      stats: plan.stats,
+      error: stopReason !== undefined ? STOP_NOTES[stopReason] : note,
+      finishedAt: now.toISOString(),
     });
-    await deps.stateStore.releaseLease(lease);
+    const outOfTime = written(results).some((result) => result.status === 'partial');
+    const runAgain = stopReason === undefined && (plan.behind || outOfTime);
+    const nextRunAt =
+      runAgain || stopReason === 'config_changed'
+        ? now.toISOString()
+        : new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString();
+    await deps.runState.update(
+      run.workspaceId,
+      run.destinationId,
+      {
+        status: 'idle',
+        nextRunAt,
+        lastRunAt: run.startedAt,
+        addRowsExported: totals.rows,
+        manualRunQueued: false,
+        ...(stopReason === undefined
+          ? {
+              lastSuccessAt: now.toISOString(),
+              consecutiveFailures: 0,
+              lastError: note,
+              lastErrorAt: note === null ? null : now.toISOString(),
+            }
+          : {}),
+      },
+      now,
+      { lease },
+      { releaseLease: true },
+    );
+    deps.metrics.recordRun(figures);
     return { status: stopReason === undefined ? 'succeeded' : 'stopped', runAgain };
   } catch (error) {
     throw classifyEngineError(error);
   }
 }
 
+function written(results: readonly ItemResult[]): WindowResult[] {
+  return results.filter((result): result is WindowResult => result.status !== 'failed');
+}
+
 function rowFields(totals: { rows: number; files: number; bytes: number }) {
   return { rowCount: totals.rows, fileCount: totals.files, byteCount: totals.bytes };
 }
 
-/** Rows, files and bytes of the committed windows of a dataset, and the span they cover. */
-function statsOf(results: WindowResult[], dataset: string, committed: Window[]): DatasetRunStats | undefined {
-  if (committed.length === 0) return undefined;
-  const keys = new Set(committed.map(windowKey));
-  const stats: DatasetRunStats = {
-    rows: 0,
-    files: 0,
-    bytes: 0,
-    fromMs: (committed[0] as Window).fromMs,
-    toMs: (committed.at(-1) as Window).toMs,
-  };
-  for (const result of results) {
-    if (result.dataset !== dataset || result.status !== 'written') continue;
-    if (!keys.has(`${result.fromMs}-${result.toMs}`)) continue;
-    stats.rows += result.rows;
-    stats.files += result.files;
-    stats.bytes += result.bytes;
-  }
-  return stats;
-}

@@ -1,4 +1,4 @@
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import type { BucketLocation } from '@sluice/core';
 import { EventLogReader, type EventSource } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
@@ -17,10 +17,29 @@ export type BucketWriterFactory = (
 /** The opener of sealed secrets (the writer is the only part that decrypts). */
 export type SecretOpener = Pick<SecretSealer, 'open'>;
 
+/** The engine's settings (run-control reads them from its configuration). */
+export interface EngineSettings {
+  /** How long a run's writers start new files: the run's time budget. @default 180 s */
+  runBudgetMs: number;
+  /** How long the event log keeps a row: an export behind this lost rows, which is reported. @default 35 days */
+  eventRetentionMs: number;
+}
+
+/** The defaults of {@link EngineSettings}. */
+export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
+  runBudgetMs: 180_000,
+  eventRetentionMs: 35 * 86_400_000,
+};
+
 /** Everything the engine talks to. Each use case takes a `Partial` of it; the rest are module defaults. */
 export interface EngineDeps {
   controlStore: Pick<ControlStore, 'getDestination'>;
-  stateStore: ExportStateStore;
+  leases: LeaseStore;
+  cursors: CursorStore;
+  runs: RunStore;
+  runState: RunStateStore;
+  dueIndex: DueIndex;
+  settings: EngineSettings;
   sealer: SecretOpener;
   eventSource: EventSource;
   bucketWriterFactory: BucketWriterFactory;
@@ -33,7 +52,7 @@ export const defaultBucketWriterFactory: BucketWriterFactory = (location, creden
   const client = createBucketClient(location, credentials);
   const writer = new S3BucketWriter({ location, client });
   return {
-    writeFile: (key, lines) => writer.writeFile(key, lines),
+    writeFile: (key, lines, options) => writer.writeFile(key, lines, options),
     writeMarker: (key, body) => writer.writeMarker(key, body),
     close: () => client.destroy(),
   };
@@ -41,7 +60,12 @@ export const defaultBucketWriterFactory: BucketWriterFactory = (location, creden
 
 const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   controlStore: () => new ControlStore(),
-  stateStore: () => new ExportStateStore(),
+  leases: () => new LeaseStore(),
+  cursors: () => new CursorStore(),
+  runs: () => new RunStore(),
+  runState: () => new RunStateStore(),
+  dueIndex: () => new DueIndex(),
+  settings: () => DEFAULT_ENGINE_SETTINGS,
   sealer: () => new SecretSealer(),
   eventSource: () => new EventLogReader(),
   bucketWriterFactory: () => defaultBucketWriterFactory,

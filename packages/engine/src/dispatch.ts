@@ -2,8 +2,7 @@ import type { CursorState, CursorWrite, DueEntry } from '@sluice/control';
 import {
   type Dataset,
   type Destination,
-  EXPORT_LAG_MS,
-  exportLimit,
+  gridExportLimit,
   isEventDataset,
   isSnapshotDue,
   nextScheduledRun,
@@ -12,6 +11,7 @@ import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
 import { eventCursorMs, LEASE_DURATION_MS, positionOf } from './plan.js';
+import { settleExpiredRun } from './settle.js';
 
 /** Destinations examined at once by one dispatch tick. */
 export const DISPATCH_CONCURRENCY = 8;
@@ -37,7 +37,7 @@ export async function findDueDestinations(
   try {
     const parsed = input.now !== undefined ? Date.parse(input.now) : Number.NaN;
     const now = Number.isFinite(parsed) ? new Date(parsed) : deps.now();
-    const entries = await deps.stateStore.queryDue(now);
+    const entries = await deps.dueIndex.queryDue(now);
     const destinations: DueDestination[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -64,15 +64,20 @@ async function dispatchOne(
   if (destination === undefined || !destination.isEnabled) return undefined;
   const manual = destination.manualRunQueued || destination.status === 'queued';
   if (!manual) {
-    const lease = await deps.stateStore.getLease(entry.workspaceId, entry.destinationId);
+    const lease = await deps.leases.get(entry.workspaceId, entry.destinationId);
     if (lease !== undefined && lease.expiresAtMs >= nowMs) return undefined;
-    const cursors = await deps.stateStore.getCursors(entry.workspaceId, entry.destinationId);
+    if (lease !== undefined) {
+      // The run holding it died outside its Catch: record it as failed, with backoff.
+      await settleExpiredRun(lease, deps);
+      return undefined;
+    }
+    const cursors = await deps.cursors.get(entry.workspaceId, entry.destinationId);
     if (!(await needsRun(destination, cursors, nowMs, deps))) {
       await advanceIdle(destination, cursors, entry, now, deps);
       return undefined;
     }
   }
-  const marked = await deps.stateStore.markDispatched(
+  const marked = await deps.dueIndex.markDispatched(
     entry,
     new Date(nowMs + LEASE_DURATION_MS).toISOString(),
   );
@@ -91,12 +96,12 @@ export async function needsRun(
   nowMs: number,
   deps: Pick<EngineDeps, 'eventSource'>,
 ): Promise<boolean> {
-  const limit = exportLimit(nowMs);
+  const limit = gridExportLimit(nowMs, destination.frequency);
   const checks: { dataset: Dataset; fromMs: number }[] = [];
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
     if (isEventDataset(dataset)) {
-      if ((cursor?.plannedWindows.length ?? 0) > 0) return true;
+      if ((cursor?.plannedSpans.length ?? 0) > 0) return true;
       const fromMs = eventCursorMs(destination, cursor, dataset);
       if (fromMs < limit) checks.push({ dataset, fromMs });
     } else if (isSnapshotDue(cursor?.snapshotDate, nowMs) || cursor?.plannedSnapshot !== undefined) {
@@ -120,7 +125,7 @@ async function advanceIdle(
   deps: EngineDeps,
 ): Promise<void> {
   const nowMs = now.getTime();
-  const limit = nowMs - EXPORT_LAG_MS;
+  const limit = gridExportLimit(nowMs, destination.frequency);
   const writes: CursorWrite[] = [];
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
@@ -130,12 +135,12 @@ async function advanceIdle(
       dataset,
       expected: positionOf(cursor),
       next: { exportedThroughMs: limit },
-      plannedWindows: [],
+      plannedSpans: [],
     });
   }
   const fence = { noLiveLeaseAt: nowMs, workspaceId: entry.workspaceId, destinationId: entry.destinationId };
-  if (!(await deps.stateStore.advanceCursors(fence, writes, now))) return;
-  await deps.stateStore.updateRunState(
+  if (!(await deps.cursors.advance(fence, writes, now))) return;
+  await deps.runState.update(
     entry.workspaceId,
     entry.destinationId,
     {

@@ -4,12 +4,17 @@ import { classifyEngineError, describeFailure } from './errors.js';
 import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
 
 /**
- * RecordFailure: the Catch of every ExportRun task.
+ * RecordFailure: the Catch of ClaimAndPlan and Commit (a writer's failure is its Map item's result, and
+ * Commit records it after committing what was written).
  * 1. Describe the failure for people (from the Cause's classified error; never a stack or a secret).
- * 2. Destination: status failed, `lastError`/`lastErrorAt`, `consecutiveFailures` + 1, `lastRunAt`, and
- *    `nextRunAt` backed off from the frequency, doubling per consecutive failure, at most 6 hours.
- * 3. The run record (when the run got that far): failed, with the message.
- * 4. Release the lease. Planned windows stay on the cursors: the next run rewrites them.
+ * 2. The run record (when the run got that far): failed, with the message; once only.
+ * 3. The destination: status failed, `lastError`/`lastErrorAt`, `consecutiveFailures` + 1, `lastRunAt`,
+ *    `nextRunAt` backed off from the frequency (doubling per consecutive failure, at most 6 hours). Fenced:
+ *    with a run, only while its lease holds, and the lease is released in the same transaction; without
+ *    one (the claim failed), only while no live lease is held, so a duplicate execution never marks a
+ *    healthy destination failed. When the fence fails nothing changes (the holder records its own outcome;
+ *    a run that died is settled when its lease expires).
+ * Planned spans and window progress stay: the next run continues them.
  */
 export async function recordFailure(
   input: RecordFailureInput,
@@ -19,37 +24,13 @@ export async function recordFailure(
   try {
     const now = deps.now();
     const message = describeFailure(input.error);
-    const destination = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
-    let consecutiveFailures = 0;
-    let nextRunAt: string | null = null;
-    if (destination !== undefined) {
-      consecutiveFailures = destination.consecutiveFailures + 1;
-      nextRunAt = new Date(
-        nextRunAfterFailure(now.getTime(), destination.frequency, consecutiveFailures),
-      ).toISOString();
-      await deps.stateStore.updateRunState(
-        input.workspaceId,
-        input.destinationId,
-        {
-          status: 'failed',
-          lastError: message,
-          lastErrorAt: now.toISOString(),
-          consecutiveFailures,
-          nextRunAt,
-          lastRunAt: input.run?.startedAt ?? now.toISOString(),
-          manualRunQueued: false,
-        },
-        now,
-      );
-    }
     if (input.run !== undefined) {
-      await deps.stateStore.finishRun(
+      await deps.runs.finish(
         {
           workspaceId: input.workspaceId,
           destinationId: input.destinationId,
           id: input.run.runId,
           startedAt: input.run.startedAt,
-          isManual: false,
         },
         {
           status: 'failed',
@@ -61,14 +42,55 @@ export async function recordFailure(
           finishedAt: now.toISOString(),
         },
       );
-      await deps.stateStore.releaseLease({
-        workspaceId: input.workspaceId,
-        destinationId: input.destinationId,
-        token: input.run.leaseToken,
-      });
     }
-    return { message, consecutiveFailures, nextRunAt };
+    return await recordDestinationFailure(input, message, deps);
   } catch (error) {
     throw classifyEngineError(error);
   }
+}
+
+/** Step 3 of {@link recordFailure}, shared with Commit when a writer failed. */
+export async function recordDestinationFailure(
+  input: Pick<RecordFailureInput, 'workspaceId' | 'destinationId' | 'run'>,
+  message: string,
+  deps: Pick<EngineDeps, 'controlStore' | 'runState' | 'now'>,
+  extra: { addRowsExported?: number } = {},
+): Promise<RecordFailureOutput> {
+  const now = deps.now();
+  const destination = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
+  if (destination === undefined) return { message, consecutiveFailures: 0, nextRunAt: null };
+  const consecutiveFailures = destination.consecutiveFailures + 1;
+  const nextRunAt = new Date(
+    nextRunAfterFailure(now.getTime(), destination.frequency, consecutiveFailures),
+  ).toISOString();
+  const fence =
+    input.run !== undefined
+      ? {
+          lease: {
+            workspaceId: input.workspaceId,
+            destinationId: input.destinationId,
+            token: input.run.leaseToken,
+          },
+        }
+      : { noLiveLeaseAt: now.getTime(), workspaceId: input.workspaceId, destinationId: input.destinationId };
+  const recorded = await deps.runState.update(
+    input.workspaceId,
+    input.destinationId,
+    {
+      status: 'failed',
+      lastError: message,
+      lastErrorAt: now.toISOString(),
+      consecutiveFailures,
+      nextRunAt,
+      lastRunAt: input.run?.startedAt ?? now.toISOString(),
+      manualRunQueued: false,
+      ...(extra.addRowsExported ? { addRowsExported: extra.addRowsExported } : {}),
+    },
+    now,
+    fence,
+    { releaseLease: input.run !== undefined },
+  );
+  return recorded
+    ? { message, consecutiveFailures, nextRunAt }
+    : { message, consecutiveFailures: destination.consecutiveFailures, nextRunAt: null };
 }

@@ -7,3 +7,4 @@ export * from './metrics.js';
 export * from './payloads.js';
 export * from './plan.js';
 export * from './write.js';
+export * from './settle.js';

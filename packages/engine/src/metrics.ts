@@ -12,9 +12,20 @@ export interface RunFigures {
   lagSecondsByDataset: Record<string, number>;
 }
 
+/** Rows of one dataset that left the event log before an export wrote them. */
+export interface ExpiredRowsFigures {
+  workspaceId: string;
+  destinationId: string;
+  dataset: string;
+  /** The recorded time lost: `(fromMs, toMs]`. */
+  fromMs: number;
+  toMs: number;
+}
+
 /** Where run metrics go. The default publishes CloudWatch EMF through Powertools; tests inject their own. */
 export interface RunMetrics {
   recordRun(figures: RunFigures): void;
+  recordExpiredRows(figures: ExpiredRowsFigures): void;
 }
 
 /** The CloudWatch namespace of every Sluice metric. */
@@ -22,7 +33,8 @@ export const METRICS_NAMESPACE = 'Sluice';
 
 /**
  * Powertools Metrics (EMF on stdout, namespace `Sluice`): RowsExported, FilesWritten, BytesWritten and
- * RunDurationMs once per run, and ExportLagSeconds per dataset (dimension `Dataset`). Destination ids are
+ * RunDurationMs once per run, ExportLagSeconds per dataset (dimension `Dataset`), and
+ * ExpiredUnexportedSeconds (dimension `Dataset`) when an export fell behind the event log's retention. Destination ids are
  * metadata, not dimensions, to keep metric cardinality flat.
  */
 export function powertoolsRunMetrics(): RunMetrics {
@@ -42,8 +54,19 @@ export function powertoolsRunMetrics(): RunMetrics {
         single.addMetric('ExportLagSeconds', MetricUnit.Seconds, seconds);
       }
     },
+    recordExpiredRows(figures) {
+      const single = metrics.singleMetric();
+      single.addMetadata('workspaceId', figures.workspaceId);
+      single.addMetadata('destinationId', figures.destinationId);
+      single.addDimension('Dataset', figures.dataset);
+      single.addMetric(
+        'ExpiredUnexportedSeconds',
+        MetricUnit.Seconds,
+        Math.round((figures.toMs - figures.fromMs) / 1000),
+      );
+    },
   };
 }
 
 /** Metrics that go nowhere (tests, benchmarks). */
-export const noRunMetrics: RunMetrics = { recordRun: () => undefined };
+export const noRunMetrics: RunMetrics = { recordRun: () => undefined, recordExpiredRows: () => undefined };

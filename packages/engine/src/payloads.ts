@@ -28,16 +28,25 @@ export interface RunRef {
   leaseToken: string;
   /** The destination's `configVersion` at claim: writers stop when it changes. */
   configVersion: number;
+  /**
+   * Epoch ms after which writers start no further file (they finish the one in flight and return where
+   * to continue): the run's time budget, well inside the 5 minutes of an Express execution.
+   */
+  deadlineMs: number;
 }
 
-/** One unit of work of the Map: an event window or the day's subscriber snapshot. */
+/**
+ * One unit of work of the Map, one writer invocation: a span of consecutive event windows (`@sluice/core`
+ * `Span`: cut at every `stepMs` of the UTC grid, or one window when `stepMs` is absent) or the day's
+ * subscriber snapshot.
+ */
 export type WorkItem =
-  | { dataset: EventDataset; kind: 'events'; fromMs: number; toMs: number }
+  | { dataset: EventDataset; kind: 'events'; fromMs: number; toMs: number; stepMs?: number }
   | { dataset: 'subscribers'; kind: 'snapshot'; date: string };
 
 /** Why a run or a window was skipped or stopped. */
 export type SkipReason = 'lease_held' | 'deleted' | 'paused' | 'lease_lost';
-export type StopReason = 'paused' | 'deleted' | 'config_changed';
+export type StopReason = 'paused' | 'deleted' | 'config_changed' | 'lease_lost';
 
 /** Output of {@link claimAndPlan}. */
 export interface ClaimAndPlanOutput {
@@ -53,30 +62,49 @@ export interface WriteWindowInput {
   item: WorkItem;
 }
 
-/** Output of {@link writeWindow}. */
+/**
+ * Output of {@link writeWindow}:
+ * - `written`: every window of the span (or the snapshot) is complete;
+ * - `partial`: the run's time ran out; the windows through `doneThroughMs` are complete and the one after
+ *   it continues, from its next file, in the next invocation (its progress is stored);
+ * - `stopped`: the destination was paused, deleted or moved, or another run took over.
+ * `rows`, `files` and `bytes` count what this invocation wrote.
+ */
 export interface WindowResult {
   dataset: WorkItem['dataset'];
   kind: WorkItem['kind'];
   fromMs?: number;
   toMs?: number;
   date?: string;
-  status: 'written' | 'stopped';
+  status: 'written' | 'partial' | 'stopped';
   stopReason?: StopReason;
+  /** Events: every window of the span ending at or before this is complete. */
+  doneThroughMs?: number;
   rows: number;
   files: number;
   bytes: number;
 }
 
+/** A Map item whose writer failed after its retries: the ExportRun's per-item Catch makes this its result. */
+export interface FailedItemResult {
+  status: 'failed';
+  item: WorkItem;
+  error: StepFunctionsError;
+}
+
+/** One result of the Map. */
+export type ItemResult = WindowResult | FailedItemResult;
+
 /** Input of {@link commitRun}. */
 export interface CommitInput {
   action?: 'commit';
   run: RunRef;
-  results: WindowResult[];
+  results: ItemResult[];
 }
 
 /** Output of {@link commitRun}. */
 export interface CommitOutput {
-  status: 'succeeded' | 'stopped';
+  status: 'succeeded' | 'stopped' | 'failed';
   runAgain: boolean;
 }
 

@@ -1,20 +1,25 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { CursorState, CursorWrite, Lease, PlannedWindow } from '@sluice/control';
+import type { CursorState, CursorWrite, Lease, PlannedSpan } from '@sluice/control';
 import {
   type Dataset,
   type Destination,
   type EventDataset,
+  gridPointAtOrBefore,
+  gridStartOf,
+  gridStepMs,
   isEventDataset,
-  planEventWindows,
+  planEventSpans,
   planSnapshot,
+  windowKey,
 } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
+import { settleExpiredRun } from './settle.js';
 
 /**
  * How long a claimed lease lasts: longer than an Express execution can run (5 minutes), so a live run never
- * loses it, short enough that a crashed run frees the destination soon.
+ * loses it, short enough that a run that died is settled soon (dispatch finds the expired lease).
  */
 export const LEASE_DURATION_MS = 6 * 60_000;
 
@@ -23,11 +28,15 @@ export function runIdOf(executionId: string): string {
   return `run_${createHash('sha256').update(executionId).digest('hex').slice(0, 24)}`;
 }
 
-/** Where an event dataset's export starts when its cursor has never been committed. */
+/**
+ * Where an event dataset's export starts when its cursor has never been committed: the start of the grid
+ * cell holding the dataset's start (`datasetStartedAt`, else `startFrom`), so every window is a whole cell.
+ */
 export function datasetStartMs(destination: Destination, dataset: Dataset): number {
   const started = destination.datasetStartedAt[dataset] ?? destination.startFrom;
-  const ms = Date.parse(started);
-  return Number.isFinite(ms) ? ms : Date.parse(destination.createdAt);
+  const parsed = Date.parse(started);
+  const ms = Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
+  return gridStartOf(ms, gridStepMs(destination.frequency));
 }
 
 /** The cursor position of an event dataset: committed `exportedThroughMs`, or the dataset's start. */
@@ -39,16 +48,38 @@ export function eventCursorMs(
   return cursor?.exportedThroughMs ?? datasetStartMs(destination, dataset);
 }
 
+/** Rows that left the event log before this export wrote them: `(fromMs, toMs]` of recorded time. */
+export interface ExpiredSpan {
+  dataset: EventDataset;
+  fromMs: number;
+  toMs: number;
+}
+
+/** The sentence a run record and `lastError` carry for rows that expired unexported. */
+export function expiredNote(spans: readonly ExpiredSpan[], retentionMs: number): string {
+  const days = Math.round((retentionMs / 86_400_000) * 10) / 10;
+  const parts = spans.map(
+    (span) =>
+      `${span.dataset} from ${new Date(span.fromMs + 1).toISOString()} to ${new Date(span.toMs).toISOString()}`,
+  );
+  return (
+    `Rows recorded ${parts.join('; ')} left the event log (kept ${days} days) before this export wrote ` +
+    'them: the export was paused or failing for longer than that. They cannot be exported; the export continues after them.'
+  );
+}
+
 /**
  * ClaimAndPlan: the first task of an ExportRun.
  * 1. Read the destination: deleted or paused → skipped.
- * 2. Claim its lease (conditional put); another live run holds it → skipped.
- * 3. Plan each dataset from its cursor: planned windows are reused exactly, new ones cut at UTC hour
- *    boundaries, at most an hour long (a day for `daily`), at most 48 windows and 7 days a run (a
- *    destination still behind runs again at once); the subscriber snapshot when today's is due.
- * 4. Store the plan on the cursors (fenced by the lease and the cursors' positions) before anything is
- *    written, so a retry rewrites exactly these windows.
- * 5. Write the run record (running) and mark the destination running (a queued manual run is taken).
+ * 2. A run that died holding the lease (expired) is settled first: recorded as failed.
+ * 3. Claim the lease (conditional, only while the destination exists); another live run holds it → skipped.
+ * 4. Plan each dataset from its cursor ({@link planDatasets}): spans of grid windows, reused exactly when
+ *    planned before; the subscriber snapshot when today's is due. A cursor behind the event log's retention
+ *    moves to it, and the lost span is reported (run record, `lastError`, metric).
+ * 5. Store the plan on the cursors (fenced by the lease and the cursors' positions) before anything is
+ *    written, so a retry walks exactly these windows.
+ * 6. Write the run record (running) and mark the destination running (a queued manual run is taken), both
+ *    fenced by the lease.
  * On an error after the claim the lease is released before the error is rethrown (classified).
  */
 export async function claimAndPlan(
@@ -59,103 +90,145 @@ export async function claimAndPlan(
   let lease: Lease | undefined;
   try {
     const now = deps.now();
+    const nowMs = now.getTime();
     const destination = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
     if (destination === undefined) return { outcome: 'skipped', reason: 'deleted' };
     if (!destination.isEnabled) return { outcome: 'skipped', reason: 'paused' };
 
     const runId = runIdOf(input.executionId);
-    lease = await deps.stateStore.claimLease({
+    const held = await deps.leases.get(input.workspaceId, input.destinationId);
+    if (held !== undefined && held.runId !== runId && held.expiresAtMs < nowMs) {
+      await settleExpiredRun(held, deps);
+    }
+    lease = await deps.leases.claim({
       workspaceId: input.workspaceId,
       destinationId: input.destinationId,
       runId,
       token: randomUUID(),
       startedAt: now.toISOString(),
-      nowMs: now.getTime(),
+      nowMs,
       durationMs: LEASE_DURATION_MS,
     });
     if (lease === undefined) return { outcome: 'skipped', reason: 'lease_held' };
-    const held = lease;
+    const fence = { lease };
 
-    const cursors = await deps.stateStore.getCursors(input.workspaceId, input.destinationId);
-    const { items, writes } = planDatasets(destination, cursors, runId, now.getTime());
-    const saved = await deps.stateStore.savePlanned({ lease: held }, writes, now);
-    if (!saved) {
-      await deps.stateStore.releaseLease(held);
+    const cursors = await deps.cursors.get(input.workspaceId, input.destinationId);
+    const plan = planDatasets(destination, cursors, runId, nowMs, deps.settings.eventRetentionMs);
+    if (!(await deps.cursors.advance(fence, plan.writes, now))) {
+      await deps.leases.release(lease);
       lease = undefined;
       return { outcome: 'skipped', reason: 'lease_lost' };
     }
 
+    const note = plan.expired.length > 0 ? expiredNote(plan.expired, deps.settings.eventRetentionMs) : null;
+    for (const span of plan.expired) {
+      deps.metrics.recordExpiredRows({
+        workspaceId: input.workspaceId,
+        destinationId: input.destinationId,
+        ...span,
+      });
+    }
     const isManual = input.trigger === 'manual';
-    await deps.stateStore.putRun({
-      workspaceId: input.workspaceId,
-      id: runId,
-      destinationId: input.destinationId,
-      status: 'running',
-      isManual,
-      rowCount: 0,
-      fileCount: 0,
-      byteCount: 0,
-      stats: {},
-      error: null,
-      startedAt: held.startedAt,
-      finishedAt: null,
-    });
-    await deps.stateStore.updateRunState(
+    await deps.runs.start(
+      {
+        workspaceId: input.workspaceId,
+        id: runId,
+        destinationId: input.destinationId,
+        status: 'running',
+        isManual,
+        rowCount: 0,
+        fileCount: 0,
+        byteCount: 0,
+        stats: {},
+        error: note,
+        startedAt: lease.startedAt,
+        finishedAt: null,
+      },
+      fence,
+    );
+    await deps.runState.update(
       input.workspaceId,
       input.destinationId,
-      { status: 'running', ...(isManual || destination.manualRunQueued ? { manualRunQueued: false } : {}) },
+      {
+        status: 'running',
+        ...(isManual || destination.manualRunQueued ? { manualRunQueued: false } : {}),
+        ...(note !== null ? { lastError: note, lastErrorAt: now.toISOString() } : {}),
+      },
       now,
+      fence,
     );
 
     const run: RunRef = {
       workspaceId: input.workspaceId,
       destinationId: input.destinationId,
       runId,
-      startedAt: held.startedAt,
-      leaseToken: held.token,
+      startedAt: lease.startedAt,
+      leaseToken: lease.token,
       configVersion: destination.configVersion,
+      deadlineMs: nowMs + deps.settings.runBudgetMs,
     };
-    return { outcome: 'planned', run, items };
+    return { outcome: 'planned', run, items: plan.items };
   } catch (error) {
-    if (lease !== undefined) await deps.stateStore.releaseLease(lease).catch(() => false);
+    if (lease !== undefined) await deps.leases.release(lease).catch(() => false);
     throw classifyEngineError(error);
   }
 }
 
-/** The work items of a run and the cursor writes that store them as planned. Pure. */
+/** What {@link planDatasets} decided. */
+export interface DatasetsPlan {
+  /** The Map items of the run. */
+  items: WorkItem[];
+  /** The cursor writes that store the plan (and move a cursor past expired rows). */
+  writes: CursorWrite[];
+  /** Spans of recorded time whose rows expired before this export wrote them. */
+  expired: ExpiredSpan[];
+}
+
+/**
+ * The work items of a run and the cursor writes that store them as planned. Pure.
+ * An event cursor behind the event log's retention (`nowMs - retentionMs`, on the grid) first moves to it:
+ * those rows are gone, and the span is reported in `expired`.
+ */
 export function planDatasets(
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   runId: string,
   nowMs: number,
-): { items: WorkItem[]; writes: CursorWrite[] } {
+  retentionMs: number,
+): DatasetsPlan {
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
+  const expired: ExpiredSpan[] = [];
+  const stepMs = gridStepMs(destination.frequency);
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
     if (isEventDataset(dataset)) {
-      const cursorMs = eventCursorMs(destination, cursor, dataset);
-      const stored = cursor?.plannedWindows ?? [];
-      const plan = planEventWindows({
-        cursorMs,
-        planned: stored,
-        nowMs,
-        frequency: destination.frequency,
-      });
-      const runIds = new Map(stored.map((window) => [`${window.fromMs}-${window.toMs}`, window.runId]));
-      const planned: PlannedWindow[] = plan.planned.map((window) => ({
-        ...window,
-        runId: runIds.get(`${window.fromMs}-${window.toMs}`) ?? runId,
+      let cursorMs = eventCursorMs(destination, cursor, dataset);
+      let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
+      const horizon = gridPointAtOrBefore(nowMs - retentionMs, stepMs);
+      const moved = cursorMs < horizon;
+      if (moved) {
+        expired.push({ dataset, fromMs: cursorMs, toMs: horizon });
+        cursorMs = horizon;
+        stored = [];
+      }
+      const plan = planEventSpans({ cursorMs, planned: stored, nowMs, frequency: destination.frequency });
+      const runIds = new Map(stored.map((span) => [windowKey(span), span.runId]));
+      const planned: PlannedSpan[] = plan.planned.map((span) => ({
+        ...span,
+        runId: runIds.get(windowKey(span)) ?? runId,
       }));
-      for (const window of plan.windows) items.push({ dataset, kind: 'events', ...window });
+      for (const span of plan.spans) items.push({ dataset, kind: 'events', ...span });
       const unchanged =
+        !moved &&
         planned.length === stored.length &&
-        planned.every((w, i) => w.fromMs === stored[i]?.fromMs && w.toMs === stored[i]?.toMs);
+        planned.every((s, i) => s.fromMs === stored[i]?.fromMs && s.toMs === stored[i]?.toMs);
       if (!unchanged) {
         writes.push({
           dataset,
           expected: positionOf(cursor),
-          plannedWindows: planned,
+          ...(moved ? { next: { exportedThroughMs: cursorMs } } : {}),
+          plannedSpans: planned,
         });
       }
     } else {
@@ -171,7 +244,7 @@ export function planDatasets(
       }
     }
   }
-  return { items, writes };
+  return { items, writes, expired };
 }
 
 /** The stored position of a cursor, as a write's expected value. */

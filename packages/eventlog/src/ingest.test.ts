@@ -44,7 +44,7 @@ async function readAll(
   toMs: number,
 ) {
   const lines: string[] = [];
-  for await (const page of reader.readWindow(workspaceId, dataset, fromMs, toMs)) lines.push(...page);
+  for await (const page of reader.readWindow(workspaceId, dataset, fromMs, toMs)) lines.push(...page.lines);
   return lines;
 }
 
@@ -256,7 +256,7 @@ describe('EventLogWriter subscribers', () => {
       'bad id',
     ]);
     const lines: string[] = [];
-    for await (const page of reader.readSubscribers(workspaceId)) lines.push(...page);
+    for await (const page of reader.readSubscribers(workspaceId)) lines.push(...page.lines);
 
     // Assess
     expect(upserted).toEqual({
@@ -289,7 +289,7 @@ describe('EventLogWriter subscribers', () => {
     );
     const reader = new EventLogReader({ pageLimit: 4 });
     const pages: string[][] = [];
-    for await (const page of reader.readSubscribers(workspaceId)) pages.push(page);
+    for await (const page of reader.readSubscribers(workspaceId)) pages.push(page.lines);
     expect(pages.flat()).toHaveLength(30);
     expect(Math.max(...pages.map((p) => p.length))).toBeLessThanOrEqual(4);
     expect(new Set(pages.flat()).size).toBe(30);

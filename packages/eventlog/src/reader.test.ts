@@ -35,7 +35,7 @@ async function seed(workspaceId: string, events: Written[]): Promise<Written[]> 
 
 async function read(reader: EventLogReader, workspaceId: string, fromMs: number, toMs: number) {
   const pages: string[][] = [];
-  for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, toMs)) pages.push(page);
+  for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, toMs)) pages.push(page.lines);
   const rows = pages.flat().map((line) => JSON.parse(line) as { id: string; recorded_at: string });
   return { pages, ids: rows.map((row) => row.id), rows };
 }
@@ -190,7 +190,7 @@ describe('EventLogReader with a failing store', () => {
     const reader = new EventLogReader({ client: failingClient(), eventsTable: 't', batchSize: 1 });
     const pages: string[][] = [];
     for await (const page of reader.readWindow('ws', 'custom_events', MIDNIGHT, MIDNIGHT + 3 * HOUR)) {
-      pages.push(page);
+      pages.push(page.lines);
       break;
     }
     // Let the prefetched pages settle (and fail) after the consumer left.

@@ -27,7 +27,7 @@ import {
   SUBSCRIBER_SHARDS,
   subscriberPk,
 } from './keys.js';
-import type { EventSource } from './source.js';
+import type { EventSource, SourcePage } from './source.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -59,11 +59,14 @@ class ShardCursor {
   index = 0;
   private next: Promise<{ items: Item[]; lastKey: Item | undefined }> | undefined;
 
+  /** `skipThrough`: items whose sort key is at or before it are skipped (a resumed read's first hour). */
   constructor(
     private readonly client: DynamoDBClient,
     private readonly input: QueryCommandInput,
+    private readonly skipThrough?: string,
+    startKey?: Item,
   ) {
-    this.next = this.prefetch(undefined);
+    this.next = this.prefetch(startKey);
   }
 
   /** Starts fetching a page; marked handled so that a consumer who stops early leaves no unhandled rejection. */
@@ -87,6 +90,10 @@ class ShardCursor {
       const page = await this.next;
       this.items = page.items;
       this.index = 0;
+      const skip = this.skipThrough;
+      if (skip !== undefined) {
+        while (this.index < this.items.length && this.items[this.index]!.SK!.S! <= skip) this.index++;
+      }
       this.next = page.lastKey ? this.prefetch(page.lastKey) : undefined;
     }
     return true;
@@ -156,16 +163,27 @@ export class EventLogReader implements EventSource {
     dataset: EventDataset,
     fromMs: number,
     toMs: number,
-  ): AsyncGenerator<string[], void, undefined> {
+    afterKey?: string,
+  ): AsyncGenerator<SourcePage, void, undefined> {
     assertWorkspaceId(workspaceId);
-    if (!(toMs > fromMs)) return;
-    let out: string[] = [];
-    const slices = EventLogReader.hours(fromMs, toMs);
+    // A resumed read starts at the millisecond of the last line written and skips through that line.
+    const afterMs = afterKey !== undefined ? Number(afterKey.slice(0, 13)) - 1 : undefined;
+    if (afterMs !== undefined && !(Number.isInteger(afterMs) && afterMs >= fromMs && afterMs < toMs)) {
+      throw new Error(`afterKey ${afterKey} is not inside the window`);
+    }
+    const startMs = afterMs ?? fromMs;
+    if (!(toMs > startMs)) return;
+    let out: SourcePage = { lines: [], keys: [] };
+    const slices = EventLogReader.hours(startMs, toMs);
     const open = ({ hourMs, loMs, hiMs }: { hourMs: number; loMs: number; hiMs: number }) =>
       Array.from(
         { length: EVENT_SHARDS },
         (_, shard) =>
-          new ShardCursor(this.client, this.partitionQuery(workspaceId, dataset, hourMs, shard, loMs, hiMs)),
+          new ShardCursor(
+            this.client,
+            this.partitionQuery(workspaceId, dataset, hourMs, shard, loMs, hiMs),
+            afterKey,
+          ),
       );
     // The next hour's first pages are fetched while this hour is merged.
     let upcoming = open(slices[0]!);
@@ -192,22 +210,23 @@ export class EventLogReader implements EventSource {
         }
         const { items } = min;
         let { index } = min;
-        const room = this.batchSize - out.length;
+        const room = this.batchSize - out.lines.length;
         const end = Math.min(items.length, index + room);
-        if (second === undefined) {
-          for (; index < end; index++) out.push(items[index]!.line!.S!);
-        } else {
-          for (; index < end && items[index]!.SK!.S! < second; index++) out.push(items[index]!.line!.S!);
+        for (; index < end; index++) {
+          const key = items[index]!.SK!.S!;
+          if (second !== undefined && key >= second) break;
+          out.lines.push(items[index]!.line!.S!);
+          out.keys.push(key);
         }
         min.index = index;
-        if (out.length >= this.batchSize) {
+        if (out.lines.length >= this.batchSize) {
           yield out;
-          out = [];
+          out = { lines: [], keys: [] };
         }
         if (!(await min.fill())) live = live.filter((c) => c !== min);
       }
     }
-    if (out.length > 0) yield out;
+    if (out.lines.length > 0) yield out;
   }
 
   /** {@inheritDoc EventSource.hasRowsAfter} */
@@ -283,24 +302,44 @@ export class EventLogReader implements EventSource {
     return count;
   }
 
-  /** {@inheritDoc EventSource.readSubscribers} Order: by shard, then by subscriber id. */
-  async *readSubscribers(workspaceId: string): AsyncGenerator<string[], void, undefined> {
+  /**
+   * {@inheritDoc EventSource.readSubscribers} Order: by shard, then by subscriber id. A position is
+   * `<shard>#<subscriberId>`.
+   */
+  async *readSubscribers(workspaceId: string, afterKey?: string): AsyncGenerator<SourcePage, void, undefined> {
     assertWorkspaceId(workspaceId);
     const tableName = resolveTableName(this.subscribersTable, 'subscribers');
-    for (let shard = 0; shard < SUBSCRIBER_SHARDS; shard++) {
-      const cursor = new ShardCursor(this.client, {
-        TableName: tableName,
-        KeyConditionExpression: '#pk = :pk',
-        ExpressionAttributeNames: { '#pk': 'PK', '#line': 'line' },
-        ExpressionAttributeValues: { ':pk': { S: subscriberPk(workspaceId, shard) } },
-        ProjectionExpression: '#line',
-        ConsistentRead: this.consistentRead,
-        ...(this.pageLimit ? { Limit: this.pageLimit } : {}),
-      });
+    const separator = afterKey?.indexOf('#') ?? -1;
+    const afterShard = afterKey !== undefined ? Number(afterKey.slice(0, separator)) : 0;
+    if (afterKey !== undefined && !(separator > 0 && Number.isInteger(afterShard))) {
+      throw new Error(`afterKey ${afterKey} is not a subscriber position`);
+    }
+    for (let shard = afterShard; shard < SUBSCRIBER_SHARDS; shard++) {
+      const pk = subscriberPk(workspaceId, shard);
+      const startKey =
+        afterKey !== undefined && shard === afterShard
+          ? { PK: { S: pk }, SK: { S: afterKey.slice(separator + 1) } }
+          : undefined;
+      const cursor = new ShardCursor(
+        this.client,
+        {
+          TableName: tableName,
+          KeyConditionExpression: '#pk = :pk',
+          ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#line': 'line' },
+          ExpressionAttributeValues: { ':pk': { S: pk } },
+          ProjectionExpression: '#sk, #line',
+          ConsistentRead: this.consistentRead,
+          ...(this.pageLimit ? { Limit: this.pageLimit } : {}),
+        },
+        undefined,
+        startKey,
+      );
       while (await cursor.fill()) {
-        const lines = cursor.items.slice(cursor.index).map((item) => item.line!.S!);
+        const items = cursor.items.slice(cursor.index);
         cursor.index = cursor.items.length;
-        if (lines.length > 0) yield lines;
+        if (items.length > 0) {
+          yield { lines: items.map((item) => item.line!.S!), keys: items.map((item) => `${shard}#${item.SK!.S!}`) };
+        }
       }
     }
   }

@@ -11,15 +11,17 @@ import type { EventDataset } from '@sluice/core';
 export interface EventSource {
   /**
    * The rows of one dataset recorded in `(fromMs, toMs]` (epoch ms; `fromMs` exclusive, `toMs` inclusive), as
-   * pages of lines in recorded-time order, ties broken by id. Streams: memory is bounded by a few pages, not
-   * by the window. An empty window yields nothing.
+   * pages of lines in recorded-time order, ties broken by id, each line with its position. Streams: memory is
+   * bounded by a few pages, not by the window. An empty window yields nothing. With `afterKey` (a position
+   * from an earlier page), reading continues right after that line: a writer out of time resumes there.
    */
   readWindow(
     workspaceId: string,
     dataset: EventDataset,
     fromMs: number,
     toMs: number,
-  ): AsyncIterable<string[]>;
+    afterKey?: string,
+  ): AsyncIterable<SourcePage>;
 
   /** True when at least one row of the dataset was recorded in `(afterMs, untilMs]`. Cheap: no rows are read. */
   hasRowsAfter(
@@ -32,7 +34,16 @@ export interface EventSource {
   /**
    * The current subscribers of a workspace, as pages of stored lines (the snapshot row without
    * `snapshot_date`: add it with `@sluice/core` `withSnapshotDate`). Every subscriber exactly once; order is
-   * stable for an unchanged table.
+   * stable for an unchanged table. With `afterKey`, continues right after that subscriber.
    */
-  readSubscribers(workspaceId: string): AsyncIterable<string[]>;
+  readSubscribers(workspaceId: string, afterKey?: string): AsyncIterable<SourcePage>;
+}
+
+/**
+ * A page of lines and, for each line, its position in the source: an opaque string that
+ * {@link EventSource.readWindow} and {@link EventSource.readSubscribers} take back as `afterKey`.
+ */
+export interface SourcePage {
+  lines: string[];
+  keys: string[];
 }

@@ -123,7 +123,7 @@ export interface ExportRunOutcome {
   status: 'succeeded' | 'stopped' | 'skipped' | 'failed';
   /** Why it was skipped (ClaimAndPlan's `reason`). */
   reason?: string;
-  /** The Fail state's error, for failed runs: what RecordFailure recorded. */
+  /** The Fail state's error, for runs that failed in a task (a writer's failure is recorded by Commit instead). */
   error?: StatesError;
   /** Commit's `runAgain`: the destination is still behind. */
   runAgain: boolean;
@@ -493,7 +493,13 @@ function summarize(executionArn: string, input: Json, output: Json): ExportRunOu
   return {
     executionArn,
     input,
-    status: !planned ? 'skipped' : state.commit?.status === 'stopped' ? 'stopped' : 'succeeded',
+    status: !planned
+      ? 'skipped'
+      : state.commit?.status === 'stopped'
+        ? 'stopped'
+        : state.commit?.status === 'failed'
+          ? 'failed'
+          : 'succeeded',
     ...(state.plan?.reason !== undefined ? { reason: state.plan.reason } : {}),
     runAgain: state.commit?.runAgain === true,
     items: Array.isArray(state.plan?.items) ? state.plan.items.length : 0,

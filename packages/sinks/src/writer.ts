@@ -16,6 +16,12 @@ export interface WrittenFile {
   uncompressedBytes: number;
 }
 
+/** Options of {@link BucketWriter.writeFile}. */
+export interface WriteFileOptions {
+  /** Write a zero-line file when the source has no lines. @default false */
+  empty?: boolean;
+}
+
 /**
  * Writes export files to one customer bucket. The engine depends on this interface only; every provider
  * is served by {@link S3BucketWriter}, and `bucket-writer.contract.ts` is the suite any other
@@ -25,10 +31,15 @@ export interface BucketWriter {
   /**
    * Encodes `lines` (serialized JSON, no newline) as `.jsonl.gz` and uploads it to `key` (the full
    * object key, path prefix included: see the layout functions of `@sluice/core`). The object appears whole or not at all; a
-   * source with no lines writes nothing. Throws a `BucketError` for bucket failures, or the source's
-   * own error if reading the lines failed.
+   * source with no lines writes nothing, unless `options.empty` asks for a valid `.jsonl.gz` of zero lines
+   * (the engine overwrites an earlier attempt's leftover file with one). Throws a `BucketError` for bucket
+   * failures, or the source's own error if reading the lines failed.
    */
-  writeFile(key: string, lines: AsyncIterable<string> | Iterable<string>): Promise<WrittenFile>;
+  writeFile(
+    key: string,
+    lines: AsyncIterable<string> | Iterable<string>,
+    options?: WriteFileOptions,
+  ): Promise<WrittenFile>;
   /** Writes a small object such as `_SUCCESS`. Throws a `BucketError`. */
   writeMarker(key: string, body: string | Uint8Array): Promise<void>;
 }
@@ -92,10 +103,16 @@ export class S3BucketWriter implements BucketWriter {
     this.queueSize = options.queueSize;
   }
 
-  async writeFile(key: string, lines: AsyncIterable<string> | Iterable<string>): Promise<WrittenFile> {
+  async writeFile(
+    key: string,
+    lines: AsyncIterable<string> | Iterable<string>,
+    options: WriteFileOptions = {},
+  ): Promise<WrittenFile> {
     const source = await peek(lines);
-    if (source === undefined) return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
-    const encoding = encodeJsonlGzip(source);
+    if (source === undefined && options.empty !== true) {
+      return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
+    }
+    const encoding = encodeJsonlGzip(source ?? []);
     await uploadStream(
       this.client,
       {

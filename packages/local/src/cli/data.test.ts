@@ -41,9 +41,9 @@ async function file(name: string, lines: string[]): Promise<string> {
   return path;
 }
 
-async function readLines(iterable: AsyncIterable<string[]>): Promise<string[]> {
+async function readLines(iterable: AsyncIterable<{ lines: string[] }>): Promise<string[]> {
   const all: string[] = [];
-  for await (const page of iterable) all.push(...page);
+  for await (const page of iterable) all.push(...page.lines);
   return all;
 }
 

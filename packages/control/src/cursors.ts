@@ -1,0 +1,368 @@
+import {
+  BatchWriteCommand,
+  type BatchWriteCommandInput,
+  type BatchWriteCommandOutput,
+  paginateQuery,
+  type QueryCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { type Dataset, DATASETS, isDataset } from '@sluice/core';
+import {
+  type ControlTable,
+  type ControlTableOptions,
+  mapDynamoError,
+  resolveControlTable,
+} from './client.js';
+import { cursorSk, cursorSkPrefix, destinationSk, progressSk, progressSkPrefix, workspacePk } from './items.js';
+import { fencedDestination, type Lease, type LeaseFence, LeaseStore, leaseCondition } from './leases.js';
+import { type TransactItem, transact } from './transactions.js';
+
+/**
+ * The export position of each (destination, dataset) and the work planned from it (docs/internals.md):
+ * - the cursor item `DEST#<id>#CURSOR#<dataset>`: `exportedThroughMs` (events) or `snapshotDate`
+ *   (subscribers), and the spans or snapshot planned and not yet committed;
+ * - window progress items `DEST#<id>#PROGRESS#<dataset>#<window>`: how far a writer got in one window (or
+ *   one day's snapshot), saved after every file, so a writer out of time, a crash or the end of an execution
+ *   loses at most the file in flight, and the next invocation continues with the next file number.
+ * Every write is fenced by the lease (or "no live lease", for the dispatcher) and each cursor write also by
+ * the cursor's expected old position, so two executions can never both move it.
+ */
+
+type Item = Record<string, unknown>;
+
+/** Event windows planned but not yet committed, with the run that planned them (`@sluice/core` `Span`). */
+export interface PlannedSpan {
+  fromMs: number;
+  toMs: number;
+  /** The grid step the span is cut at; absent for a single window planned by an older version. */
+  stepMs?: number;
+  runId: string;
+}
+
+/** A subscriber snapshot planned but not yet complete. */
+export interface PlannedSnapshot {
+  date: string;
+  runId: string;
+}
+
+/** One dataset's cursor as stored. */
+export interface CursorState {
+  dataset: Dataset;
+  /** Events: everything recorded through this instant is written. Absent until the first commit. */
+  exportedThroughMs?: number;
+  /** Subscribers: the date of the last complete snapshot. */
+  snapshotDate?: string;
+  /** Events: the spans planned and not committed, in order. */
+  plannedSpans: PlannedSpan[];
+  /** Subscribers: the snapshot planned and not complete. */
+  plannedSnapshot?: PlannedSnapshot;
+}
+
+/** The value a cursor write expects to find, and the value it writes. */
+export interface CursorPosition {
+  exportedThroughMs?: number;
+  snapshotDate?: string;
+}
+
+/** One cursor write of {@link CursorStore.savePlanned} or {@link CursorStore.advance}. */
+export interface CursorWrite {
+  dataset: Dataset;
+  /** The position the cursor must still hold (absent fields: the cursor must not have them yet). */
+  expected: CursorPosition;
+  /** The new position; omit to keep the position and only replace the planned work. */
+  next?: CursorPosition;
+  /** The new planned work: spans for events, at most one snapshot for subscribers. */
+  plannedSpans?: PlannedSpan[];
+  plannedSnapshot?: PlannedSnapshot | null;
+}
+
+/**
+ * How far the writers got in one event window or one day's snapshot. Kept until the cursor moves past it.
+ * Only windows with at least one file have one: an empty window is cheap to read again.
+ */
+export interface WindowProgress {
+  dataset: Dataset;
+  /** `<fromMs>-<toMs>` of an event window, or the snapshot's date. */
+  window: string;
+  /** The destination's `configVersion` the files were written for: another location starts over. */
+  configVersion: number;
+  /** Files written so far, numbered from 0: the next file's number. */
+  nextFile: number;
+  /** The source position after the last line of the last file (opaque here; absent before the first file). */
+  lastKey?: string;
+  /**
+   * The highest file number ever started for this window (-1 when none). Recorded before a file is
+   * written, so a retry that ends with fewer files knows which higher-numbered leftovers to overwrite.
+   */
+  maxFile: number;
+  /** Totals of the files written so far. */
+  rows: number;
+  files: number;
+  bytes: number;
+  /** Every file of the window is written (and, for a snapshot, `_SUCCESS`). */
+  done: boolean;
+  /** The run that wrote last. */
+  runId: string;
+}
+
+/** The key of a progress entry in {@link CursorStore.getProgress}'s map. */
+export function progressKey(dataset: Dataset, window: string): string {
+  return `${dataset}#${window}`;
+}
+
+/** What fences a writer's progress: its run's lease, and the destination still wanting its files. */
+export interface ProgressFence {
+  lease: Pick<Lease, 'workspaceId' | 'destinationId' | 'token'>;
+  /** The destination must still be enabled with this `configVersion`. */
+  configVersion: number;
+}
+
+/** The outcome of {@link CursorStore.saveProgress}. */
+export type ProgressSaveOutcome = 'saved' | 'lease_lost' | 'destination_changed';
+
+function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
+  const cursor: CursorState = { dataset, plannedSpans: [] };
+  if (item === undefined) return cursor;
+  if (typeof item.exportedThroughMs === 'number') cursor.exportedThroughMs = item.exportedThroughMs;
+  if (typeof item.snapshotDate === 'string') cursor.snapshotDate = item.snapshotDate;
+  const planned = Array.isArray(item.planned) ? (item.planned as Item[]) : [];
+  for (const entry of planned) {
+    const runId = typeof entry.runId === 'string' ? entry.runId : '';
+    if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
+      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId };
+      if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
+      cursor.plannedSpans.push(span);
+    } else if (typeof entry.date === 'string') {
+      cursor.plannedSnapshot = { date: entry.date, runId };
+    }
+  }
+  return cursor;
+}
+
+function toProgress(item: Item): WindowProgress | undefined {
+  const dataset = item.dataset;
+  if (typeof dataset !== 'string' || !isDataset(dataset) || typeof item.window !== 'string') return undefined;
+  const number = (value: unknown, fallback: number) => (typeof value === 'number' ? value : fallback);
+  const progress: WindowProgress = {
+    dataset,
+    window: item.window,
+    configVersion: number(item.configVersion, -1),
+    nextFile: number(item.nextFile, 0),
+    maxFile: number(item.maxFile, -1),
+    rows: number(item.rows, 0),
+    files: number(item.files, 0),
+    bytes: number(item.bytes, 0),
+    done: item.done === true,
+    runId: typeof item.runId === 'string' ? item.runId : '',
+  };
+  if (typeof item.lastKey === 'string') progress.lastKey = item.lastKey;
+  return progress;
+}
+
+/** Progress items are kept at most this long (a destination that stopped exporting leaves none for ever). */
+const PROGRESS_TTL_SECONDS = 35 * 86_400;
+
+/** Cursors and window progress. Takes `{ client?, tableName? }` like every control store. */
+export class CursorStore {
+  private readonly table: ControlTable;
+
+  constructor(options: ControlTableOptions = {}) {
+    this.table = resolveControlTable(options);
+  }
+
+  /** Every cursor of the destination, one per dataset (an empty one where none is stored), consistent read. */
+  async get(workspaceId: string, destinationId: string): Promise<Map<Dataset, CursorState>> {
+    const prefix = cursorSkPrefix(destinationId);
+    const stored = new Map<string, Item>();
+    for (const item of await this.query(workspaceId, prefix)) {
+      stored.set(String(item.SK).slice(prefix.length), item);
+    }
+    const cursors = new Map<Dataset, CursorState>();
+    for (const dataset of DATASETS) cursors.set(dataset, toCursor(dataset, stored.get(dataset)));
+    return cursors;
+  }
+
+  /**
+   * Stores the planned work of a run before anything is written, in one transaction fenced by the lease
+   * and by each cursor's expected position. Returns false when the fence or a position no longer holds.
+   */
+  savePlanned(fence: LeaseFence, writes: CursorWrite[], now: Date): Promise<boolean> {
+    return this.write(
+      fence,
+      writes.map((write) => ({ ...write, next: undefined })),
+      now,
+    );
+  }
+
+  /**
+   * Advances cursors (new position and remaining planned work) in one transaction fenced by the lease (or
+   * by "no live lease", for the dispatcher) and by each cursor's expected old position, so of two
+   * executions at most one moves a cursor. Returns false when the fence or an expected position fails.
+   */
+  advance(fence: LeaseFence, writes: CursorWrite[], now: Date): Promise<boolean> {
+    return this.write(fence, writes, now);
+  }
+
+  /** Every window progress of a destination, keyed by {@link progressKey}. Consistent read. */
+  async getProgress(workspaceId: string, destinationId: string): Promise<Map<string, WindowProgress>> {
+    const entries = new Map<string, WindowProgress>();
+    for (const item of await this.query(workspaceId, progressSkPrefix(destinationId))) {
+      const progress = toProgress(item);
+      if (progress !== undefined) entries.set(progressKey(progress.dataset, progress.window), progress);
+    }
+    return entries;
+  }
+
+  /**
+   * Saves a writer's progress in one transaction: only while its run holds the lease and the destination
+   * is still enabled with the run's `configVersion` (a pause, a delete or a move stops the writer here,
+   * before its next file).
+   */
+  async saveProgress(fence: ProgressFence, progress: WindowProgress, now: Date): Promise<ProgressSaveOutcome> {
+    const { workspaceId, destinationId } = fence.lease;
+    const pk = workspacePk(workspaceId);
+    const outcome = await transact(this.table, [
+      leaseCondition(this.table.tableName, { lease: fence.lease }),
+      {
+        ConditionCheck: {
+          TableName: this.table.tableName,
+          Key: { PK: pk, SK: destinationSk(destinationId) },
+          ConditionExpression: 'configVersion = :configVersion AND isEnabled = :true',
+          ExpressionAttributeValues: { ':configVersion': fence.configVersion, ':true': true },
+        },
+      },
+      {
+        Put: {
+          TableName: this.table.tableName,
+          Item: {
+            PK: pk,
+            SK: progressSk(destinationId, progress.dataset, progress.window),
+            ...progress,
+            updatedAt: now.toISOString(),
+            expiresAt: Math.floor(now.getTime() / 1000) + PROGRESS_TTL_SECONDS,
+          },
+        },
+      },
+    ]);
+    if (outcome === true) return 'saved';
+    return outcome === 0 ? 'lease_lost' : 'destination_changed';
+  }
+
+  /** Deletes progress entries the cursor has moved past (idempotent; a leftover is ignored and expires). */
+  async deleteProgress(
+    workspaceId: string,
+    destinationId: string,
+    entries: readonly Pick<WindowProgress, 'dataset' | 'window'>[],
+  ): Promise<void> {
+    const pk = workspacePk(workspaceId);
+    for (let i = 0; i < entries.length; i += 25) {
+      let requests: BatchWriteCommandInput['RequestItems'] = {
+        [this.table.tableName]: entries.slice(i, i + 25).map((entry) => ({
+          DeleteRequest: { Key: { PK: pk, SK: progressSk(destinationId, entry.dataset, entry.window) } },
+        })),
+      };
+      for (let attempt = 0; requests && Object.keys(requests).length > 0 && attempt < 8; attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
+        try {
+          const output: BatchWriteCommandOutput = await this.table.client.send(
+            new BatchWriteCommand({ RequestItems: requests }),
+          );
+          requests = output.UnprocessedItems;
+        } catch (error) {
+          mapDynamoError(error);
+        }
+      }
+    }
+  }
+
+  private async query(workspaceId: string, prefix: string): Promise<Item[]> {
+    const input: QueryCommandInput = {
+      TableName: this.table.tableName,
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+      ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':prefix': prefix },
+      ConsistentRead: true,
+    };
+    const items: Item[] = [];
+    try {
+      for await (const page of paginateQuery({ client: this.table.client }, input)) {
+        items.push(...(page.Items ?? []));
+      }
+    } catch (error) {
+      mapDynamoError(error);
+    }
+    return items;
+  }
+
+  private async write(fence: LeaseFence, writes: CursorWrite[], now: Date): Promise<boolean> {
+    if (writes.length === 0) return this.fenceHolds(fence);
+    const { workspaceId, destinationId } = fencedDestination(fence);
+    const pk = workspacePk(workspaceId);
+    const items: TransactItem[] = [leaseCondition(this.table.tableName, fence)];
+    for (const write of writes) items.push(this.cursorUpdate(pk, destinationId, write, now));
+    return (await transact(this.table, items)) === true;
+  }
+
+  /** With nothing to write, the fence alone decides, from a consistent read of the lease. */
+  private fenceHolds(fence: LeaseFence): Promise<boolean> {
+    return new LeaseStore({ client: this.table.client, tableName: this.table.tableName }).holds(fence);
+  }
+
+  private cursorUpdate(pk: string, destinationId: string, write: CursorWrite, now: Date): TransactItem {
+    const names: Record<string, string> = { '#dataset': 'dataset', '#updatedAt': 'updatedAt' };
+    const values: Record<string, unknown> = { ':dataset': write.dataset, ':updatedAt': now.toISOString() };
+    const sets = ['#dataset = :dataset', '#updatedAt = :updatedAt'];
+    const removes: string[] = [];
+    const conditions: string[] = [];
+    for (const field of ['exportedThroughMs', 'snapshotDate'] as const) {
+      names[`#${field}`] = field;
+      const expected = write.expected[field];
+      if (expected === undefined) conditions.push(`attribute_not_exists(#${field})`);
+      else {
+        values[`:old_${field}`] = expected;
+        conditions.push(`#${field} = :old_${field}`);
+      }
+      const next = write.next?.[field];
+      if (next !== undefined) {
+        values[`:new_${field}`] = next;
+        sets.push(`#${field} = :new_${field}`);
+      }
+    }
+    const planned: Item[] = [];
+    let touchesPlanned = false;
+    if (write.plannedSpans !== undefined) {
+      touchesPlanned = true;
+      for (const span of write.plannedSpans) {
+        planned.push({
+          fromMs: span.fromMs,
+          toMs: span.toMs,
+          ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
+          runId: span.runId,
+        });
+      }
+    }
+    if (write.plannedSnapshot !== undefined) {
+      touchesPlanned = true;
+      if (write.plannedSnapshot !== null) {
+        planned.push({ date: write.plannedSnapshot.date, runId: write.plannedSnapshot.runId });
+      }
+    }
+    if (touchesPlanned) {
+      names['#planned'] = 'planned';
+      if (planned.length > 0) {
+        values[':planned'] = planned;
+        sets.push('#planned = :planned');
+      } else {
+        removes.push('#planned');
+      }
+    }
+    return {
+      Update: {
+        TableName: this.table.tableName,
+        Key: { PK: pk, SK: cursorSk(destinationId, write.dataset) },
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+}

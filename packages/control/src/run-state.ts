@@ -1,0 +1,200 @@
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import type { DestinationStatus } from '@sluice/core';
+import {
+  type ControlTable,
+  type ControlTableOptions,
+  isConditionFailed,
+  mapDynamoError,
+  resolveControlTable,
+  withDynamoErrors,
+} from './client.js';
+import { destinationSk, dueAt, dueKey, workspacePk } from './items.js';
+import { type LeaseFence, leaseCondition } from './leases.js';
+import { transact } from './transactions.js';
+
+/**
+ * The run-state fields of the destination item (status, `nextRunAt` and its due index entry, last run,
+ * last error, failures, rows exported): the part of a destination the engine owns. The API owns the rest
+ * (`DestinationStore`).
+ */
+
+type Item = Record<string, unknown>;
+
+/** Run-state changes of the destination item; absent fields are left alone. */
+export interface RunStateChanges {
+  status?: DestinationStatus;
+  /** Also moves the due index entry (kept only while the destination is enabled). */
+  nextRunAt?: string | null;
+  lastRunAt?: string;
+  lastSuccessAt?: string;
+  lastError?: string | null;
+  lastErrorAt?: string | null;
+  /** A number to set, or 'increment' to add one. */
+  consecutiveFailures?: number | 'increment';
+  /** Added to `totalRowsExported`. */
+  addRowsExported?: number;
+  manualRunQueued?: boolean;
+  /** Only apply when the destination's `configVersion` is still this. */
+  expectedConfigVersion?: number;
+  /** Only apply when the due index entry is still this one (as read by `queryDue`). */
+  expectedDueAt?: string;
+}
+
+/** Run state of destinations. Takes `{ client?, tableName? }` like every control store. */
+export class RunStateStore {
+  private readonly table: ControlTable;
+
+  constructor(options: ControlTableOptions = {}) {
+    this.table = resolveControlTable(options);
+  }
+
+  /**
+   * Updates the run-state fields of the destination item, keeping the sparse due index consistent: when
+   * `nextRunAt` changes, `dueKey`/`dueAt` are set while the destination is enabled and removed otherwise
+   * (the enabled case is tried first, conditional on `isEnabled`, then the paused one). Never creates the
+   * item. With a `fence`, applies only while that lease holds (and with `releaseLease`, releases it in the
+   * same transaction). Returns false when the destination does not
+   * exist (or its `configVersion` or due entry moved on, if given), or the fence failed.
+   */
+  async update(
+    workspaceId: string,
+    destinationId: string,
+    changes: RunStateChanges,
+    now: Date,
+    fence?: LeaseFence,
+    options: { releaseLease?: boolean } = {},
+  ): Promise<boolean> {
+    const names: Record<string, string> = { '#updatedAt': 'updatedAt' };
+    const values: Record<string, unknown> = { ':updatedAt': now.toISOString() };
+    const sets: string[] = ['#updatedAt = :updatedAt'];
+    const adds: string[] = [];
+    const conditions: string[] = ['attribute_exists(PK)'];
+    const set = (field: string, value: unknown): void => {
+      names[`#${field}`] = field;
+      values[`:${field}`] = value;
+      sets.push(`#${field} = :${field}`);
+    };
+    if (changes.status !== undefined) set('status', changes.status);
+    if (changes.lastRunAt !== undefined) set('lastRunAt', changes.lastRunAt);
+    if (changes.lastSuccessAt !== undefined) set('lastSuccessAt', changes.lastSuccessAt);
+    if (changes.lastError !== undefined) set('lastError', changes.lastError);
+    if (changes.lastErrorAt !== undefined) set('lastErrorAt', changes.lastErrorAt);
+    if (changes.manualRunQueued !== undefined) set('manualRunQueued', changes.manualRunQueued);
+    if (typeof changes.consecutiveFailures === 'number')
+      set('consecutiveFailures', changes.consecutiveFailures);
+    if (changes.consecutiveFailures === 'increment') {
+      names['#consecutiveFailures'] = 'consecutiveFailures';
+      values[':zero'] = 0;
+      values[':one'] = 1;
+      sets.push('#consecutiveFailures = if_not_exists(#consecutiveFailures, :zero) + :one');
+    }
+    if (changes.addRowsExported !== undefined && changes.addRowsExported !== 0) {
+      names['#totalRowsExported'] = 'totalRowsExported';
+      values[':addRows'] = changes.addRowsExported;
+      adds.push('#totalRowsExported :addRows');
+    }
+    if (changes.expectedConfigVersion !== undefined) {
+      names['#configVersion'] = 'configVersion';
+      values[':configVersion'] = changes.expectedConfigVersion;
+      conditions.push('#configVersion = :configVersion');
+    }
+    if (changes.expectedDueAt !== undefined) {
+      names['#dueAt'] = 'dueAt';
+      values[':expectedDueAt'] = changes.expectedDueAt;
+      conditions.push('#dueAt = :expectedDueAt');
+    }
+    if (changes.nextRunAt !== undefined) set('nextRunAt', changes.nextRunAt);
+
+    const attempts: { extraSets: string[]; remove: boolean; condition: string; extraValues: Item }[] = [];
+    if (changes.nextRunAt === undefined) {
+      attempts.push({ extraSets: [], remove: false, condition: '', extraValues: {} });
+    } else {
+      names['#isEnabled'] = 'isEnabled';
+      if (changes.nextRunAt !== null) {
+        attempts.push({
+          extraSets: ['dueKey = :dueKey', 'dueAt = :dueAt'],
+          remove: false,
+          condition: '#isEnabled = :true',
+          extraValues: {
+            ':true': true,
+            ':dueKey': dueKey(destinationId),
+            ':dueAt': dueAt(changes.nextRunAt, workspaceId, destinationId),
+          },
+        });
+      }
+      attempts.push({
+        extraSets: [],
+        remove: true,
+        condition: changes.nextRunAt === null ? '' : '#isEnabled <> :true',
+        extraValues: changes.nextRunAt === null ? {} : { ':true': true },
+      });
+    }
+    for (let round = 0; round < 3; round++) {
+      for (const attempt of attempts) {
+        const allConditions = attempt.condition === '' ? conditions : [...conditions, attempt.condition];
+        const expression =
+          `SET ${[...sets, ...attempt.extraSets].join(', ')}` +
+          (adds.length > 0 ? ` ADD ${adds.join(', ')}` : '') +
+          (attempt.remove ? ' REMOVE dueKey, dueAt' : '');
+        const used = new Set(`${expression} ${allConditions.join(' ')}`.match(/[#:]\w+/g) ?? []);
+        const usedNames = Object.fromEntries(Object.entries(names).filter(([name]) => used.has(name)));
+        const usedValues = Object.fromEntries(
+          Object.entries({ ...values, ...attempt.extraValues }).filter(([name]) => used.has(name)),
+        );
+        const update = {
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          UpdateExpression: expression,
+          ConditionExpression: allConditions.join(' AND '),
+          ExpressionAttributeNames: usedNames,
+          ExpressionAttributeValues: usedValues,
+        };
+        if (fence !== undefined) {
+          // Fenced: the update applies only while the run still holds its lease (index 0 failing).
+          const outcome = await transact(this.table, [
+            leaseCondition(this.table.tableName, fence, { release: options.releaseLease }),
+            { Update: update },
+          ]);
+          if (outcome === true) return true;
+          if (outcome === 0) return false;
+          continue;
+        }
+        try {
+          await this.table.client.send(new UpdateCommand(update));
+          return true;
+        } catch (error) {
+          if (!isConditionFailed(error)) return mapDynamoError(error);
+        }
+      }
+      // Every variant failed: the destination is gone, its configVersion moved, or isEnabled flipped
+      // between the variants. Check which before trying again.
+      const current = await this.getDestinationState(workspaceId, destinationId);
+      if (current === undefined) return false;
+      if (
+        changes.expectedConfigVersion !== undefined &&
+        current.configVersion !== changes.expectedConfigVersion
+      ) {
+        return false;
+      }
+      if (changes.expectedDueAt !== undefined && current.dueAt !== changes.expectedDueAt) return false;
+    }
+    return false;
+  }
+
+  private async getDestinationState(
+    workspaceId: string,
+    destinationId: string,
+  ): Promise<{ configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined> {
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          ProjectionExpression: 'configVersion, isEnabled, dueAt',
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    return result.Item as { configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined;
+  }
+}
