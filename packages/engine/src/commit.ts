@@ -221,7 +221,12 @@ export async function commitRun(
         error: message,
         finishedAt: now.toISOString(),
       });
-      await recordDestinationFailure(run, message, deps, { addRowsExported: totals.rows });
+      await recordDestinationFailure(
+        { workspaceId: run.workspaceId, destinationId: run.destinationId, run },
+        message,
+        deps,
+        { addRowsExported: totals.rows },
+      );
       deps.metrics.recordRun(figures);
       return { status: 'failed', runAgain: false };
     }

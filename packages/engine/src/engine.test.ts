@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStore } from '@sluice/control';
 import {
   DAY_MS,
   type Destination,
   EXPORT_LAG_MS,
   HOUR_MS,
-  MAX_WINDOWS_PER_RUN,
+  MAX_SPANS_PER_DATASET,
   newDestination,
   eventFileKey,
   type EventDataset,
@@ -23,10 +23,10 @@ import { commitRun } from './commit.js';
 import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
 import { findDueDestinations } from './dispatch.js';
 import { TRANSIENT_ERROR_NAMES } from './errors.js';
-import { recordFailure } from './failure.js';
 import type { RunFigures } from './metrics.js';
 import type { RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
+import { EXPIRED_RUN_MESSAGE } from './settle.js';
 import { writeWindow } from './write.js';
 
 const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
@@ -40,7 +40,9 @@ const s3 = new S3Client({
   responseChecksumValidation: 'WHEN_REQUIRED',
 });
 const controlStore = new ControlStore();
-const stateStore = new ExportStateStore();
+const cursorStore = new CursorStore();
+const leaseStore = new LeaseStore();
+const runStore = new RunStore();
 const sealer = new SecretSealer();
 const eventSource = new EventLogReader();
 const figures: RunFigures[] = [];
@@ -50,8 +52,14 @@ const payloadSizes: Record<string, number> = {};
 /** The midnight the test data straddles: the start of the current UTC day. */
 const MIDNIGHT = startOfUtcDay(Date.now());
 /** One hour before it: the whole hourly window before the midnight holds more than 50,000 rows. */
-const START = MIDNIGHT - 3_600_000;
-const NOW = MIDNIGHT + 3_600_000;
+const START = MIDNIGHT - HOUR_MS;
+/** Exports are hourly here: at NOW the hour after the midnight is complete and older than the lag. */
+const NOW = MIDNIGHT + HOUR_MS + 5 * 60_000;
+/** The export limit at NOW: the end of the hour after the midnight. */
+const LIMIT = MIDNIGHT + HOUR_MS - 1;
+/** The hourly windows of the test data. */
+const BEFORE = { fromMs: MIDNIGHT - HOUR_MS - 1, toMs: MIDNIGHT - 1 };
+const AFTER = { fromMs: MIDNIGHT - 1, toMs: LIMIT };
 const DAY_BEFORE = utcDate(MIDNIGHT - 1);
 const DAY_AFTER = utcDate(MIDNIGHT);
 const BEFORE_MIDNIGHT_ROWS = 51_000;
@@ -62,11 +70,13 @@ const workspaceId = `ws_${randomUUID()}`;
 function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
   return {
     controlStore,
-    stateStore,
+    cursors: cursorStore,
+    leases: leaseStore,
+    runs: runStore,
     sealer,
     eventSource,
     bucketWriterFactory: defaultBucketWriterFactory,
-    metrics: { recordRun: (f) => figures.push(f) },
+    metrics: { recordRun: (f) => figures.push(f), recordExpiredRows: () => undefined },
     now: () => new Date(NOW),
     ...overrides,
   };
@@ -89,7 +99,7 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
       accessKeyId: 'S3RVER',
       secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
       datasets,
-      frequency: 'every_15_minutes',
+      frequency: 'hourly',
       startFrom,
       now: new Date(START),
     }),
@@ -130,6 +140,16 @@ async function readLines(key: string): Promise<Record<string, unknown>[]> {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
+/** The key of a run's record. */
+function runKeyOf(run: RunRef) {
+  return {
+    workspaceId: run.workspaceId,
+    destinationId: run.destinationId,
+    id: run.runId,
+    startedAt: run.startedAt,
+  };
+}
+
 /** Runs the whole ExportRun in-process: claim, write every item, commit. */
 async function runOnce(destination: Destination, overrides: Partial<EngineDeps> = {}) {
   const planned = await claimAndPlan(
@@ -141,6 +161,8 @@ async function runOnce(destination: Destination, overrides: Partial<EngineDeps> 
   const run = planned.run;
   const results: WindowResult[] = [];
   for (const item of planned.items ?? []) results.push(await writeWindow({ run, item }, deps(overrides)));
+  // In AWS the run's payload is JSON: an infinite deadline would not survive it, a number does.
+  expect(Number.isFinite(run.deadlineMs)).toBe(true);
   const committed = await commitRun({ run, results }, deps(overrides));
   return { run, items: planned.items ?? [], results, committed };
 }
@@ -163,7 +185,7 @@ beforeAll(async () => {
   const writer = new EventLogWriter();
   const batches: { count: number; from: number; to: number; seed: number }[] = [
     { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },
-    { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: NOW - EXPORT_LAG_MS - 60_000, seed: 2 },
+    { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: MIDNIGHT + 50 * 60_000, seed: 2 },
   ];
   for (const batch of batches) {
     let chunk: unknown[] = [];
@@ -189,14 +211,14 @@ describe('an export run end to end on the local services', () => {
     const { run, items, results, committed } = await runOnce(destination);
     // Assess: the plan
     expect(items).toEqual<WorkItem[]>([
-      { dataset: 'email_events', kind: 'events', fromMs: START, toMs: MIDNIGHT - 1 },
-      { dataset: 'email_events', kind: 'events', fromMs: MIDNIGHT - 1, toMs: NOW - EXPORT_LAG_MS },
+      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS },
+      { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS },
       { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER },
     ]);
     expect(committed).toEqual({ status: 'succeeded', runAgain: false });
     // Assess: the files
-    const before = { fromMs: START, toMs: MIDNIGHT - 1 };
-    const after = { fromMs: MIDNIGHT - 1, toMs: NOW - EXPORT_LAG_MS };
+    const before = BEFORE;
+    const after = AFTER;
     const expectedKeys = [
       eventFileKey(prefix, 'email_events', before, 0),
       eventFileKey(prefix, 'email_events', before, 1),
@@ -226,22 +248,20 @@ describe('an export run end to end on the local services', () => {
     );
     expect(Object.keys(subscribers[0] as object)[0]).toBe('snapshot_date');
     // Assess: cursors, run record, destination, metrics
-    const cursors = await stateStore.getCursors(workspaceId, destination.id);
-    expect(cursors.get('email_events')).toMatchObject({
-      exportedThroughMs: NOW - EXPORT_LAG_MS,
-      plannedWindows: [],
-    });
+    const cursors = await cursorStore.get(workspaceId, destination.id);
+    expect(cursors.get('email_events')).toMatchObject({ exportedThroughMs: LIMIT, plannedSpans: [] });
+    expect(await cursorStore.getProgress(workspaceId, destination.id)).toEqual(new Map());
     expect(cursors.get('subscribers')).toMatchObject({ snapshotDate: DAY_AFTER });
     expect(cursors.get('subscribers')?.plannedSnapshot).toBeUndefined();
     const rows = BEFORE_MIDNIGHT_ROWS + AFTER_MIDNIGHT_ROWS;
-    const record = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
+    const record = await runStore.get(runKeyOf(run));
     expect(record).toMatchObject({
       status: 'succeeded',
       rowCount: rows + SUBSCRIBERS,
       fileCount: 4,
       error: null,
       stats: {
-        email_events: { rows, files: 3, fromMs: START, toMs: NOW - EXPORT_LAG_MS },
+        email_events: { rows, files: 3, fromMs: BEFORE.fromMs, toMs: LIMIT },
         subscribers: { rows: SUBSCRIBERS, files: 1, snapshotDate: DAY_AFTER },
       },
     });
@@ -253,17 +273,17 @@ describe('an export run end to end on the local services', () => {
       consecutiveFailures: 0,
       lastRunAt: run.startedAt,
       lastSuccessAt: new Date(NOW).toISOString(),
-      nextRunAt: new Date(MIDNIGHT + 3_600_000 + 15 * 60_000).toISOString(),
-      exportedThrough: { email_events: new Date(NOW - EXPORT_LAG_MS).toISOString(), subscribers: DAY_AFTER },
+      nextRunAt: new Date(MIDNIGHT + 2 * HOUR_MS).toISOString(),
+      exportedThrough: { email_events: new Date(LIMIT).toISOString(), subscribers: DAY_AFTER },
     });
     expect(figures.find((f) => f.destinationId === destination.id)?.lagSecondsByDataset).toEqual({
-      email_events: EXPORT_LAG_MS / 1000,
+      email_events: Math.round((NOW - LIMIT) / 1000),
     });
-    expect(await stateStore.getLease(workspaceId, destination.id)).toBeUndefined();
+    expect(await leaseStore.get(workspaceId, destination.id)).toBeUndefined();
   }, 180_000);
 
-  it('a writer failing in its second file: nothing half-written, the cursor waits, the retry rewrites the same names', async () => {
-    // Prepare: a bucket connection that breaks 500 lines into the second file of the window.
+  it('a writer failing in its second file: nothing half-written, the other windows committed, the retry continues with the same names', async () => {
+    // Prepare: a bucket connection that breaks 500 lines into the second file of the window before midnight.
     const destination = await createDestination({ datasets: ['email_events'] });
     const prefix = destination.pathPrefix;
     let files = 0;
@@ -271,8 +291,10 @@ describe('an export run end to end on the local services', () => {
       const real = defaultBucketWriterFactory(location, credentials);
       return {
         ...real,
-        writeFile: (key, lines) =>
-          ++files === 2 ? real.writeFile(key, breakAfter(lines, 500)) : real.writeFile(key, lines),
+        writeFile: (key, lines, options) =>
+          ++files === 2
+            ? real.writeFile(key, breakAfter(lines, 500), options)
+            : real.writeFile(key, lines, options),
       };
     };
     const planned = await claimAndPlan(
@@ -280,56 +302,84 @@ describe('an export run end to end on the local services', () => {
       deps(),
     );
     const run = planned.run as RunRef;
-    const [first] = planned.items as WorkItem[];
-    // Act 1: the window fails in its second file; the Catch records the failure
-    const error = await writeWindow(
-      { run, item: first as WorkItem },
-      deps({ bucketWriterFactory: failing }),
-    ).then(
+    const [first, second] = planned.items as [WorkItem, WorkItem];
+    // Act 1: the first span fails in its second file (its Map item's Catch makes that its result); the
+    // second span is written; Commit commits what it can and records the failure.
+    const error = await writeWindow({ run, item: first }, deps({ bucketWriterFactory: failing })).then(
       () => undefined,
       (e: Error) => e,
     );
-    expect(error?.name).toBeDefined();
     expect(TRANSIENT_ERROR_NAMES).toContain(error?.name);
-    const failure = await recordFailure(
+    const written = await writeWindow({ run, item: second }, deps());
+    const committed = await commitRun(
       {
-        workspaceId,
-        destinationId: destination.id,
         run,
-        error: {
-          Error: error?.name,
-          Cause: JSON.stringify({ errorType: error?.name, errorMessage: error?.message, trace: ['at x'] }),
-        },
+        results: [
+          {
+            status: 'failed',
+            item: first,
+            error: {
+              Error: error?.name,
+              Cause: JSON.stringify({
+                errorType: error?.name,
+                errorMessage: error?.message,
+                trace: ['at x'],
+              }),
+            },
+          },
+          written,
+        ],
       },
       deps(),
     );
-    // Assess 1
-    const window = { fromMs: START, toMs: MIDNIGHT - 1 };
-    expect(await listKeys(prefix)).toEqual([eventFileKey(prefix, 'email_events', window, 0)]);
-    const firstBytes = await readBytes(eventFileKey(prefix, 'email_events', window, 0));
-    let cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
-    expect(cursor?.exportedThroughMs).toBeUndefined();
-    expect(cursor?.plannedWindows.map((w) => [w.fromMs, w.toMs])).toEqual(
-      (planned.items as WorkItem[]).map((i) => (i.kind === 'events' ? [i.fromMs, i.toMs] : [])),
+    // Assess 1: file 0 of the first window and the second window's file are there, nothing else
+    expect(committed).toEqual({ status: 'failed', runAgain: false });
+    expect(await listKeys(prefix)).toEqual(
+      [
+        eventFileKey(prefix, 'email_events', BEFORE, 0),
+        eventFileKey(prefix, 'email_events', AFTER, 0),
+      ].sort(),
     );
+    const firstBytes = await readBytes(eventFileKey(prefix, 'email_events', BEFORE, 0));
+    let cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBeUndefined();
+    const progress = await cursorStore.getProgress(workspaceId, destination.id);
+    expect(progress.get(`email_events#${BEFORE.fromMs}-${BEFORE.toMs}`)).toMatchObject({
+      nextFile: 1,
+      done: false,
+    });
+    expect(progress.get(`email_events#${AFTER.fromMs}-${AFTER.toMs}`)).toMatchObject({
+      nextFile: 1,
+      done: true,
+    });
     const failed = await controlStore.getDestination(workspaceId, destination.id);
-    expect(failed).toMatchObject({ status: 'failed', consecutiveFailures: 1, lastError: failure.message });
-    expect(failure.message).not.toContain('at x');
-    expect(failed?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
-    const failedRecord = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
-    expect(failedRecord).toMatchObject({ status: 'failed', error: failure.message, isManual: true });
+    expect(failed).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(failed?.lastError).not.toContain('at x');
+    expect(failed?.nextRunAt).toBe(new Date(NOW + HOUR_MS).toISOString());
+    expect(await leaseStore.get(workspaceId, destination.id)).toBeUndefined();
+    const failedRecord = await runStore.get({
+      workspaceId,
+      destinationId: destination.id,
+      ...run,
+      id: run.runId,
+    });
+    expect(failedRecord).toMatchObject({ status: 'failed', error: failed?.lastError, isManual: true });
+    // The run record counts what writers reported: the failed span's first file is counted when it completes.
+    expect(failedRecord?.rowCount).toBe(AFTER_MIDNIGHT_ROWS);
 
     // Act 2: the retry, later, with a healthy bucket
     const later = NOW + 20 * 60_000;
     const retry = await runOnce(destination, { now: () => new Date(later) });
-    // Assess 2: the same windows first, under the same names, byte for byte; the cursor moved over them
-    expect(retry.items.slice(0, 2)).toEqual(planned.items);
-    expect(await readBytes(eventFileKey(prefix, 'email_events', window, 0))).toEqual(firstBytes);
-    expect((await readLines(eventFileKey(prefix, 'email_events', window, 1))).length).toBe(1_000);
-    cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
-    expect(cursor?.exportedThroughMs).toBe(later - EXPORT_LAG_MS);
+    // Assess 2: the same spans; the first window continues at file 1, file 0 untouched; the second is not rewritten
+    expect(retry.items).toEqual(planned.items);
+    expect(retry.results.map((r) => r.files)).toEqual([1, 0]);
+    expect(await readBytes(eventFileKey(prefix, 'email_events', BEFORE, 0))).toEqual(firstBytes);
+    expect((await readLines(eventFileKey(prefix, 'email_events', BEFORE, 1))).length).toBe(1_000);
+    cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBe(LIMIT);
     const healed = await controlStore.getDestination(workspaceId, destination.id);
     expect(healed).toMatchObject({ status: 'idle', consecutiveFailures: 0, lastError: null });
+    expect(healed?.totalRowsExported).toBe(BEFORE_MIDNIGHT_ROWS + AFTER_MIDNIGHT_ROWS);
   }, 180_000);
 
   it('lets only one of two concurrent runs claim, and a run that lost its lease moves no cursor', async () => {
@@ -347,6 +397,7 @@ describe('an export run end to end on the local services', () => {
     expect(both.find((r) => r.outcome === 'skipped')?.reason).toBe('lease_held');
     const stale = both.find((r) => r.outcome === 'planned')?.run as RunRef;
     // Act 2: the first run stalls past its lease; a second run takes over and commits; then the first commits
+    // (the first run's lease expired: the takeover settles it as failed before claiming)
     const takeover = await claim(NOW + 10 * 60_000);
     expect(takeover.outcome).toBe('planned');
     const fresh = takeover.run as RunRef;
@@ -361,8 +412,9 @@ describe('an export run end to end on the local services', () => {
           {
             dataset: 'custom_events',
             kind: 'events',
-            fromMs: START,
-            toMs: NOW - EXPORT_LAG_MS,
+            fromMs: BEFORE.fromMs,
+            toMs: LIMIT,
+            doneThroughMs: LIMIT,
             status: 'written',
             rows: 0,
             files: 0,
@@ -377,12 +429,29 @@ describe('an export run end to end on the local services', () => {
       deps({ now: () => new Date(NOW + 10 * 60_000) }),
     );
     // Assess 2
-    expect(staleCommit).toEqual({ status: 'stopped', runAgain: false });
+    expect(staleCommit).toEqual({ status: 'failed', runAgain: false });
     expect(freshCommit.status).toBe('succeeded');
-    const cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('custom_events');
-    expect(cursor?.exportedThroughMs).toBe(NOW + 10 * 60_000 - EXPORT_LAG_MS);
-    const staleRecord = await stateStore.getRun(workspaceId, destination.id, stale.startedAt, stale.runId);
-    expect(staleRecord?.status).toBe('failed');
+    const cursor = (await cursorStore.get(workspaceId, destination.id)).get('custom_events');
+    expect(cursor?.exportedThroughMs).toBe(LIMIT);
+    const staleRecord = await runStore.get({
+      workspaceId,
+      destinationId: destination.id,
+      ...stale,
+      id: stale.runId,
+    });
+    expect(staleRecord).toMatchObject({ status: 'failed', error: EXPIRED_RUN_MESSAGE });
+    // A late duplicate of the fresh run's Commit changes nothing.
+    const freshRecord = await runStore.get({
+      workspaceId,
+      destinationId: destination.id,
+      ...fresh,
+      id: fresh.runId,
+    });
+    expect(await commitRun({ run: fresh, results: [] }, deps())).toEqual({
+      status: 'succeeded',
+      runAgain: false,
+    });
+    expect(await runStore.get(runKeyOf(fresh))).toEqual(freshRecord);
   }, 60_000);
 
   it('stops before the next file when the export is paused mid-window, without counting a failure', async () => {
@@ -392,8 +461,8 @@ describe('an export run end to end on the local services', () => {
       const real = defaultBucketWriterFactory(location, credentials);
       return {
         ...real,
-        writeFile: async (key, lines) => {
-          const file = await real.writeFile(key, lines);
+        writeFile: async (key, lines, options) => {
+          const file = await real.writeFile(key, lines, options);
           await controlStore.updateDestination(workspaceId, destination.id, { isEnabled: false });
           return file;
         },
@@ -406,32 +475,30 @@ describe('an export run end to end on the local services', () => {
     expect(results[1]).toMatchObject({ status: 'stopped', stopReason: 'paused', files: 0 });
     expect(committed).toEqual({ status: 'stopped', runAgain: false });
     expect(await listKeys(destination.pathPrefix)).toHaveLength(1);
-    const cursor = (await stateStore.getCursors(workspaceId, destination.id)).get('email_events');
+    const cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
     expect(cursor?.exportedThroughMs).toBeUndefined();
-    expect(cursor?.plannedWindows).toHaveLength(2);
+    expect(cursor?.plannedSpans).toHaveLength(2);
     const view = await controlStore.getDestination(workspaceId, destination.id);
     expect(view).toMatchObject({ status: 'idle', consecutiveFailures: 0, isEnabled: false, lastError: null });
-    const record = await stateStore.getRun(workspaceId, destination.id, run.startedAt, run.runId);
+    const record = await runStore.get(runKeyOf(run));
     expect(record?.status).toBe('succeeded');
     expect(record?.error).toMatch(/paused/);
   }, 120_000);
 });
 
 describe('catching up a destination far behind', () => {
-  it('plans hourly windows, at most MAX_WINDOWS_PER_RUN per dataset a run, runs again at once, and keeps the ExportRun payload small', async () => {
+  it('plans whole hourly grid windows in at most MAX_SPANS_PER_DATASET spans a dataset, and keeps the ExportRun payload small', async () => {
     // Prepare: an hourly export of three event datasets and the snapshot, started three days ago.
     const startFrom = new Date(MIDNIGHT - 3 * DAY_MS).toISOString();
     const datasets = ['email_events', 'sms_events', 'custom_events', 'subscribers'] as const;
     const destination = await createDestination({
       datasets: [...datasets],
-      frequency: 'hourly',
       startFrom,
       datasetStartedAt: Object.fromEntries(datasets.map((d) => [d, startFrom])),
     });
-    const limit = NOW - EXPORT_LAG_MS;
     const events = ['email_events', 'sms_events', 'custom_events'] as const;
-    // Act 1: the first run, writing every item for real, with the state of the execution as Step Functions
-    // holds it after the Map (execution input, `$.plan`, `$.results`, `$.commit`).
+    // Act: one run, writing every item for real, with the state of the execution as Step Functions holds
+    // it after the Map (execution input, `$.plan`, `$.results`, `$.commit`).
     const input = { workspaceId, destinationId: destination.id, trigger: 'schedule' as const };
     const first = await runOnce(destination);
     const state = {
@@ -440,70 +507,84 @@ describe('catching up a destination far behind', () => {
       results: first.results,
       commit: first.committed,
     };
-    // Assess 1: 48 hour-long windows per event dataset from the start, and the snapshot
+    // Assess: 73 hourly windows per event dataset from the start, in 8 spans, and the snapshot
     for (const dataset of events) {
-      const windows = first.items.filter((item) => item.dataset === dataset);
-      expect(windows).toHaveLength(MAX_WINDOWS_PER_RUN);
-      let end = MIDNIGHT - 3 * DAY_MS;
-      for (const window of windows) {
-        if (window.kind !== 'events') throw new Error('not an event window');
-        expect(window.fromMs).toBe(end);
-        expect(window.toMs - window.fromMs).toBeLessThanOrEqual(HOUR_MS);
-        expect((window.toMs + 1) % HOUR_MS).toBe(0);
-        end = window.toMs;
+      const spans = first.items.filter((item) => item.dataset === dataset);
+      expect(spans).toHaveLength(MAX_SPANS_PER_DATASET);
+      let end = MIDNIGHT - 3 * DAY_MS - 1;
+      for (const span of spans) {
+        if (span.kind !== 'events') throw new Error('not an event span');
+        expect(span).toMatchObject({ fromMs: end, stepMs: HOUR_MS });
+        expect((span.toMs + 1) % HOUR_MS).toBe(0);
+        end = span.toMs;
       }
-      expect(end).toBe(MIDNIGHT - DAY_MS - 1);
+      expect(end).toBe(LIMIT);
     }
     expect(first.items.filter((item) => item.kind === 'snapshot')).toHaveLength(1);
     expect(first.results.every((result) => result.status === 'written')).toBe(true);
-    expect(first.committed).toEqual({ status: 'succeeded', runAgain: true });
-    const behind = await controlStore.getDestination(workspaceId, destination.id);
-    expect(behind?.nextRunAt).toBe(new Date(NOW).toISOString());
+    expect(first.committed).toEqual({ status: 'succeeded', runAgain: false });
     const payloadBytes = Buffer.byteLength(JSON.stringify(state));
     payloadSizes.atCap = payloadBytes;
-    expect(payloadBytes).toBeLessThan(64 * 1024); // Step Functions allows 256 KB
-    expect(
-      Buffer.byteLength(JSON.stringify({ action: 'commit', run: first.run, results: first.results })),
-    ).toBeLessThan(payloadBytes);
-    // Act 2: the run again at once catches up the rest
-    const second = await runOnce(destination);
-    // Assess 2: the last day and the hour after the midnight, contiguous, then up to date
-    for (const dataset of events) {
-      const windows = second.items.filter((item) => item.dataset === dataset);
-      expect(windows).toHaveLength(25);
-      expect(windows[0]).toMatchObject({ fromMs: MIDNIGHT - DAY_MS - 1 });
-      expect(windows.at(-1)).toMatchObject({ fromMs: MIDNIGHT - 1, toMs: limit });
-    }
-    expect(second.committed).toEqual({ status: 'succeeded', runAgain: false });
-    const cursors = await stateStore.getCursors(workspaceId, destination.id);
-    for (const dataset of events) expect(cursors.get(dataset)?.exportedThroughMs).toBe(limit);
+    expect(payloadBytes).toBeLessThan(32 * 1024); // Step Functions allows 256 KB
+    const cursors = await cursorStore.get(workspaceId, destination.id);
+    for (const dataset of events) expect(cursors.get(dataset)?.exportedThroughMs).toBe(LIMIT);
     const emailKeys = (await listKeys(destination.pathPrefix)).filter((key) =>
       key.includes('/email_events/'),
     );
     expect(emailKeys).toEqual([
-      eventFileKey(
-        destination.pathPrefix,
-        'email_events',
-        { fromMs: MIDNIGHT - HOUR_MS - 1, toMs: MIDNIGHT - 1 },
-        0,
-      ),
-      eventFileKey(
-        destination.pathPrefix,
-        'email_events',
-        { fromMs: MIDNIGHT - HOUR_MS - 1, toMs: MIDNIGHT - 1 },
-        1,
-      ),
-      eventFileKey(destination.pathPrefix, 'email_events', { fromMs: MIDNIGHT - 1, toMs: limit }, 0),
+      eventFileKey(destination.pathPrefix, 'email_events', BEFORE, 0),
+      eventFileKey(destination.pathPrefix, 'email_events', BEFORE, 1),
+      eventFileKey(destination.pathPrefix, 'email_events', AFTER, 0),
     ]);
+  }, 300_000);
+
+  it('a run budget too small for the window: writers stop after each file, runs continue, and the files are the bytes of one pass', async () => {
+    // Prepare: two exports of the same rows, one with the default budget, one with none at all (each
+    // writer invocation then writes one file and returns where to continue).
+    const whole = await createDestination({ datasets: ['email_events'] });
+    const pieces = await createDestination({ datasets: ['email_events'] });
+    await runOnce(whole);
+    const tight = { settings: { runBudgetMs: 0, eventRetentionMs: 35 * DAY_MS } };
+    // Act: run until the export is up to date, as dispatch would (a run that ran out of time runs again)
+    const runs: Awaited<ReturnType<typeof runOnce>>[] = [];
+    for (let i = 0; i < 6; i++) {
+      const run = await runOnce(pieces, tight);
+      runs.push(run);
+      if (!run.committed.runAgain) break;
+    }
+    // Assess: two runs (file 0 of the window before midnight and the window after it, then file 1; the
+    // complete window is not written again), identical files
+    expect(runs.map((run) => run.results.map((result) => [result.status, result.files]))).toEqual([
+      [
+        ['partial', 1],
+        ['written', 1],
+      ],
+      [
+        ['written', 1],
+        ['written', 0],
+      ],
+    ]);
+    expect(runs.map((run) => run.committed.runAgain)).toEqual([true, false]);
+    const keys = (prefix: string) =>
+      listKeys(prefix).then((all) => all.map((key) => key.slice(prefix.length)));
+    expect(await keys(pieces.pathPrefix)).toEqual(await keys(whole.pathPrefix));
+    for (const key of await keys(whole.pathPrefix)) {
+      expect(await readBytes(`${pieces.pathPrefix}${key}`)).toEqual(
+        await readBytes(`${whole.pathPrefix}${key}`),
+      );
+    }
+    expect((await cursorStore.get(workspaceId, pieces.id)).get('email_events')?.exportedThroughMs).toBe(
+      LIMIT,
+    );
   }, 300_000);
 });
 
 describe('findDueDestinations', () => {
   /** The real store, its due index seen only for this test's workspace (other suites share the table). */
-  const isolated = (): ExportStateStore => {
-    const store = new ExportStateStore();
+  const isolated = (): DueIndex => {
+    const store = new DueIndex();
     const queryDue = store.queryDue.bind(store);
-    store.queryDue = async (now) =>
+    store.queryDue = async (now: Date) =>
       (await queryDue(now)).filter((entry) => entry.workspaceId === workspaceId);
     return store;
   };
@@ -520,13 +601,10 @@ describe('findDueDestinations', () => {
     const store = isolated();
     const mine = new Set([quiet.id, busy.id, queued.id]);
     // Act
-    const first = await findDueDestinations(
-      { now: new Date(NOW).toISOString() },
-      deps({ stateStore: store }),
-    );
+    const first = await findDueDestinations({ now: new Date(NOW).toISOString() }, deps({ dueIndex: store }));
     const second = await findDueDestinations(
       { now: new Date(NOW + 60_000).toISOString() },
-      deps({ stateStore: store }),
+      deps({ dueIndex: store }),
     );
     // Assess
     const started = first.destinations.filter((d) => mine.has(d.destinationId));
@@ -539,8 +617,8 @@ describe('findDueDestinations', () => {
     expect(started).toHaveLength(2);
     expect(second.destinations.filter((d) => mine.has(d.destinationId))).toEqual([]);
     const settled = await controlStore.getDestination(workspaceId, quiet.id);
-    expect(settled?.exportedThrough.sms_events).toBe(new Date(NOW - EXPORT_LAG_MS).toISOString());
-    expect(settled?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
+    expect(settled?.exportedThrough.sms_events).toBe(new Date(LIMIT).toISOString());
+    expect(settled?.nextRunAt).toBe(new Date(MIDNIGHT + 2 * HOUR_MS).toISOString());
     expect(await listKeys(quiet.pathPrefix)).toEqual([]);
   }, 60_000);
 });
