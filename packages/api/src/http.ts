@@ -276,7 +276,8 @@ export interface ApiHandlerOptions {
  * 2. the route: unknown path 404, wrong method 405 with `Allow`;
  * 3. role and scopes: 403;
  * 4. the use case, whose errors go through {@link errorResponse}.
- * Every response is JSON; one access-log line per request (method, route, status, workspace, duration).
+ * Every body is JSON (a 304 has none); one access-log line per request (method, route, status, workspace,
+ * duration).
  */
 export function createApiHandler(
   options: ApiHandlerOptions,
