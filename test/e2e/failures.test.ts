@@ -1,5 +1,6 @@
 import { eventFileKey, maxWindowMs, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json as Payload, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
 import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
@@ -105,6 +106,28 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     const runs = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
     expect(runs[0]).toMatchObject({ status: 'failed', rowCount: 0 });
     expect(runs[0]!.error).toBe(view.lastError);
+  });
+
+  it('a wrong secret fails the run at once with a message about the secret (the local bucket checks signatures)', async () => {
+    // Prepare: the secret is changed underneath the API (which would have refused it), sealed as the API seals.
+    const { id } = await createExport();
+    const wrong = uniqueId('wrongSecret');
+    h.api.secrets.add(wrong);
+    const sealed = await new SecretSealer().seal(wrong, { workspaceId: h.ws.workspaceId, destinationId: id });
+    await h.store.updateDestination(h.ws.workspaceId, id, { secret: sealed });
+    const runner = await h.workflows();
+
+    // Act
+    const outcome = await runner.runExportRun(input(id));
+
+    // Assess
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error?.Error).toBe('BucketSignatureMismatch');
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(view.lastError).toMatch(/the secret access key is wrong/);
+    expect(view.lastError).not.toContain(wrong);
+    expect(view.exportedThrough).toEqual({ email_events: null, custom_events: null });
   });
 
   it('two ExportRuns of one destination at once: one advances the cursor, the other is skipped', async () => {

@@ -36,6 +36,18 @@ export interface ApiServerOptions {
    * imported when the server starts (so their configuration is read from `process.env` then).
    */
   handlers?: { authorizer: AuthorizerFunction; api: ApiFunction };
+  /** Called once each answer is sent (`npm start` prints it). */
+  onRequest?: (call: ApiCall) => void;
+}
+
+/** One API call as {@link ApiServerOptions.onRequest} reports it. */
+export interface ApiCall {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  status: number;
+  /** From the request's arrival to the answer's last byte. */
+  ms: number;
 }
 
 /** A running server. */
@@ -198,6 +210,18 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
   const handlers = options.handlers ?? (await loadHandlers());
   const server = createServer((req, res) => {
+    const onRequest = options.onRequest;
+    if (onRequest) {
+      const started = performance.now();
+      res.once('finish', () =>
+        onRequest({
+          method: req.method ?? 'GET',
+          path: (req.url ?? '/').split('?')[0] ?? '/',
+          status: res.statusCode,
+          ms: performance.now() - started,
+        }),
+      );
+    }
     void handle(req, res).catch(() => {
       if (!res.headersSent) gatewayError(res, 500, 'Internal Server Error');
       else res.destroy();

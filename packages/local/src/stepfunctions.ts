@@ -129,6 +129,10 @@ export interface ExportRunOutcome {
   runAgain: boolean;
   /** Windows and snapshots planned. */
   items: number;
+  /** The datasets of the planned items, in plan order. */
+  datasets: string[];
+  /** From the execution's start to its end. */
+  durationMs: number;
   rows: number;
   files: number;
   bytes: number;
@@ -267,9 +271,10 @@ export class LocalWorkflows {
 
   private async executeExportRun(input: Json): Promise<ExportRunOutcome> {
     const executionArn = this.executionArn('ExportRun');
+    const started = performance.now();
     try {
       const output = await this.execute(this.exportRunMachine, input, executionArn, this.exportRunHandlers);
-      return summarize(executionArn, input, output);
+      return summarize(executionArn, input, output, performance.now() - started);
     } catch (error) {
       const statesError = toStatesError(error);
       this.options.log?.(
@@ -282,6 +287,8 @@ export class LocalWorkflows {
         error: statesError,
         runAgain: false,
         items: 0,
+        datasets: [],
+        durationMs: performance.now() - started,
         rows: 0,
         files: 0,
         bytes: 0,
@@ -442,7 +449,7 @@ function toStatesError(error: unknown): StatesError {
 }
 
 /** The human part of a Cause: the Lambda's errorMessage when it is one. */
-function causeMessage(error: StatesError): string {
+export function causeMessage(error: StatesError): string {
   try {
     const parsed = JSON.parse(error.Cause) as { errorMessage?: unknown };
     if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
@@ -480,9 +487,9 @@ export function taskStates(definition: StateMachineDefinition): Map<string, stri
   return found;
 }
 
-function summarize(executionArn: string, input: Json, output: Json): ExportRunOutcome {
+function summarize(executionArn: string, input: Json, output: Json, durationMs: number): ExportRunOutcome {
   const state = (output ?? {}) as {
-    plan?: { outcome?: string; reason?: string; items?: unknown[] };
+    plan?: { outcome?: string; reason?: string; items?: { dataset?: unknown }[] };
     results?: { rows?: number; files?: number; bytes?: number }[];
     commit?: { status?: string; runAgain?: boolean };
   };
@@ -490,13 +497,19 @@ function summarize(executionArn: string, input: Json, output: Json): ExportRunOu
   const sum = (key: 'rows' | 'files' | 'bytes') =>
     results.reduce((total, r) => total + (typeof r[key] === 'number' ? r[key] : 0), 0);
   const planned = state.plan?.outcome === 'planned';
+  const items = Array.isArray(state.plan?.items) ? state.plan.items : [];
+  const datasets = [
+    ...new Set(items.flatMap((item) => (typeof item?.dataset === 'string' ? [item.dataset] : []))),
+  ];
   return {
     executionArn,
     input,
     status: !planned ? 'skipped' : state.commit?.status === 'stopped' ? 'stopped' : 'succeeded',
     ...(state.plan?.reason !== undefined ? { reason: state.plan.reason } : {}),
     runAgain: state.commit?.runAgain === true,
-    items: Array.isArray(state.plan?.items) ? state.plan.items.length : 0,
+    items: items.length,
+    datasets,
+    durationMs,
     rows: sum('rows'),
     files: sum('files'),
     bytes: sum('bytes'),
