@@ -85,7 +85,9 @@ export function createProgress(options: ProgressOptions): Progress {
     if (!tty) return text;
     const filled = Math.round((done ?? 0) * BAR_WIDTH);
     const bar = done !== undefined ? `[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ` : '';
-    return `${bar}${text}`.slice(0, Math.max(20, (stream.columns ?? 80) - 1));
+    // Never wrap (a wrapped line cannot be redrawn in place); a terminal of unknown width counts as 80.
+    const width = stream.columns && stream.columns > 20 ? stream.columns : 80;
+    return `${bar}${text}`.slice(0, width - 1);
   };
 
   const draw = (final: boolean) => {
