@@ -3,9 +3,12 @@
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
- * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the rows
- * ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow); `BENCH_SKIP` skips
- * parts (`encode,writer,whole`).
+ * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
+ *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
+ * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
+ * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
+ * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
+ * (`encode,writer,whole,ingest`).
  */
 import { existsSync } from 'node:fs';
 import type { LocalServices } from '../packages/local/src/services.js';
@@ -14,13 +17,18 @@ import type { LocalServices } from '../packages/local/src/services.js';
 const MAX_LINES_PER_FILE = 50_000;
 
 const rows = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const ingestEvents = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000);
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
 const log = (line: string): void => console.log(line);
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 async function main(): Promise<void> {
+  // The SDK's notice about Node 22 would be the loudest line of the output; the Lambdas run Node 22.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   if (!Number.isInteger(rows) || rows < 1000)
     throw new Error('BENCH_ROWS must be an integer of at least 1000');
+  if (!Number.isInteger(ingestEvents) || ingestEvents < 1000)
+    throw new Error('BENCH_INGEST_EVENTS must be an integer of at least 1000');
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
@@ -60,6 +68,21 @@ async function benches(): Promise<void> {
     const dynamoRows = Number(process.env.BENCH_DYNAMO_ROWS ?? rows);
     await runWriterBench({ rows, dynamoRows, smallRows: MAX_LINES_PER_FILE }, log);
     log('');
+  }
+  if (!skip.has('ingest')) {
+    log(`Local ingest: ${fmt(ingestEvents)} events a path, in alternating rounds`);
+    const { runIngestBench } = await import('./ingest.js');
+    const figures = await runIngestBench({ events: ingestEvents, log });
+    for (const f of figures) {
+      log(
+        `  ${f.name.padEnd(46)} ${fmt(f.rowsPerSecond).padStart(7)} rows/s  ${f.ratio.toFixed(2)}x  ` +
+          `(${fmt(f.rows)} rows, ${(f.ms / 1000).toFixed(1)} s)`,
+      );
+    }
+    const headline = figures.find((f) => f.name === 'CLI seed → npm start storage');
+    log(
+      `  ratio CLI seed (npm start storage) / raw in-memory: ${headline?.ratio.toFixed(2)}x (target ≥ 0.7x)\n`,
+    );
   }
   if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {
     log('Whole local export through the Dispatch and ExportRun definitions');

@@ -20,6 +20,11 @@ export interface LocalServicesOptions {
    * @default true without a dataDir, false with one
    */
   inMemory?: boolean;
+  /**
+   * With DynamoDB on disk: sync each write (see `syncWrites` of `startDynamoDbLocal`).
+   * @default true
+   */
+  dynamodbSyncWrites?: boolean;
   /** Receives one line per step with its duration. */
   log?: (line: string) => void;
 }
@@ -73,7 +78,9 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     timed('DynamoDB Local', () =>
       startDynamoDbLocal({
         port: options.ports?.dynamodb ?? 0,
-        ...(inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }),
+        ...(inMemory
+          ? {}
+          : { dbPath: join(dataDir, 'dynamodb'), syncWrites: options.dynamodbSyncWrites ?? true }),
       }),
     ),
     timed('s3rver', () => startS3Local({ directory: join(dataDir, 's3'), port: options.ports?.s3 ?? 0 })),

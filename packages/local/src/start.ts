@@ -161,6 +161,8 @@ async function main(): Promise<void> {
       dataDir,
       ports: { dynamodb: ports.dynamodb, s3: ports.s3, kms: ports.kms },
       inMemory: false,
+      // Local ingest at the in-memory emulator's speed; what a crash can lose: README, "Local ingest".
+      dynamodbSyncWrites: false,
       log: (line) => print(`  ${line}`),
     });
     started.push({ name: 'local services', stop: () => services.stop() });

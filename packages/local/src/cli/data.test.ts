@@ -18,13 +18,15 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
 });
 
-function cli(now?: () => number) {
+function cli(now?: () => number, options: { isTTY?: boolean } = {}) {
   const out: string[] = [];
   const err: string[] = [];
+  const progress: string[] = [];
   const list = createDataCommands({
     out: (line) => out.push(line),
     err: (line) => err.push(line),
     writer: () => new EventLogWriter({ logger }),
+    progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
     ...(now ? { now } : {}),
   });
   const run = (name: string, args: string[]) => {
@@ -32,7 +34,7 @@ function cli(now?: () => number) {
     if (!command) throw new Error(`no command ${name}`);
     return command.run(args);
   };
-  return { run, out, err };
+  return { run, out, err, progress };
 }
 
 async function file(name: string, lines: string[]): Promise<string> {
@@ -190,6 +192,24 @@ describe('data commands', () => {
     expect(await readLines(reader.readSubscribers(workspaceId))).toHaveLength(25);
   });
 
+  it('seed on a terminal draws a progress bar on its progress stream; --json output stays one line', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { run, out, err, progress } = cli(undefined, { isTTY: true });
+
+    // Act
+    await run('seed', ['--workspace', workspaceId, '--events', '2500', '--seed', '3', '--json']);
+
+    // Assess
+    expect(out).toHaveLength(1);
+    expect(JSON.parse(out[0]!)).toMatchObject({ workspaceId, events: 2500 });
+    expect(err).toEqual([]);
+    const last = progress.at(-1)!;
+    expect(last.startsWith('\r\x1b[2K')).toBe(true);
+    expect(last.slice(5)).toMatch(/^\[#{24}\] 2,500 of 2,500 events \(100%\), [\d,]+ rows\/s in \d+s\n$/);
+    expect(progress.every((text) => text.startsWith('\r\x1b[2K'))).toBe(true);
+  });
+
   it('seed --since spreads recorded times from then to now', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const now = Date.parse('2026-10-01T00:30:00.000Z');
@@ -266,5 +286,8 @@ describe('data commands', () => {
     expect(stdout).toHaveLength(1);
     expect(JSON.parse(stdout[0]!)).toMatchObject({ accepted: 1, invalid: [{ line: 2 }] });
     expect(outcome.stderr).toMatch(/line 2: event_name: /);
+    // Not a terminal: the progress is a plain line on stderr.
+    expect(outcome.stderr).toMatch(/^2 lines \(100%\), [\d,]+ rows\/s in \d+s$/m);
+    expect(outcome.stderr).not.toContain('\r');
   });
 });

@@ -15,8 +15,14 @@
  * A bad line (not JSON, or refused by the ingest rules) is reported with its line number and reason; the other
  * lines are still written. The command then fails (exit code 1) after printing its counts, so a script notices.
  * Blank lines are skipped.
+ *
+ * `seed` and `events ingest` show their progress on stderr (`./progress.ts`): a bar with rows/s on a terminal,
+ * a plain line every few seconds otherwise. stdout carries only the result, one JSON line with `--json`.
+ * They keep {@link CALLS_IN_FLIGHT} writer calls of {@link LINES_PER_CALL} lines going at once, so the next
+ * lines are parsed and validated while the last ones are written.
  */
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
@@ -28,10 +34,13 @@ import {
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
 import { type CliCommand, CliUsageError } from './command.js';
+import { createProgress, type ProgressStream } from './progress.js';
 import { redactSecrets } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
+/** Writer calls running at once (chosen by `npm run bench`, README "Local ingest"). */
+export const CALLS_IN_FLIGHT = 2;
 
 /** What the data commands need, injectable for tests. */
 export interface DataCommandDeps {
@@ -43,6 +52,8 @@ export interface DataCommandDeps {
   err?: (line: string) => void;
   /** @default Date.now */
   now?: () => number;
+  /** Where progress goes. @default process.stderr */
+  progress?: ProgressStream;
 }
 
 /** A refused line of an input file. */
@@ -67,12 +78,21 @@ export interface SubscribersUpsertSummary {
   invalid: RefusedLine[];
 }
 
-/** Reads a JSON-lines file in chunks: parsed values with their line numbers, and the lines that are not JSON. */
-async function* readJsonLines(
-  file: string,
-): AsyncGenerator<{ values: unknown[]; lineNumbers: number[]; notJson: RefusedLine[] }, void, undefined> {
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
-  let chunk = { values: [] as unknown[], lineNumbers: [] as number[], notJson: [] as RefusedLine[] };
+/** A chunk of a JSON-lines file: parsed values with their line numbers, the lines that are not JSON. */
+interface JsonLinesChunk {
+  values: unknown[];
+  lineNumbers: number[];
+  notJson: RefusedLine[];
+  /** Bytes of the file read so far. */
+  bytesRead: number;
+}
+
+/** Reads a JSON-lines file in chunks of {@link LINES_PER_CALL} values. */
+async function* readJsonLines(file: string): AsyncGenerator<JsonLinesChunk, void, undefined> {
+  const input = createReadStream(file, { encoding: 'utf8' });
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  const newChunk = (): JsonLinesChunk => ({ values: [], lineNumbers: [], notJson: [], bytesRead: 0 });
+  let chunk = newChunk();
   let number = 0;
   for await (const text of lines) {
     number++;
@@ -84,11 +104,41 @@ async function* readJsonLines(
       chunk.notJson.push({ line: number, reason: '(line): not valid JSON' });
     }
     if (chunk.values.length >= LINES_PER_CALL) {
+      chunk.bytesRead = input.bytesRead;
       yield chunk;
-      chunk = { values: [], lineNumbers: [], notJson: [] };
+      chunk = newChunk();
     }
   }
+  chunk.bytesRead = input.bytesRead;
   if (chunk.values.length > 0 || chunk.notJson.length > 0) yield chunk;
+}
+
+/**
+ * Runs async tasks with at most `limit` at once: `add` waits for a free slot, `drain` for every task; both
+ * rethrow the first failure (no task starts after it).
+ */
+function inFlight(limit: number) {
+  const running = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  const rethrow = () => {
+    if (failure) throw failure.error;
+  };
+  return {
+    async add(task: () => Promise<void>): Promise<void> {
+      while (running.size >= limit) await Promise.race(running);
+      rethrow();
+      const promise: Promise<void> = task()
+        .catch((error: unknown) => {
+          failure ??= { error };
+        })
+        .finally(() => running.delete(promise));
+      running.add(promise);
+    },
+    async drain(): Promise<void> {
+      await Promise.all(running);
+      rethrow();
+    },
+  };
 }
 
 function requireWorkspace(value: string | undefined): string {
@@ -150,7 +200,11 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       });
       const workspaceId = requireWorkspace(values.workspace);
       const file = requireFile(values.file);
+      const fileBytes = (await stat(file)).size;
       const target = writer();
+      const progress = createProgress({ unit: 'lines', stream: deps.progress, now });
+      const calls = inFlight(CALLS_IN_FLIGHT);
+      let linesDone = 0;
       const summary: EventsIngestSummary = {
         lines: 0,
         accepted: 0,
@@ -161,16 +215,23 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       for await (const chunk of readJsonLines(file)) {
         summary.lines += chunk.values.length + chunk.notJson.length;
         summary.invalid.push(...chunk.notJson);
-        if (chunk.values.length === 0) continue;
-        const result = await target.ingestEvents(workspaceId, chunk.values);
-        summary.accepted += result.accepted;
-        summary.duplicates += result.duplicates;
-        summary.dropped.test += result.dropped.test;
-        summary.dropped.history += result.dropped.history;
-        summary.dropped.late += result.dropped.late;
-        for (const { index, reason } of result.invalid)
-          summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
+        await calls.add(async () => {
+          if (chunk.values.length > 0) {
+            const result = await target.ingestEvents(workspaceId, chunk.values);
+            summary.accepted += result.accepted;
+            summary.duplicates += result.duplicates;
+            summary.dropped.test += result.dropped.test;
+            summary.dropped.history += result.dropped.history;
+            summary.dropped.late += result.dropped.late;
+            for (const { index, reason } of result.invalid)
+              summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
+          }
+          linesDone += chunk.values.length + chunk.notJson.length;
+          progress.update(linesDone, fileBytes > 0 ? chunk.bytesRead / fileBytes : 1);
+        });
       }
+      await calls.drain();
+      progress.finish();
       summary.invalid.sort((a, b) => a.line - b.line);
       if (values.json) out(JSON.stringify(summary));
       else {
@@ -308,6 +369,9 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
 
       const totals = { accepted: 0, dropped: 0, invalid: 0 };
       const byDataset: Record<string, number> = { email_events: 0, sms_events: 0, custom_events: 0 };
+      const progress = createProgress({ unit: 'events', total: count, stream: deps.progress, now });
+      const calls = inFlight(CALLS_IN_FLIGHT);
+      let eventsDone = 0;
       const events = generateEvents({
         count,
         seed: seedValue,
@@ -318,12 +382,17 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           : { from: since, to: started, recordedAt: true }),
       });
       let batch: { dataset: string }[] = [];
-      const flush = async () => {
-        const result = await target.ingestEvents(workspaceId, batch);
-        totals.accepted += result.accepted;
-        totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
-        totals.invalid += result.invalid.length;
+      const flush = () => {
+        const inputs = batch;
         batch = [];
+        return calls.add(async () => {
+          const result = await target.ingestEvents(workspaceId, inputs);
+          totals.accepted += result.accepted;
+          totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
+          totals.invalid += result.invalid.length;
+          eventsDone += inputs.length;
+          progress.update(eventsDone);
+        });
       };
       for (const event of events) {
         byDataset[event.dataset] = (byDataset[event.dataset] ?? 0) + 1;
@@ -331,6 +400,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         if (batch.length === LINES_PER_CALL) await flush();
       }
       if (batch.length > 0) await flush();
+      await calls.drain();
+      progress.finish();
 
       const seconds = Math.max(0.001, (now() - started) / 1000);
       const summary = {
