@@ -32,14 +32,15 @@ export interface JsonlGzipEncoding {
  * so the same lines give the same bytes, and a retried file is byte-identical.
  *
  * @param lines already-serialized JSON lines, without newlines (a line containing one is an error)
+ * @param options.level gzip level, for the benchmark's table of levels only; files use {@link GZIP_LEVEL}
  */
 export function encodeJsonlGzip(
   lines: AsyncIterable<string> | Iterable<string>,
-  options: { batchLines?: number } = {},
+  options: { batchLines?: number; level?: number } = {},
 ): JsonlGzipEncoding {
   const batchLines = options.batchLines ?? ENCODER_BATCH_LINES;
   const stats: EncoderStats = { lines: 0, uncompressedBytes: 0, compressedBytes: 0 };
-  const gzip = createGzip({ level: GZIP_LEVEL });
+  const gzip = createGzip({ level: options.level ?? GZIP_LEVEL });
   const output = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       stats.compressedBytes += chunk.length;
