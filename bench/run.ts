@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: prints figures, asserts nothing about time (DESIGN.md "Targets").
- * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
+ * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio,
+ *    pinned to one core and with the cores free, and a table of gzip levels (bench/encode.ts).
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
  * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
@@ -47,20 +48,10 @@ async function main(): Promise<void> {
 
 async function benches(): Promise<void> {
   if (!skip.has('encode')) {
-    log('Encode (one core): rows to gzip JSON lines');
-    const { runEncodeBench } = await import('./encode.js');
-    const encode = await runEncodeBench(rows, log);
-    log(`  average row ${encode.averageRowBytes.toFixed(0)} B`);
-    for (const [name, f] of [
-      ['Sluice encoder', encode.sluice],
-      ['DuckDB COPY', encode.duckdb],
-    ] as const) {
-      log(
-        `  ${name.padEnd(15)} ${fmt(f.rowsPerSecond).padStart(9)} rows/s  ${f.mbPerSecond.toFixed(1).padStart(6)} MB/s  ` +
-          `${fmt(f.outputBytes).padStart(12)} B out  (${(f.ms / 1000).toFixed(2)} s)`,
-      );
-    }
-    log(`  ratio Sluice / DuckDB: ${encode.ratio.toFixed(2)}x (target ≥ 1.5x)\n`);
+    log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
+    const { runEncodeBench, printEncodeBench } = await import('./encode.js');
+    printEncodeBench(await runEncodeBench(rows, log), log);
+    log('');
   }
   if (!skip.has('writer')) {
     log('Writer end to end (read, encode, upload), each window in a child process');
