@@ -8,3 +8,4 @@ export * from './reader.js';
 export * from './source.js';
 export * from './redrive.js';
 export * from './sqs-dead-letters.js';
+export * from './producer.js';
