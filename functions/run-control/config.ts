@@ -4,4 +4,6 @@ import { requiredEnv } from '@sluice/core';
 export const config = {
   /** The control table: destinations, cursors, leases, runs. */
   controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  /** The deployment stage: the `Stage` dimension of the engine's metrics. */
+  stage: requiredEnv('SLUICE_STAGE'),
 } as const;

@@ -11,6 +11,8 @@ import {
   claimAndPlan,
   commitRun,
   type EngineDeps,
+  powertoolsFailureMetrics,
+  powertoolsRunMetrics,
   type RecordFailureInput,
   recordFailure,
 } from '@sluice/engine';
@@ -21,7 +23,9 @@ const logger = new Logger({ serviceName: 'sluice-run-control', jsonReplacerFn: r
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   stateStore: new ExportStateStore({ tableName: config.controlTable }),
+  metrics: powertoolsRunMetrics({ stage: config.stage }),
 };
+const failureMetrics = powertoolsFailureMetrics({ stage: config.stage });
 
 /** The event of each action, as the ExportRun definition builds it. */
 export type RunControlEvent =
@@ -57,6 +61,7 @@ export const handler = async (event: RunControlEvent): Promise<unknown> => {
       }
       case 'recordFailure': {
         const result = await recordFailure(event, deps);
+        failureMetrics.recordFailure(event.error?.Error);
         logger.warn('run failed', { error: event.error?.Error, ...result });
         return result;
       }

@@ -1,5 +1,5 @@
 import { ControlStore, ExportStateStore } from '@sluice/control';
-import type { BucketLocation } from '@sluice/core';
+import { type BucketLocation, requiredEnv } from '@sluice/core';
 import { EventLogReader, type EventSource } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
@@ -45,7 +45,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   sealer: () => new SecretSealer(),
   eventSource: () => new EventLogReader(),
   bucketWriterFactory: () => defaultBucketWriterFactory,
-  metrics: () => powertoolsRunMetrics(),
+  metrics: () => powertoolsRunMetrics({ stage: requiredEnv('SLUICE_STAGE') }),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};

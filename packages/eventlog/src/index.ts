@@ -6,3 +6,6 @@ export * from './ingest.js';
 export * from './keys.js';
 export * from './reader.js';
 export * from './source.js';
+export * from './redrive.js';
+export * from './sqs-dead-letters.js';
+export * from './producer.js';

@@ -6,15 +6,19 @@
  * 2. `test: true` (a test send): dropped, counted in `dropped.test`;
  * 3. the row does not match its schema (see `@sluice/core` rows): refused with the reason, never written;
  * 4. a history import: dropped, counted in `dropped.history`. An event is an import when it carries
- *    `import: true` or `source: "import"`; it is history when it occurred more than one hour before it is
- *    recorded (the reference: "Import Events with timestamps older than an hour"). An import of something that
+ *    `import: true` or `source: "import"`; it is history when it occurred more than one hour before it
+ *    arrived (the reference: "Import Events with timestamps older than an hour"). An import of something that
  *    just happened is streamed like any event;
- * 5. recorded more than 7 days after it occurred: dropped, counted in `dropped.late`;
+ * 5. arrived more than 7 days after it occurred: dropped, counted in `dropped.late`;
  * 6. occurred more than 24 hours after it is recorded (a producer's clock or unit is wrong): refused;
  * 7. serialized row above 350,000 bytes (DynamoDB items hold 400 KB): refused.
  *
  * `dataset`, `test`, `import` and `source` are envelope fields, not row fields: they are not stored. Unknown
  * fields are dropped.
+ *
+ * "Arrived" is when the producer handed the event over: its recorded time, or the earlier `sentAtMs` a caller
+ * gives (the bus event's `time`). So an event that waited in Sluice's dead-letter queue is judged by when it
+ * was sent, not by when it was redriven, and is not dropped as late because Sluice was slow.
  *
  * Recorded time is assigned here: now, taken once per slice of {@link INGEST_SLICE} inputs just before the slice is
  * validated and written. An input may carry an explicit `recorded_at` instead, for
@@ -101,6 +105,15 @@ export interface SubscriberWriteResult {
   invalid: InvalidInput[];
 }
 
+/** Options of one {@link EventLogWriter.ingestEvents} call. */
+export interface IngestCallOptions {
+  /**
+   * When the producer sent these events (epoch ms), if earlier than now: the lateness and history rules
+   * measure from it. The ingest function passes the bus event's `time`, so a redrive days later keeps them.
+   */
+  sentAtMs?: number;
+}
+
 /** Options of {@link EventLogWriter}. */
 export interface EventLogWriterOptions {
   /** @default the module-level client */
@@ -157,7 +170,11 @@ export class EventLogWriter {
    * `UnwrittenItemsError` when throttling outlasted the retries (some items may be written: retrying the call
    * is safe, at least once).
    */
-  async ingestEvents(workspaceId: string, inputs: readonly unknown[]): Promise<IngestResult> {
+  async ingestEvents(
+    workspaceId: string,
+    inputs: readonly unknown[],
+    options: IngestCallOptions = {},
+  ): Promise<IngestResult> {
     assertWorkspaceId(workspaceId);
     const result: IngestResult = {
       accepted: 0,
@@ -166,7 +183,13 @@ export class EventLogWriter {
       invalid: [],
     };
     for (let offset = 0; offset < inputs.length; offset += INGEST_SLICE) {
-      await this.ingestSlice(workspaceId, inputs.slice(offset, offset + INGEST_SLICE), offset, result);
+      await this.ingestSlice(
+        workspaceId,
+        inputs.slice(offset, offset + INGEST_SLICE),
+        offset,
+        result,
+        options.sentAtMs,
+      );
     }
     this.logger.debug('Ingested events', { workspaceId, ...result, invalid: result.invalid.length });
     return result;
@@ -181,6 +204,7 @@ export class EventLogWriter {
     inputs: readonly unknown[],
     offset: number,
     result: IngestResult,
+    sentAtMs: number | undefined,
   ): Promise<void> {
     const nowMs = this.now();
     const refused: { index: number; dataset?: string; id?: string; reason: string }[] = [];
@@ -249,11 +273,12 @@ export class EventLogWriter {
       const row = parsed.row;
       const occurredMs = Date.parse(row.occurred_at);
       const isImport = isImportFlag === true || source === 'import';
-      if (isImport && recordedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
+      const arrivedMs = sentAtMs === undefined ? recordedMs : Math.min(recordedMs, sentAtMs);
+      if (isImport && arrivedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
         result.dropped.history++;
         return;
       }
-      if (recordedMs - occurredMs > MAX_LATENESS_MS) {
+      if (arrivedMs - occurredMs > MAX_LATENESS_MS) {
         result.dropped.late++;
         return;
       }

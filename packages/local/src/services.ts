@@ -37,6 +37,8 @@ export interface LocalServicesEnv {
   SLUICE_KMS_KEY_ID: string;
   SLUICE_ALLOWED_ENDPOINTS: string;
   SLUICE_LOCAL_S3_ENDPOINT: string;
+  /** The stage the engine's metrics are published under: `local`. */
+  SLUICE_STAGE: string;
   AWS_ENDPOINT_URL_DYNAMODB: string;
   AWS_ENDPOINT_URL_KMS: string;
   AWS_REGION: string;
@@ -125,6 +127,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_KMS_KEY_ID: kms.keyArn,
       SLUICE_ALLOWED_ENDPOINTS: s3.endpoint,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
+      SLUICE_STAGE: 'local',
       AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
       AWS_ENDPOINT_URL_KMS: kms.endpoint,
       AWS_REGION: 'us-east-1',

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EventLogReader, EventLogWriter } from '@sluice/eventlog';
+import { EventLogReader, EventLogWriter, workspaceSource } from '@sluice/eventlog';
+import { MemoryDeadLetterQueue } from '../async-invoke.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createDataCommands } from './data.js';
@@ -18,15 +19,22 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
 });
 
-function cli(now?: () => number, options: { isTTY?: boolean } = {}) {
+function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadLetterQueue } = {}) {
   const out: string[] = [];
   const err: string[] = [];
   const progress: string[] = [];
+  const queueUrls: string[] = [];
+  const queue = options.queue ?? new MemoryDeadLetterQueue();
   const list = createDataCommands({
     out: (line) => out.push(line),
     err: (line) => err.push(line),
     writer: () => new EventLogWriter({ logger }),
     progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
+    deadLetterQueue: (url) => {
+      queueUrls.push(url);
+      return queue;
+    },
+    env: {},
     ...(now ? { now } : {}),
   });
   const run = (name: string, args: string[]) => {
@@ -34,7 +42,7 @@ function cli(now?: () => number, options: { isTTY?: boolean } = {}) {
     if (!command) throw new Error(`no command ${name}`);
     return command.run(args);
   };
-  return { run, out, err, progress };
+  return { run, out, err, progress, queueUrls };
 }
 
 async function file(name: string, lines: string[]): Promise<string> {
@@ -49,10 +57,58 @@ async function readLines(iterable: AsyncIterable<string[]>): Promise<string[]> {
   return all;
 }
 
+describe('events redrive', () => {
+  it('writes the queued bus events into the log, deletes them, and fails while unreadable ones stay', async () => {
+    // Prepare
+    const queue = new MemoryDeadLetterQueue();
+    const workspaceId = `ws_${randomUUID()}`;
+    const detail = {
+      workspaceId,
+      events: [
+        { dataset: 'custom_events', id: 'ce_r', event_name: 'x', occurred_at: new Date().toISOString() },
+      ],
+    };
+    const event = {
+      'detail-type': 'sluice.events',
+      source: workspaceSource(workspaceId),
+      time: new Date().toISOString(),
+      detail,
+    };
+    await queue.send(
+      JSON.stringify({ requestContext: { condition: 'RetriesExhausted' }, requestPayload: event }),
+    );
+    await queue.send('not json');
+    const { run, out, err, queueUrls } = cli(undefined, { queue });
+
+    // Act
+    const failure = await run('events redrive', ['--queue-url', 'https://sqs.example/dlq', '--json']).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess
+    expect(queueUrls).toEqual(['https://sqs.example/dlq']);
+    expect(JSON.parse(out[0]!)).toMatchObject({ messages: 2, redriven: 1, events: { accepted: 1 } });
+    expect(err).toEqual([expect.stringMatching(/^message .* left: not JSON$/)]);
+    expect((failure as Error).message).toMatch(/^1 messages stay in the queue/);
+    expect(queue.size).toBe(1);
+    const written = await readLines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', Date.now() - 60_000, Date.now()),
+    );
+    expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_r']);
+  });
+
+  it('asks for the queue URL when neither the option nor SLUICE_INGEST_DLQ_URL gives it', async () => {
+    const { run } = cli();
+
+    await expect(run('events redrive', [])).rejects.toBeInstanceOf(CliUsageError);
+  });
+});
+
 describe('data commands', () => {
   it('are exported under their names', () => {
     expect(commands.map((c) => c.name)).toEqual([
       'events ingest',
+      'events redrive',
       'subscribers upsert',
       'subscribers delete',
       'seed',

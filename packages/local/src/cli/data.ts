@@ -6,6 +6,9 @@
  *   cursor are never exported to it);
  * - `subscribers upsert --workspace <id> --file <f.jsonl> [--json]`: each line a subscriber row;
  * - `subscribers delete --workspace <id> --ids <a,b,...> [--json]`;
+ * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
+ *   dead-letter queue (`IngestDeadLetterQueueUrl` output, or `SLUICE_INGEST_DLQ_URL`) into the event log, the
+ *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue;
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
@@ -27,8 +30,12 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import {
+  type DeadLetterQueue,
   EventLogWriter,
   generateEvents,
+  type RedriveSummary,
+  redriveDeadLetters,
+  SqsDeadLetterQueue,
   generateSubscribers,
   type IngestResult,
   type SubscriberWriteResult,
@@ -54,6 +61,10 @@ export interface DataCommandDeps {
   now?: () => number;
   /** Where progress goes. @default process.stderr */
   progress?: ProgressStream;
+  /** The dead-letter queue at a URL. @default SQS */
+  deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
+  /** @default `process.env` */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A refused line of an input file. */
@@ -173,13 +184,15 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on stdout.
-  const writer =
-    deps.writer ??
-    (() =>
-      new EventLogWriter({
-        logger: new Logger({ serviceName: 'sluice-cli', jsonReplacerFn: redactSecrets, logLevel: 'SILENT' }),
-      }));
+  const silentLogger = new Logger({
+    serviceName: 'sluice-cli',
+    jsonReplacerFn: redactSecrets,
+    logLevel: 'SILENT',
+  });
+  const writer = deps.writer ?? (() => new EventLogWriter({ logger: silentLogger }));
   const now = deps.now ?? Date.now;
+  const env = deps.env ?? process.env;
+  const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
     for (const { line, reason } of invalid) err(`line ${line}: ${reason}`);
@@ -244,6 +257,51 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       }
       reportRefused(summary.invalid);
       failIfRefused(summary.invalid, 'lines were');
+    },
+  };
+
+  const eventsRedrive: CliCommand = {
+    name: 'events redrive',
+    usage: 'events redrive [--queue-url <url>] [--max <n>] [--json]',
+    async run(args) {
+      const { values } = parseArgs({
+        args,
+        options: {
+          'queue-url': { type: 'string' },
+          max: { type: 'string' },
+          json: { type: 'boolean', default: false },
+        },
+        strict: true,
+      });
+      const queueUrl = values['queue-url'] ?? env.SLUICE_INGEST_DLQ_URL;
+      if (queueUrl === undefined || queueUrl === '') {
+        throw new CliUsageError(
+          '--queue-url <url> is required (the IngestDeadLetterQueueUrl output), or set SLUICE_INGEST_DLQ_URL',
+        );
+      }
+      const maxMessages = positiveInteger('max', values.max, false);
+      const summary: RedriveSummary = await redriveDeadLetters(
+        deadLetterQueue(queueUrl),
+        writer(),
+        silentLogger,
+        maxMessages === undefined ? {} : { maxMessages },
+      );
+      if (values.json) out(JSON.stringify(summary));
+      else {
+        const { events, subscribers } = summary;
+        out(
+          `${summary.messages} messages: ${summary.redriven} redriven, ${summary.left.length} left in the queue. ` +
+            `Events: ${events.accepted} written, dropped ${events.dropped.test} test, ${events.dropped.history} ` +
+            `history, ${events.dropped.late} late (sent more than 7 days after they occurred), ` +
+            `${events.invalid} refused. Subscribers: ${subscribers.upserted} upserted, ${subscribers.deleted} deleted, ` +
+            `${subscribers.invalid} refused.`,
+        );
+      }
+      for (const { messageId, reason } of summary.refused) err(`message ${messageId} refused: ${reason}`);
+      for (const { messageId, reason } of summary.left) err(`message ${messageId} left: ${reason}`);
+      if (summary.left.length > 0) {
+        throw new Error(`${summary.left.length} messages stay in the queue (listed above); run again later`);
+      }
     },
   };
 
@@ -440,7 +498,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
     },
   };
 
-  return [eventsIngest, subscribersUpsert, subscribersDelete, seed];
+  return [eventsIngest, eventsRedrive, subscribersUpsert, subscribersDelete, seed];
 }
 
 /** The data commands of the `npm run sluice` CLI. */
