@@ -98,7 +98,7 @@ describe('routeLocalOutput', () => {
   it("routes the functions' Powertools JSON logs and EMF metric lines written to the real process streams", async () => {
     // Prepare: what the handlers create at load, bound to process.stdout
     const logger = new Logger({ serviceName: 'sluice-writer' });
-    const metrics = powertoolsRunMetrics();
+    const metrics = powertoolsRunMetrics({ stage: 'local' });
     const dir = logDir();
     // Act
     const output = routeLocalOutput({ verbose: false, logDir: dir });
