@@ -15,7 +15,7 @@ const writer = new EventLogWriter({
   eventsTable: config.eventsTable,
   subscribersTable: config.subscribersTable,
   logger,
-  ...(config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays }),
+  retentionSeconds: config.retentionSeconds,
 });
 
 export const handler = (event: EventBridgeEvent<string, unknown>): Promise<BusIngestResult> =>

@@ -16,7 +16,8 @@ function setup(now = NOW) {
   const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
   const warn = vi.spyOn(logger, 'warn');
   const writer = new EventLogWriter({ now: () => now, logger });
-  const reader = new EventLogReader();
+  // The fixed dates lie further back than the retention: read with the same clock that wrote.
+  const reader = new EventLogReader({ now: () => now });
   const workspaceId = `ws_${randomUUID()}`;
   return { writer, reader, workspaceId, warn };
 }
@@ -217,7 +218,7 @@ describe('EventLogWriter.ingestEvents in slices', () => {
     // Assess
     expect(result.accepted).toBe(2_499);
     expect(result.invalid).toEqual([{ index: 2_100, reason: expect.stringMatching(/^message_type: /) }]);
-    const reader = new EventLogReader();
+    const reader = new EventLogReader({ now: () => clock });
     const counts = await Promise.all(
       [1, 2, 3].map((s) =>
         reader.countWindow(workspaceId, 'email_events', NOW + s * 1_000 - 1, NOW + s * 1_000),
@@ -287,7 +288,7 @@ describe('EventLogWriter subscribers', () => {
         updated_at: '2026-01-01T00:00:00Z',
       })),
     );
-    const reader = new EventLogReader({ pageLimit: 4 });
+    const reader = new EventLogReader({ pageLimit: 4, now: () => NOW });
     const pages: string[][] = [];
     for await (const page of reader.readSubscribers(workspaceId)) pages.push(page);
     expect(pages.flat()).toHaveLength(30);

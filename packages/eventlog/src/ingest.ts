@@ -38,7 +38,7 @@ import {
   redactSecrets,
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
-import { defaultEventLogClient, resolveRetentionDays, resolveTableName } from './client.js';
+import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
 import {
   assertWorkspaceId,
   EVENT_SHARDS,
@@ -111,8 +111,12 @@ export interface EventLogWriterOptions {
   subscribersTable?: string;
   /** The clock, epoch ms. @default Date.now */
   now?: () => number;
-  /** Days an event is kept after it is recorded. @default env `SLUICE_EVENT_RETENTION_DAYS`, else 35 */
-  retentionDays?: number;
+  /**
+   * Seconds an event is kept after it is recorded (its `expiresAt`). Deployments pass their
+   * `SLUICE_EVENT_RETENTION_DAYS` (see {@link parseEventRetentionDays}); tests may use minutes.
+   * @default 35 days
+   */
+  retentionSeconds?: number;
   /** Retry and concurrency of the batched writes. */
   batch?: BatchWriteOptions;
   /** @default a Powertools Logger, service `sluice-eventlog` */
@@ -138,7 +142,7 @@ export class EventLogWriter {
   private readonly eventsTable: string | undefined;
   private readonly subscribersTable: string | undefined;
   private readonly now: () => number;
-  private readonly retentionDays: number;
+  private readonly retentionSeconds: number;
   private readonly batch: BatchWriteOptions;
   private readonly logger: Logger;
 
@@ -147,7 +151,7 @@ export class EventLogWriter {
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;
     this.now = options.now ?? Date.now;
-    this.retentionDays = resolveRetentionDays(options.retentionDays);
+    this.retentionSeconds = resolveRetentionSeconds(options.retentionSeconds);
     this.batch = options.batch ?? {};
     this.logger = options.logger ?? defaultLogger;
   }
@@ -199,7 +203,7 @@ export class EventLogWriter {
       });
     };
     const items = new Map<string, WriteRequest>();
-    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionDays * 86_400;
+    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
 
     inputs.forEach((raw, index) => {
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {

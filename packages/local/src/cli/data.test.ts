@@ -207,7 +207,8 @@ describe('data commands', () => {
     ]);
 
     expect(out[0]).toMatch(/^Seeded workspace .* \(seed 1\): 200 events/);
-    const reader = new EventLogReader();
+    // Recorded further back than the retention: read at the CLI's clock, or the rows count as expired.
+    const reader = new EventLogReader({ now: () => now });
     const midnight = Date.parse('2026-10-01T00:00:00.000Z');
     const count = async (from: number, to: number) =>
       (await reader.countWindow(workspaceId, 'email_events', from, to)) +
