@@ -72,6 +72,30 @@ describe('ingest handler', () => {
     expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_1']);
   });
 
+  it("records events at the ingest's clock, ignoring a producer's recorded_at", async () => {
+    // Prepare: a recorded_at an hour back, where an export could already have passed.
+    const workspaceId = `ws_${randomUUID()}`;
+    const before = Date.now();
+    const event = {
+      dataset: 'custom_events',
+      id: 'ce_late',
+      event_name: 'order.placed',
+      occurred_at: new Date(before - 7_200_000).toISOString(),
+      recorded_at: new Date(before - 3_600_000).toISOString(),
+    };
+
+    // Act
+    const result = await handler(busEvent('sluice.events', { workspaceId, events: [event] }));
+
+    // Assess
+    expect(result).toMatchObject({ kind: 'events', accepted: 1, recordedAtIgnored: 1, invalid: [] });
+    const written = await lines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', before - 7_200_000, Date.now()),
+    );
+    expect(written).toHaveLength(1);
+    expect(Date.parse(JSON.parse(written[0]!).recorded_at)).toBeGreaterThanOrEqual(before);
+  });
+
   it('upserts and deletes subscribers from sluice.subscribers', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const subscriber = (id: string) => ({

@@ -16,6 +16,8 @@ const writer = new EventLogWriter({
   subscribersTable: config.subscribersTable,
   logger,
   retentionSeconds: config.retentionSeconds,
+  // On the bus, recorded time is always the ingest's own clock: a producer's `recorded_at` is ignored.
+  explicitRecordedAt: 'ignore',
 });
 
 export const handler = (event: EventBridgeEvent<string, unknown>): Promise<BusIngestResult> =>

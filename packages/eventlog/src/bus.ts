@@ -5,6 +5,11 @@
  * - detail-type `sluice.events`, detail `{ "workspaceId": "...", "events": [ { "dataset": "email_events", ...row } ] }`
  * - detail-type `sluice.subscribers`, detail `{ "workspaceId": "...", "upsert": [ ...rows ], "delete": [ "id", ... ] }`
  *
+ * Recorded time is the ingest's own clock, always: an event's `recorded_at` is ignored (counted in
+ * `recordedAtIgnored` and logged), since a producer's time could fall at or behind a position an export has
+ * already passed, and the row would be accepted and never exported. The ingest Lambda's writer is built with
+ * `explicitRecordedAt: 'ignore'`. (Imports with their own recorded times go through the CLI, which checks them.)
+ *
  * One bus event holds at most 256 KB, so a producer sends a few hundred events per entry (PutEvents takes 10
  * entries a call). Other detail-types are ignored (logged), so the bus can carry other traffic.
  */
@@ -72,6 +77,7 @@ export async function ingestBusEvent(
       duplicates: result.duplicates,
       dropped: result.dropped,
       invalid: result.invalid.length,
+      recordedAtIgnored: result.recordedAtIgnored,
     });
     return { kind: 'events', workspaceId, ...result };
   }

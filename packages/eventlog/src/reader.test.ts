@@ -20,7 +20,11 @@ interface Written {
 
 /** Writes custom events at explicit recorded times; returns them sorted as the reader must return them. */
 async function seed(workspaceId: string, events: Written[]): Promise<Written[]> {
-  const writer = new EventLogWriter({ now: () => MIDNIGHT + 10 * HOUR, logger });
+  const writer = new EventLogWriter({
+    now: () => MIDNIGHT + 10 * HOUR,
+    logger,
+    explicitRecordedAt: 'unchecked',
+  });
   const result = await writer.ingestEvents(
     workspaceId,
     events.map(({ id, recordedMs }) => ({
@@ -103,7 +107,7 @@ describe('EventLogReader.readWindow', () => {
   it('streams a partition larger than one 1 MB DynamoDB page', async () => {
     // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
     const workspaceId = `ws_${randomUUID()}`;
-    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger });
+    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger, explicitRecordedAt: 'unchecked' });
     const padding = 'x'.repeat(2_000);
     const inputs = Array.from({ length: 2_400 }, (_, i) => ({
       dataset: 'custom_events',
@@ -174,8 +178,18 @@ describe('EventLogReader and expired rows', () => {
   /** 300 rows recorded at T0 and one at LIVE_AT, all in one hour partition. */
   async function seedExpiring(workspaceId: string): Promise<void> {
     const row = (id: string) => ({ dataset: 'custom_events', id, event_name: 'e', occurred_at: T0 - 1 });
-    const old = new EventLogWriter({ now: () => T0, retentionSeconds: RETENTION_SECONDS, logger });
-    const live = new EventLogWriter({ now: () => LIVE_AT, retentionSeconds: RETENTION_SECONDS, logger });
+    const old = new EventLogWriter({
+      now: () => T0,
+      retentionSeconds: RETENTION_SECONDS,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
+    const live = new EventLogWriter({
+      now: () => LIVE_AT,
+      retentionSeconds: RETENTION_SECONDS,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
     const oldRows = Array.from({ length: 300 }, (_, i) => row(`old_${String(i).padStart(3, '0')}`));
     expect((await old.ingestEvents(workspaceId, oldRows)).accepted).toBe(300);
     expect((await live.ingestEvents(workspaceId, [row('live')])).accepted).toBe(1);
