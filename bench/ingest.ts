@@ -114,6 +114,7 @@ async function runCli(client: DynamoDBClient, name: string, args: string[]): Pro
         eventsTable: LOCAL_TABLE_NAMES.events,
         subscribersTable: LOCAL_TABLE_NAMES.subscribers,
         logger: silent,
+        explicitRecordedAt: 'unchecked',
       }),
     out: () => {},
     err: () => {},

@@ -79,6 +79,30 @@ describe('ingest handler', () => {
     expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_1']);
   });
 
+  it("records events at the ingest's clock, ignoring a producer's recorded_at", async () => {
+    // Prepare: a recorded_at an hour back, where an export could already have passed.
+    const workspaceId = `ws_${randomUUID()}`;
+    const before = Date.now();
+    const event = {
+      dataset: 'custom_events',
+      id: 'ce_late',
+      event_name: 'order.placed',
+      occurred_at: new Date(before - 7_200_000).toISOString(),
+      recorded_at: new Date(before - 3_600_000).toISOString(),
+    };
+
+    // Act
+    const result = await handler(busEvent('sluice.events', { workspaceId, events: [event] }));
+
+    // Assess
+    expect(result).toMatchObject({ kind: 'events', accepted: 1, recordedAtIgnored: 1, invalid: [] });
+    const written = await lines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', before - 7_200_000, Date.now()),
+    );
+    expect(written).toHaveLength(1);
+    expect(Date.parse(JSON.parse(written[0]!).recorded_at)).toBeGreaterThanOrEqual(before);
+  });
+
   it('upserts and deletes subscribers from sluice.subscribers', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const subscriber = (id: string) => ({
@@ -142,7 +166,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     // Prepare: a write that fails for real (DynamoDB Local has no such table), invoked as EventBridge does
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
     const broken = createIngestHandler(
-      new EventLogWriter({ eventsTable: `missing-${randomUUID()}`, logger }),
+      new EventLogWriter({ eventsTable: `missing-${randomUUID()}`, logger, explicitRecordedAt: 'ignore' }),
       logger,
     );
     const attempts = vi.fn(broken);
@@ -168,7 +192,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     const redriveAt = sentAt + 8 * 24 * 3_600_000;
     const summary = await redriveDeadLetters(
       queue,
-      new EventLogWriter({ now: () => redriveAt, logger }),
+      new EventLogWriter({ now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
       logger,
     );
 
@@ -196,7 +220,11 @@ describe('ingest failures: dead-letter queue and redrive', () => {
   it('leaves a message whose write fails again in the queue, and reports it', async () => {
     // Prepare
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
-    const broken = new EventLogWriter({ eventsTable: `missing-${randomUUID()}`, logger });
+    const broken = new EventLogWriter({
+      eventsTable: `missing-${randomUUID()}`,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
     const queue = new MemoryDeadLetterQueue();
     const workspaceId = `ws_${randomUUID()}`;
     await invokeAsync(

@@ -25,7 +25,9 @@ const writer = new EventLogWriter({
   eventsTable: config.eventsTable,
   subscribersTable: config.subscribersTable,
   logger,
-  ...(config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays }),
+  retentionSeconds: config.retentionSeconds,
+  // On the bus, recorded time is always the ingest's own clock: a producer's `recorded_at` is ignored.
+  explicitRecordedAt: 'ignore',
 });
 
 export const handler = createIngestHandler(writer, logger);

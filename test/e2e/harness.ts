@@ -111,7 +111,7 @@ export async function startE2eHarness(): Promise<E2eHarness> {
     ws,
     store: new control.ControlStore({ tableName: controlTable }),
     stateStore: new control.ExportStateStore(),
-    events: new eventlog.EventLogWriter(),
+    events: new eventlog.EventLogWriter({ explicitRecordedAt: 'unchecked' }),
     controlTable,
     workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),
     list,

@@ -5,6 +5,7 @@ import {
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
@@ -21,11 +22,14 @@ import {
   type ControlTable,
   type ControlTableOptions,
   isConditionFailed,
+  isTransactionConditionFailed,
+  isTransactionConflict,
   resolveControlTable,
   mapDynamoError,
   withDynamoErrors,
 } from './client.js';
 import {
+  cursorSk,
   cursorSkPrefix,
   destinationSk,
   dueAt,
@@ -87,6 +91,12 @@ export interface UpdateDestinationOptions {
   bumpConfigVersion?: boolean;
   /** @default now; becomes `updatedAt` */
   now?: Date;
+  /**
+   * Datasets whose cursors are deleted in the same transaction (datasets removed, or added back): their
+   * progress and planned windows are forgotten, so an added dataset starts at its `datasetStartedAt`.
+   * @default none
+   */
+  clearCursorsOf?: readonly Dataset[];
 }
 
 /** The result of {@link ControlStore.queueRun}. */
@@ -97,6 +107,19 @@ export interface QueueRunResult {
 }
 
 type Item = Record<string, unknown>;
+
+/** What one write attempt of {@link ControlStore.updateDestination} found: the new item, or why not. */
+type UpdateOutcome = Item | undefined | 'condition_failed' | 'conflict';
+
+/** The conditional update of a destination item, sent alone or inside a transaction. */
+interface DestinationUpdate {
+  TableName: string;
+  Key: Item;
+  UpdateExpression: string;
+  ConditionExpression: string;
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+}
 
 /** Assembles the API's `exportedThrough`: a key per dataset of the destination, null until its first commit. */
 export function exportedThroughFromCursors(
@@ -275,6 +298,7 @@ export class ControlStore {
    *    and make the write conditional on it still holding, retrying on a race.
    * 2. SET the changed fields and `updatedAt`; bump `configVersion` when asked.
    * 3. Keep the sparse due index consistent: `dueKey`/`dueAt` set while enabled with a `nextRunAt`, removed otherwise.
+   * 4. With `clearCursorsOf`, write the update and the deletion of those cursors in one transaction instead.
    * Returns the updated destination, or `undefined` when it does not exist.
    */
   async updateDestination(
@@ -289,6 +313,7 @@ export class ControlStore {
     );
     const changed = new Map<string, unknown>(fields);
     const key = { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) };
+    const clearCursorsOf = [...new Set(options.clearCursorsOf ?? [])];
 
     for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
       const names: Record<string, string> = {};
@@ -354,31 +379,81 @@ export class ControlStore {
         }
       }
 
-      const updateExpression = `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`;
-      let attributes: Item | undefined;
-      try {
-        const result = await this.table.client.send(
-          new UpdateCommand({
-            TableName: this.table.tableName,
-            Key: key,
-            UpdateExpression: updateExpression,
-            ConditionExpression: conditions.join(' AND '),
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        attributes = result.Attributes;
-      } catch (error) {
-        if (!isConditionFailed(error)) return mapDynamoError(error);
+      const update = {
+        TableName: this.table.tableName,
+        Key: key,
+        UpdateExpression: `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      };
+      const outcome =
+        clearCursorsOf.length === 0
+          ? await this.sendUpdate(update)
+          : await this.sendUpdateClearingCursors(update, workspaceId, destinationId, clearCursorsOf);
+      if (outcome === 'conflict') {
+        await sleep(20 * 2 ** attempt * (0.5 + Math.random()));
+        continue;
+      }
+      if (outcome === 'condition_failed') {
         // Either the destination is gone, or the state read in step 1 changed: re-read and retry.
         if (conditions.length === 1) return undefined;
         continue;
       }
-      if (attributes === undefined) return undefined;
-      return toDestination(attributes, await this.readCursors(workspaceId, destinationId));
+      if (outcome === undefined) return undefined;
+      return toDestination(outcome, await this.readCursors(workspaceId, destinationId));
     }
     throw new ServiceUnavailableError(new Error('updateDestination: too much contention on the destination'));
+  }
+
+  /** One conditional UpdateItem: the new item, or 'condition_failed'. */
+  private async sendUpdate(update: DestinationUpdate): Promise<UpdateOutcome> {
+    try {
+      const result = await this.table.client.send(new UpdateCommand({ ...update, ReturnValues: 'ALL_NEW' }));
+      return result.Attributes;
+    } catch (error) {
+      if (isConditionFailed(error)) return 'condition_failed';
+      return mapDynamoError(error);
+    }
+  }
+
+  /**
+   * The update and the deletion of some cursors in one TransactWriteItems: the new item (read back, since a
+   * transaction returns nothing), 'condition_failed', or 'conflict' when another transaction on the same
+   * items was in flight.
+   */
+  private async sendUpdateClearingCursors(
+    update: DestinationUpdate,
+    workspaceId: string,
+    destinationId: string,
+    datasets: readonly Dataset[],
+  ): Promise<UpdateOutcome> {
+    const pk = workspacePk(workspaceId);
+    try {
+      await this.table.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: update },
+            ...datasets.map((dataset) => ({
+              Delete: {
+                TableName: this.table.tableName,
+                Key: { PK: pk, SK: cursorSk(destinationId, dataset) },
+              },
+            })),
+          ],
+        }),
+      );
+    } catch (error) {
+      if (isTransactionConditionFailed(error)) return 'condition_failed';
+      if (isTransactionConflict(error)) return 'conflict';
+      return mapDynamoError(error);
+    }
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({ TableName: this.table.tableName, Key: update.Key, ConsistentRead: true }),
+      ),
+    );
+    return result.Item;
   }
 
   /**

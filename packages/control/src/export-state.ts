@@ -12,6 +12,8 @@ import {
   type ControlTable,
   type ControlTableOptions,
   isConditionFailed,
+  isTransactionConditionFailed,
+  isTransactionConflict,
   mapDynamoError,
   resolveControlTable,
   withDynamoErrors,
@@ -157,29 +159,6 @@ export interface ClaimLeaseInput {
   startedAt: string;
   nowMs: number;
   durationMs: number;
-}
-
-/** The transaction failed because one of its conditions did not hold (not throttling, not a conflict). */
-function isConditionCancellation(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const candidate = error as { name?: unknown; CancellationReasons?: { Code?: unknown }[] };
-  return (
-    candidate.name === 'TransactionCanceledException' &&
-    Array.isArray(candidate.CancellationReasons) &&
-    candidate.CancellationReasons.some((reason) => reason?.Code === 'ConditionalCheckFailed')
-  );
-}
-
-/** The transaction collided with another one on the same items. */
-function isTransactionConflict(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const candidate = error as { name?: unknown; CancellationReasons?: { Code?: unknown }[] };
-  if (candidate.name === 'TransactionConflictException') return true;
-  return (
-    candidate.name === 'TransactionCanceledException' &&
-    Array.isArray(candidate.CancellationReasons) &&
-    candidate.CancellationReasons.some((reason) => reason?.Code === 'TransactionConflict')
-  );
 }
 
 const MAX_CONFLICT_RETRIES = 5;
@@ -677,7 +656,7 @@ export class ExportStateStore {
         await this.table.client.send(new TransactWriteCommand({ TransactItems: items }));
         return true;
       } catch (error) {
-        if (isConditionCancellation(error)) return false;
+        if (isTransactionConditionFailed(error)) return false;
         // Another transaction on the same items is in flight: retry shortly, then its outcome decides.
         if (isTransactionConflict(error) && attempt < MAX_CONFLICT_RETRIES) {
           await sleep(20 * 2 ** attempt * (0.5 + Math.random()));

@@ -7,3 +7,6 @@ export function requiredEnv(name: string): string {
   if (value === undefined || value === '') throw new Error(`${name} is not set`);
   return value;
 }
+
+/** The CloudWatch namespace of every Sluice metric (Powertools `POWERTOOLS_METRICS_NAMESPACE` in the functions). */
+export const SLUICE_METRICS_NAMESPACE = 'Sluice';

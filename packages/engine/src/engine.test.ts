@@ -160,7 +160,7 @@ async function* breakAfter(
 beforeAll(async () => {
   // Prepare: 51,000 events recorded in the hour before a UTC midnight (one hourly window), 500 in the hour
   // after it.
-  const writer = new EventLogWriter();
+  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
   const batches: { count: number; from: number; to: number; seed: number }[] = [
     { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },
     { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: NOW - EXPORT_LAG_MS - 60_000, seed: 2 },

@@ -21,11 +21,11 @@ describe('failureCause', () => {
     );
 
     // Assess
-    expect(Object.keys(byName).filter((name) => byName[name] === 'destination').sort()).toEqual([
-      'BucketServerError',
-      'BucketThrottled',
-      'BucketUnreachable',
-    ]);
+    expect(
+      Object.keys(byName)
+        .filter((name) => byName[name] === 'destination')
+        .sort(),
+    ).toEqual(['BucketServerError', 'BucketThrottled', 'BucketUnreachable']);
     expect(byName.BucketUnknownError).toBe('sluice');
     expect(byName.DatabaseUnavailableError).toBe('sluice');
     expect(failureCause(undefined)).toBe('sluice');

@@ -11,6 +11,13 @@
  * One PutEvents entry holds at most {@link MAX_BUS_ENTRY_BYTES} (256 KB, source and detail-type included), so a
  * producer sends a few hundred events per entry, and PutEvents takes 10 entries a call. Other detail-types are
  * ignored (logged), so the bus can carry other traffic.
+ * Recorded time is the ingest's own clock, always: an event's `recorded_at` is ignored (counted in
+ * `recordedAtIgnored` and logged), since a producer's time could fall at or behind a position an export has
+ * already passed, and the row would be accepted and never exported. The ingest Lambda's writer is built with
+ * `explicitRecordedAt: 'ignore'`. (Imports with their own recorded times go through the CLI, which checks them.)
+ *
+ * One bus event holds at most 256 KB, so a producer sends a few hundred events per entry (PutEvents takes 10
+ * entries a call). Other detail-types are ignored (logged), so the bus can carry other traffic.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { describeIssues } from '@sluice/core';
@@ -106,6 +113,7 @@ export async function ingestBusEvent(
       duplicates: result.duplicates,
       dropped: result.dropped,
       invalid: result.invalid.length,
+      recordedAtIgnored: result.recordedAtIgnored,
     });
     return { kind: 'events', workspaceId, ...result };
   }

@@ -42,7 +42,8 @@ let lastHour = { startMs: Number.NaN, text: '' };
 /** `yyyy-mm-ddThh` of an epoch-millisecond time, UTC. */
 export function hourOf(ms: number): string {
   const startMs = Math.floor(ms / HOUR_MS) * HOUR_MS;
-  if (startMs !== lastHour.startMs) lastHour = { startMs, text: new Date(startMs).toISOString().slice(0, 13) };
+  if (startMs !== lastHour.startMs)
+    lastHour = { startMs, text: new Date(startMs).toISOString().slice(0, 13) };
   return lastHour.text;
 }
 

@@ -78,7 +78,12 @@ describe('redriveDeadLetters', () => {
     const queue = fixedQueue([JSON.stringify({ requestPayload: good }), JSON.stringify(spoofed), 'garbage']);
 
     // Act
-    const summary = await redriveDeadLetters(queue, new EventLogWriter({ logger }), logger, { batchSize: 2 });
+    const summary = await redriveDeadLetters(
+      queue,
+      new EventLogWriter({ logger, explicitRecordedAt: 'ignore' }),
+      logger,
+      { batchSize: 2 },
+    );
 
     // Assess
     expect(summary).toEqual({
@@ -97,9 +102,14 @@ describe('redriveDeadLetters', () => {
     const queue = fixedQueue(['a', 'b', 'c']);
 
     // Act
-    const summary = await redriveDeadLetters(queue, new EventLogWriter({ logger }), logger, {
-      maxMessages: 2,
-    });
+    const summary = await redriveDeadLetters(
+      queue,
+      new EventLogWriter({ logger, explicitRecordedAt: 'ignore' }),
+      logger,
+      {
+        maxMessages: 2,
+      },
+    );
 
     // Assess
     expect(summary.messages).toBe(2);

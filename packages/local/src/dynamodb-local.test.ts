@@ -114,10 +114,11 @@ describe('DynamoDB Local without a sync per write', () => {
       }),
     ];
     const ingest = (client: DynamoDBClient, seed: number) =>
-      new EventLogWriter({ client, eventsTable: LOCAL_TABLE_NAMES.events }).ingestEvents(
-        'ws_persist',
-        events(seed),
-      );
+      new EventLogWriter({
+        client,
+        eventsTable: LOCAL_TABLE_NAMES.events,
+        explicitRecordedAt: 'unchecked',
+      }).ingestEvents('ws_persist', events(seed));
     const written: number[] = [];
     try {
       // Act: write, stop; restart, write, SIGKILL; restart and count.

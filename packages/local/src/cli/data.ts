@@ -2,8 +2,10 @@
  * The data commands of the `npm run sluice` CLI, for platform teams and tests:
  *
  * - `events ingest --workspace <id> --file <f.jsonl> [--json]`: each line `{"dataset":"email_events", ...row}`,
- *   optionally with `recorded_at` (see the caveat in `@sluice/eventlog` ingest: rows recorded behind an export's
- *   cursor are never exported to it);
+ *   optionally with `recorded_at`. A `recorded_at` at or behind the position an export of the workspace has
+ *   reached for that dataset (committed or planned, over all its destinations) is refused with its reason, since
+ *   the row would never be exported; counted in `refusedBehindExport` and the `EventsRefusedBehindExport` metric
+ *   (an EMF line on stderr);
  * - `subscribers upsert --workspace <id> --file <f.jsonl> [--json]`: each line a subscriber row;
  * - `subscribers delete --workspace <id> --ids <a,b,...> [--json]`;
  * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
@@ -12,8 +14,8 @@
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
- *   `--since` they are recorded spread from that time to now: only an export whose cursor is still before them
- *   (for example one created with an earlier `startFrom`) exports them all.
+ *   `--since` they are recorded spread from that time to now, and those at or behind an export's position are
+ *   refused and counted (`refusedBehindExport`), as for `events ingest`.
  *
  * A bad line (not JSON, or refused by the ingest rules) is reported with its line number and reason; the other
  * lines are still written. The command then fails (exit code 1) after printing its counts, so a script notices.
@@ -29,6 +31,7 @@ import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ControlExportPositions } from '@sluice/control';
 import {
   type DeadLetterQueue,
   EventLogWriter,
@@ -38,6 +41,7 @@ import {
   SqsDeadLetterQueue,
   generateSubscribers,
   type IngestResult,
+  powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
 import { type CliCommand, CliUsageError } from './command.js';
@@ -80,6 +84,8 @@ export interface EventsIngestSummary {
   duplicates: number;
   dropped: IngestResult['dropped'];
   invalid: RefusedLine[];
+  /** Of `invalid`: lines whose `recorded_at` is at or behind an export's position. */
+  refusedBehindExport: number;
 }
 
 /** What `subscribers upsert` did (its `--json` output). */
@@ -183,13 +189,21 @@ function failIfRefused(invalid: readonly RefusedLine[], what: string): void {
 export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
-  // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on stdout.
   const silentLogger = new Logger({
     serviceName: 'sluice-cli',
     jsonReplacerFn: redactSecrets,
     logLevel: 'SILENT',
   });
-  const writer = deps.writer ?? (() => new EventLogWriter({ logger: silentLogger }));
+  const writer =
+    deps.writer ??
+    (() =>
+      new EventLogWriter({
+        // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on
+        // stdout, so its metrics go to stderr.
+        logger: silentLogger,
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions() },
+        metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
+      }));
   const now = deps.now ?? Date.now;
   const env = deps.env ?? process.env;
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
@@ -224,6 +238,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         duplicates: 0,
         dropped: { test: 0, history: 0, late: 0 },
         invalid: [],
+        refusedBehindExport: 0,
       };
       for await (const chunk of readJsonLines(file)) {
         summary.lines += chunk.values.length + chunk.notJson.length;
@@ -236,6 +251,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
             summary.dropped.test += result.dropped.test;
             summary.dropped.history += result.dropped.history;
             summary.dropped.late += result.dropped.late;
+            summary.refusedBehindExport += result.refusedBehindExport;
             for (const { index, reason } of result.invalid)
               summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
           }
@@ -252,7 +268,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           `Workspace ${workspaceId}: ${summary.lines} lines, ${summary.accepted} events written` +
             (summary.duplicates ? ` (${summary.duplicates} exact duplicates written once)` : '') +
             `, dropped ${summary.dropped.test} test, ${summary.dropped.history} history, ` +
-            `${summary.dropped.late} late, ${summary.invalid.length} refused`,
+            `${summary.dropped.late} late, ${summary.invalid.length} refused` +
+            (summary.refusedBehindExport
+              ? ` (${summary.refusedBehindExport} recorded at or behind an export's position)`
+              : ''),
         );
       }
       reportRefused(summary.invalid);
@@ -282,7 +301,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       const maxMessages = positiveInteger('max', values.max, false);
       const summary: RedriveSummary = await redriveDeadLetters(
         deadLetterQueue(queueUrl),
-        writer(),
+        // Bus events, written the ingest function's way: recorded at this clock.
+        deps.writer?.() ?? new EventLogWriter({ logger: silentLogger, explicitRecordedAt: 'ignore' }),
         silentLogger,
         maxMessages === undefined ? {} : { maxMessages },
       );
@@ -425,7 +445,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
       }
 
-      const totals = { accepted: 0, dropped: 0, invalid: 0 };
+      const totals = { accepted: 0, dropped: 0, invalid: 0, refusedBehindExport: 0 };
       const byDataset: Record<string, number> = { email_events: 0, sms_events: 0, custom_events: 0 };
       const progress = createProgress({ unit: 'events', total: count, stream: deps.progress, now });
       const calls = inFlight(CALLS_IN_FLIGHT);
@@ -447,7 +467,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           const result = await target.ingestEvents(workspaceId, inputs);
           totals.accepted += result.accepted;
           totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
-          totals.invalid += result.invalid.length;
+          totals.invalid += result.invalid.length - result.refusedBehindExport;
+          totals.refusedBehindExport += result.refusedBehindExport;
           eventsDone += inputs.length;
           progress.update(eventsDone);
         });
@@ -470,6 +491,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         subscribers: subscribersWritten,
         dropped: totals.dropped,
         invalid: totals.invalid,
+        refusedBehindExport: totals.refusedBehindExport,
         recorded:
           since === undefined
             ? 'now'
@@ -489,12 +511,17 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         out(
           since === undefined
             ? 'Recorded now: a running export picks them up at its next run (exports trail real time by ~2 minutes).'
-            : `Recorded from ${new Date(since).toISOString()} to now: exports whose cursor ` +
-                'is already past a row do not export it.',
+            : `Recorded from ${new Date(since).toISOString()} to now; ${totals.refusedBehindExport} refused ` +
+                "for being at or behind an export's position (they would never be exported).",
         );
       }
       if (totals.invalid > 0)
         throw new Error(`${totals.invalid} generated events were refused (a generator bug)`);
+      if (totals.refusedBehindExport > 0)
+        throw new Error(
+          `${totals.refusedBehindExport} events were refused: recorded at or behind an export's position ` +
+            '(use a later --since, or none); the others were written',
+        );
     },
   };
 
