@@ -25,16 +25,8 @@ import {
   mapDynamoError,
   withDynamoErrors,
 } from './client.js';
-import {
-  cursorSkPrefix,
-  destinationSk,
-  dueAt,
-  dueAttributes,
-  dueKey,
-  isKeySafeId,
-  runsPk,
-  workspacePk,
-} from './items.js';
+import { dueAttributes, dueIndexUpdate } from './due-index.js';
+import { cursorSkPrefix, destinationSk, isKeySafeId, runsPk, workspacePk } from './items.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
 
@@ -314,7 +306,7 @@ export class ControlStore {
         sets.push('#configVersion = if_not_exists(#configVersion, :zero) + :one');
       }
 
-      let removeDue = false;
+      const removes: string[] = [];
       const touchesDue = changed.has('isEnabled') || changed.has('nextRunAt');
       if (touchesDue) {
         let isEnabled = changed.get('isEnabled') as boolean | undefined;
@@ -341,20 +333,16 @@ export class ControlStore {
             }
           }
         }
-        const due =
-          isEnabled === false || nextRunAt === undefined
-            ? undefined
-            : dueAttributes({ workspaceId, id: destinationId, isEnabled: isEnabled === true, nextRunAt });
-        if (due === undefined) {
-          removeDue = true;
-        } else {
-          values[':dueKey'] = due.dueKey;
-          values[':dueAt'] = due.dueAt;
-          sets.push('dueKey = :dueKey', 'dueAt = :dueAt');
-        }
+        const due = dueIndexUpdate(workspaceId, destinationId, {
+          isEnabled: isEnabled === true,
+          nextRunAt: nextRunAt ?? null,
+        });
+        Object.assign(values, due.values);
+        sets.push(...due.set);
+        removes.push(...due.remove);
       }
 
-      const updateExpression = `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`;
+      const updateExpression = `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`;
       let attributes: Item | undefined;
       try {
         const result = await this.table.client.send(
@@ -423,14 +411,14 @@ export class ControlStore {
   async queueRun(workspaceId: string, destinationId: string, now: Date): Promise<QueueRunResult | undefined> {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
     const nowIso = now.toISOString();
+    const due = dueIndexUpdate(workspaceId, destinationId, { isEnabled: true, nextRunAt: nowIso });
     let attributes: Item | undefined;
     try {
       const result = await this.table.client.send(
         new UpdateCommand({
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
-          UpdateExpression:
-            'SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, dueKey = :dueKey, dueAt = :dueAt',
+          UpdateExpression: `SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, ${due.set.join(', ')}`,
           ConditionExpression:
             'attribute_exists(PK) AND isEnabled = :true AND NOT (#status IN (:queued, :running))',
           ExpressionAttributeNames: { '#status': 'status' },
@@ -439,8 +427,7 @@ export class ControlStore {
             ':running': 'running',
             ':true': true,
             ':now': nowIso,
-            ':dueKey': dueKey(destinationId),
-            ':dueAt': dueAt(nowIso, workspaceId, destinationId),
+            ...due.values,
           },
           ReturnValues: 'ALL_NEW',
         }),

@@ -5,3 +5,4 @@ export * from './workspaces.js';
 export * from './runs.js';
 export * from './destinations.js';
 export * from './export-state.js';
+export * from './due-index.js';
