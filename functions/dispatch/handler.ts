@@ -25,13 +25,10 @@ export const handler = async (event: FindDueInput): Promise<FindDueOutput> => {
   try {
     const result = await findDueDestinations(event ?? {}, deps);
     if (result.destinations.length > 0) {
+      // Counts only: a page holds up to 250 destinations, and each ExportRun's input names its own.
       logger.info('starting export runs', {
         count: result.destinations.length,
         morePages: result.next !== undefined,
-        destinations: result.destinations.map((d) => ({
-          workspaceId: d.workspaceId,
-          destinationId: d.destinationId,
-        })),
       });
     }
     return result;

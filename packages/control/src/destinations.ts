@@ -120,6 +120,19 @@ function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destinat
   return destination;
 }
 
+/**
+ * The control table item of a destination: its stored fields (not `exportedThrough`), its keys and its due
+ * index attributes. What {@link ControlStore.createDestination} puts; seeding tools batch-write the same.
+ */
+export function destinationItem(destination: Destination): Item {
+  const item: Item = {};
+  for (const field of STORED_FIELDS) item[field] = destination[field];
+  return Object.assign(item, dueAttributes(destination), {
+    PK: workspacePk(destination.workspaceId),
+    SK: destinationSk(destination.id),
+  });
+}
+
 /** The dataset a cursor item belongs to, from its sort key; `undefined` for any other item. */
 function cursorDataset(sk: string, destinationId: string): string | undefined {
   const prefix = cursorSkPrefix(destinationId);
@@ -181,12 +194,7 @@ export class ControlStore {
     if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
       throw new InvalidInputError('Destination or workspace id is not valid.');
     }
-    const item: Item = {};
-    for (const field of STORED_FIELDS) item[field] = destination[field];
-    Object.assign(item, dueAttributes(destination), {
-      PK: workspacePk(destination.workspaceId),
-      SK: destinationSk(destination.id),
-    });
+    const item = destinationItem(destination);
     try {
       await this.table.client.send(
         new PutCommand({
