@@ -3,9 +3,11 @@
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
- * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the rows
+ * 4. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
+ *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+ * `BENCH_ROWS` (default 1,000,000) sizes parts 1-3; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the rows
  * ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow); `BENCH_SKIP` skips
- * parts (`encode,writer,whole`).
+ * parts (`encode,writer,whole,dispatch`).
  */
 import { existsSync } from 'node:fs';
 import type { LocalServices } from '../packages/local/src/services.js';
@@ -24,7 +26,8 @@ async function main(): Promise<void> {
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  if ((!skip.has('writer') || !skip.has('whole')) && !process.env.SLUICE_CONTROL_TABLE) {
+  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
+  if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
@@ -68,6 +71,24 @@ async function benches(): Promise<void> {
     log(
       `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
         `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+    );
+  }
+  if (!skip.has('dispatch')) {
+    const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
+    if (!Number.isInteger(destinations) || destinations < 1)
+      throw new Error('BENCH_DISPATCH_DESTINATIONS must be a positive integer');
+    log(`\nDispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
+    const { runDispatchBench } = await import('./dispatch.js');
+    const d = await runDispatchBench(destinations);
+    log(`  seeded with BatchWriteItem in ${(d.seedMs / 1000).toFixed(1)} s (two tables)`);
+    log(
+      `  started ${fmt(d.started)} (twice: ${d.startedTwice}, missed: ${d.missed}) in ${fmt(d.pages)} pages, ` +
+        `largest state ${fmt(d.largestStateBytes)} B (limit 262,144)`,
+    );
+    log(
+      `  Dispatch execution ${(d.ms / 1000).toFixed(1)} s: ${fmt(d.destinationsPerSecond)} destinations/s; ` +
+        `engine alone ${(d.directMs / 1000).toFixed(1)} s: ${fmt(d.directDestinationsPerSecond)} destinations/s; ` +
+        `ratio ${(d.destinationsPerSecond / d.directDestinationsPerSecond).toFixed(2)}x`,
     );
   }
 }
