@@ -9,7 +9,10 @@
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest`).
+ * (`encode,writer,whole,ingest,dispatch`).
+ * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
+ *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+
  */
 import { existsSync } from 'node:fs';
 import type { LocalServices } from '../packages/local/src/services.js';
@@ -33,7 +36,8 @@ async function main(): Promise<void> {
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  if ((!skip.has('writer') || !skip.has('whole')) && !process.env.SLUICE_CONTROL_TABLE) {
+  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
+  if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
@@ -82,6 +86,24 @@ async function benches(): Promise<void> {
     log(
       `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
         `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+    );
+  }
+  if (!skip.has('dispatch')) {
+    const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
+    if (!Number.isInteger(destinations) || destinations < 1)
+      throw new Error('BENCH_DISPATCH_DESTINATIONS must be a positive integer');
+    log(`\nDispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
+    const { runDispatchBench } = await import('./dispatch.js');
+    const d = await runDispatchBench(destinations);
+    log(`  seeded with BatchWriteItem in ${(d.seedMs / 1000).toFixed(1)} s (two tables)`);
+    log(
+      `  started ${fmt(d.started)} (twice: ${d.startedTwice}, missed: ${d.missed}) in ${fmt(d.pages)} pages, ` +
+        `largest state ${fmt(d.largestStateBytes)} B (limit 262,144)`,
+    );
+    log(
+      `  Dispatch execution ${(d.ms / 1000).toFixed(1)} s: ${fmt(d.destinationsPerSecond)} destinations/s; ` +
+        `engine alone ${(d.directMs / 1000).toFixed(1)} s: ${fmt(d.directDestinationsPerSecond)} destinations/s; ` +
+        `ratio ${(d.destinationsPerSecond / d.directDestinationsPerSecond).toFixed(2)}x`,
     );
   }
 }

@@ -1,10 +1,10 @@
 /**
- * The dispatch Lambda: the FindDueDestinations task of the Dispatch state machine, every minute. Thin over
- * `@sluice/engine` `findDueDestinations`: destinations with nothing new are settled here without a
- * workflow; the ones returned get an ExportRun each.
+ * The dispatch Lambda: the FindDueDestinations and FindMoreDueDestinations tasks of the Dispatch state
+ * machine, one page of the due index a call. Thin over `@sluice/engine` `findDueDestinations`: destinations
+ * with nothing new are settled here without a workflow; the ones returned get an ExportRun each.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, DueIndex, ExportStateStore } from '@sluice/control';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
 import { EventLogReader } from '@sluice/eventlog';
 import { config } from './config.js';
@@ -14,6 +14,7 @@ const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: reda
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   stateStore: new ExportStateStore({ tableName: config.controlTable }),
+  dueIndex: new DueIndex({ tableName: config.controlTable }),
   eventSource: new EventLogReader({
     eventsTable: config.eventsTable,
     subscribersTable: config.subscribersTable,
@@ -24,12 +25,10 @@ export const handler = async (event: FindDueInput): Promise<FindDueOutput> => {
   try {
     const result = await findDueDestinations(event ?? {}, deps);
     if (result.destinations.length > 0) {
+      // Counts only: a page holds up to 250 destinations, and each ExportRun's input names its own.
       logger.info('starting export runs', {
         count: result.destinations.length,
-        destinations: result.destinations.map((d) => ({
-          workspaceId: d.workspaceId,
-          destinationId: d.destinationId,
-        })),
+        morePages: result.next !== undefined,
       });
     }
     return result;

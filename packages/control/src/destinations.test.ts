@@ -4,17 +4,8 @@ import { ConflictError, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
-import {
-  cursorSk,
-  DUE_INDEX_NAME,
-  destinationSk,
-  dueKey,
-  leaseSk,
-  runExpiresAt,
-  runSk,
-  runsPk,
-  workspacePk,
-} from './items.js';
+import { DUE_INDEX_NAME, dueKey } from './due-index.js';
+import { cursorSk, destinationSk, leaseSk, runExpiresAt, runSk, runsPk, workspacePk } from './items.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
 const store = new ControlStore();

@@ -28,17 +28,8 @@ import {
   mapDynamoError,
   withDynamoErrors,
 } from './client.js';
-import {
-  cursorSk,
-  cursorSkPrefix,
-  destinationSk,
-  dueAt,
-  dueAttributes,
-  dueKey,
-  isKeySafeId,
-  runsPk,
-  workspacePk,
-} from './items.js';
+import { dueAttributes, dueIndexUpdate } from './due-index.js';
+import { cursorSk, cursorSkPrefix, destinationSk, isKeySafeId, runsPk, workspacePk } from './items.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
 
@@ -151,6 +142,19 @@ function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destinat
   return destination;
 }
 
+/**
+ * The control table item of a destination: its stored fields (not `exportedThrough`), its keys and its due
+ * index attributes. What {@link ControlStore.createDestination} puts; seeding tools batch-write the same.
+ */
+export function destinationItem(destination: Destination): Item {
+  const item: Item = {};
+  for (const field of STORED_FIELDS) item[field] = destination[field];
+  return Object.assign(item, dueAttributes(destination), {
+    PK: workspacePk(destination.workspaceId),
+    SK: destinationSk(destination.id),
+  });
+}
+
 /** The dataset a cursor item belongs to, from its sort key; `undefined` for any other item. */
 function cursorDataset(sk: string, destinationId: string): string | undefined {
   const prefix = cursorSkPrefix(destinationId);
@@ -212,12 +216,7 @@ export class ControlStore {
     if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
       throw new InvalidInputError('Destination or workspace id is not valid.');
     }
-    const item: Item = {};
-    for (const field of STORED_FIELDS) item[field] = destination[field];
-    Object.assign(item, dueAttributes(destination), {
-      PK: workspacePk(destination.workspaceId),
-      SK: destinationSk(destination.id),
-    });
+    const item = destinationItem(destination);
     try {
       await this.table.client.send(
         new PutCommand({
@@ -339,7 +338,7 @@ export class ControlStore {
         sets.push('#configVersion = if_not_exists(#configVersion, :zero) + :one');
       }
 
-      let removeDue = false;
+      const removes: string[] = [];
       const touchesDue = changed.has('isEnabled') || changed.has('nextRunAt');
       if (touchesDue) {
         let isEnabled = changed.get('isEnabled') as boolean | undefined;
@@ -366,23 +365,19 @@ export class ControlStore {
             }
           }
         }
-        const due =
-          isEnabled === false || nextRunAt === undefined
-            ? undefined
-            : dueAttributes({ workspaceId, id: destinationId, isEnabled: isEnabled === true, nextRunAt });
-        if (due === undefined) {
-          removeDue = true;
-        } else {
-          values[':dueKey'] = due.dueKey;
-          values[':dueAt'] = due.dueAt;
-          sets.push('dueKey = :dueKey', 'dueAt = :dueAt');
-        }
+        const due = dueIndexUpdate(workspaceId, destinationId, {
+          isEnabled: isEnabled === true,
+          nextRunAt: nextRunAt ?? null,
+        });
+        Object.assign(values, due.values);
+        sets.push(...due.set);
+        removes.push(...due.remove);
       }
 
       const update = {
         TableName: this.table.tableName,
         Key: key,
-        UpdateExpression: `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`,
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
         ConditionExpression: conditions.join(' AND '),
         ExpressionAttributeNames: names,
         ExpressionAttributeValues: values,
@@ -498,14 +493,14 @@ export class ControlStore {
   async queueRun(workspaceId: string, destinationId: string, now: Date): Promise<QueueRunResult | undefined> {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
     const nowIso = now.toISOString();
+    const due = dueIndexUpdate(workspaceId, destinationId, { isEnabled: true, nextRunAt: nowIso });
     let attributes: Item | undefined;
     try {
       const result = await this.table.client.send(
         new UpdateCommand({
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
-          UpdateExpression:
-            'SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, dueKey = :dueKey, dueAt = :dueAt',
+          UpdateExpression: `SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, ${due.set.join(', ')}`,
           ConditionExpression:
             'attribute_exists(PK) AND isEnabled = :true AND NOT (#status IN (:queued, :running))',
           ExpressionAttributeNames: { '#status': 'status' },
@@ -514,8 +509,7 @@ export class ControlStore {
             ':running': 'running',
             ':true': true,
             ':now': nowIso,
-            ':dueKey': dueKey(destinationId),
-            ':dueAt': dueAt(nowIso, workspaceId, destinationId),
+            ...due.values,
           },
           ReturnValues: 'ALL_NEW',
         }),

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
 import { ExportStateStore, type Lease } from './export-state.js';
-import { destinationSk, dueKey, workspacePk } from './items.js';
+import { dueKey } from './due-index.js';
+import { destinationSk, workspacePk } from './items.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
 const control = new ControlStore();

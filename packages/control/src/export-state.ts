@@ -18,14 +18,11 @@ import {
   resolveControlTable,
   withDynamoErrors,
 } from './client.js';
+import { type DueEntry, DueIndex, dueIndexUpdate } from './due-index.js';
 import {
   cursorSk,
   cursorSkPrefix,
-  DUE_INDEX_NAME,
   destinationSk,
-  dueAt,
-  dueKey,
-  dueKeys,
   leaseSk,
   runExpiresAt,
   runSk,
@@ -140,16 +137,6 @@ export interface RunStateChanges {
   expectedDueAt?: string;
 }
 
-/** A destination found on the due index. */
-export interface DueEntry {
-  workspaceId: string;
-  destinationId: string;
-  /** The index sort key as read, for {@link ExportStateStore.markDispatched}. */
-  dueAt: string;
-  status: DestinationStatus | undefined;
-  manualRunQueued: boolean;
-}
-
 /** Options of {@link ExportStateStore.claimLease}. */
 export interface ClaimLeaseInput {
   workspaceId: string;
@@ -184,19 +171,14 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   return cursor;
 }
 
-/** Parses `<ISO>#<workspaceId>#<destinationId>`. */
-function parseDueAt(value: string): { workspaceId: string; destinationId: string } | undefined {
-  const [, workspaceId, destinationId] = value.split('#');
-  if (workspaceId === undefined || destinationId === undefined) return undefined;
-  return { workspaceId, destinationId };
-}
-
 /** See the module comment. Takes `{ client?, tableName? }` like every control store. */
 export class ExportStateStore {
   private readonly table: ControlTable;
+  private readonly dueIndex: DueIndex;
 
   constructor(options: ControlTableOptions = {}) {
     this.table = resolveControlTable(options);
+    this.dueIndex = new DueIndex(this.table);
   }
 
   /**
@@ -462,15 +444,15 @@ export class ExportStateStore {
     } else {
       names['#isEnabled'] = 'isEnabled';
       if (changes.nextRunAt !== null) {
+        const due = dueIndexUpdate(workspaceId, destinationId, {
+          isEnabled: true,
+          nextRunAt: changes.nextRunAt,
+        });
         attempts.push({
-          extraSets: ['dueKey = :dueKey', 'dueAt = :dueAt'],
+          extraSets: due.set,
           remove: false,
           condition: '#isEnabled = :true',
-          extraValues: {
-            ':true': true,
-            ':dueKey': dueKey(destinationId),
-            ':dueAt': dueAt(changes.nextRunAt, workspaceId, destinationId),
-          },
+          extraValues: { ':true': true, ...due.values },
         });
       }
       attempts.push({
@@ -480,13 +462,14 @@ export class ExportStateStore {
         extraValues: changes.nextRunAt === null ? {} : { ':true': true },
       });
     }
+    const noDue = dueIndexUpdate(workspaceId, destinationId, { isEnabled: false, nextRunAt: null });
     for (let round = 0; round < 3; round++) {
       for (const attempt of attempts) {
         const allConditions = attempt.condition === '' ? conditions : [...conditions, attempt.condition];
         const expression =
           `SET ${[...sets, ...attempt.extraSets].join(', ')}` +
           (adds.length > 0 ? ` ADD ${adds.join(', ')}` : '') +
-          (attempt.remove ? ' REMOVE dueKey, dueAt' : '');
+          (attempt.remove ? ` REMOVE ${noDue.remove.join(', ')}` : '');
         const used = new Set(`${expression} ${allConditions.join(' ')}`.match(/[#:]\w+/g) ?? []);
         const usedNames = Object.fromEntries(Object.entries(names).filter(([name]) => used.has(name)));
         const usedValues = Object.fromEntries(
@@ -523,71 +506,14 @@ export class ExportStateStore {
     return false;
   }
 
-  /**
-   * Every destination due at `now` (its `dueAt` at or before now), across all `DUE#<n>` partitions of the
-   * sparse index, oldest first within a partition.
-   */
-  async queryDue(now: Date): Promise<DueEntry[]> {
-    const upper = `${now.toISOString()}#\uffff`;
-    const due: DueEntry[] = [];
-    for (const key of dueKeys()) {
-      let startKey: Item | undefined;
-      do {
-        const page = await withDynamoErrors(() =>
-          this.table.client.send(
-            new QueryCommand({
-              TableName: this.table.tableName,
-              IndexName: DUE_INDEX_NAME,
-              KeyConditionExpression: 'dueKey = :key AND dueAt <= :upper',
-              ExpressionAttributeNames: { '#status': 'status' },
-              ExpressionAttributeValues: { ':key': key, ':upper': upper },
-              ProjectionExpression: 'dueAt, #status, manualRunQueued',
-              ExclusiveStartKey: startKey,
-            }),
-          ),
-        );
-        for (const item of page.Items ?? []) {
-          const value = String(item.dueAt);
-          const ids = parseDueAt(value);
-          if (ids === undefined) continue;
-          due.push({
-            ...ids,
-            dueAt: value,
-            status: typeof item.status === 'string' ? (item.status as DestinationStatus) : undefined,
-            manualRunQueued: item.manualRunQueued === true,
-          });
-        }
-        startKey = page.LastEvaluatedKey;
-      } while (startKey !== undefined);
-    }
-    return due;
+  /** See {@link DueIndex.queryDue}. */
+  queryDue(now: Date): Promise<DueEntry[]> {
+    return this.dueIndex.queryDue(now);
   }
 
-  /**
-   * Marks a due destination as dispatched: moves its due index entry (only `dueAt`, not `nextRunAt`) to
-   * `untilIso`, conditional on the entry read by {@link queryDue}, so of two overlapping dispatch ticks
-   * only one starts a run. The run's commit or failure sets the real next time. Returns false when the
-   * entry changed (another tick took it, the destination was paused, deleted or rescheduled).
-   */
-  async markDispatched(entry: DueEntry, untilIso: string): Promise<boolean> {
-    try {
-      await this.table.client.send(
-        new UpdateCommand({
-          TableName: this.table.tableName,
-          Key: { PK: workspacePk(entry.workspaceId), SK: destinationSk(entry.destinationId) },
-          UpdateExpression: 'SET dueAt = :next',
-          ConditionExpression: 'dueAt = :expected',
-          ExpressionAttributeValues: {
-            ':expected': entry.dueAt,
-            ':next': dueAt(untilIso, entry.workspaceId, entry.destinationId),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionFailed(error)) return false;
-      return mapDynamoError(error);
-    }
+  /** See {@link DueIndex.markDispatched}. */
+  markDispatched(entry: DueEntry, untilIso: string): Promise<boolean> {
+    return this.dueIndex.markDispatched(entry, untilIso);
   }
 
   private async getLeaseItem(workspaceId: string, destinationId: string): Promise<Item | undefined> {

@@ -6,3 +6,4 @@ export * from './runs.js';
 export * from './destinations.js';
 export * from './export-state.js';
 export * from './export-positions.js';
+export * from './due-index.js';

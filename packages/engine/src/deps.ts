@@ -1,4 +1,4 @@
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, DueIndex, ExportStateStore } from '@sluice/control';
 import { type BucketLocation, requiredEnv } from '@sluice/core';
 import { EventLogReader, type EventSource } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
@@ -21,6 +21,8 @@ export type SecretOpener = Pick<SecretSealer, 'open'>;
 export interface EngineDeps {
   controlStore: Pick<ControlStore, 'getDestination'>;
   stateStore: ExportStateStore;
+  /** The due index Dispatch pages through. */
+  dueIndex: Pick<DueIndex, 'queryDuePage' | 'markDispatched'>;
   sealer: SecretOpener;
   eventSource: EventSource;
   bucketWriterFactory: BucketWriterFactory;
@@ -42,6 +44,7 @@ export const defaultBucketWriterFactory: BucketWriterFactory = (location, creden
 const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   controlStore: () => new ControlStore(),
   stateStore: () => new ExportStateStore(),
+  dueIndex: () => new DueIndex(),
   sealer: () => new SecretSealer(),
   eventSource: () => new EventLogReader(),
   bucketWriterFactory: () => defaultBucketWriterFactory,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { ControlStore, ExportStateStore } from '@sluice/control';
+import { ControlStore, DueIndex, ExportStateStore } from '@sluice/control';
 import {
   DAY_MS,
   type Destination,
@@ -9,6 +9,7 @@ import {
   HOUR_MS,
   MAX_WINDOWS_PER_RUN,
   newDestination,
+  nextSlotAfter,
   eventFileKey,
   type EventDataset,
   snapshotFileKey,
@@ -25,7 +26,7 @@ import { findDueDestinations } from './dispatch.js';
 import { TRANSIENT_ERROR_NAMES } from './errors.js';
 import { recordFailure } from './failure.js';
 import type { RunFigures } from './metrics.js';
-import type { RunRef, WindowResult, WorkItem } from './payloads.js';
+import type { DueDestination, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { writeWindow } from './write.js';
 
@@ -499,13 +500,30 @@ describe('catching up a destination far behind', () => {
 });
 
 describe('findDueDestinations', () => {
-  /** The real store, its due index seen only for this test's workspace (other suites share the table). */
-  const isolated = (): ExportStateStore => {
-    const store = new ExportStateStore();
-    const queryDue = store.queryDue.bind(store);
-    store.queryDue = async (now) =>
-      (await queryDue(now)).filter((entry) => entry.workspaceId === workspaceId);
-    return store;
+  /** The real due index, seen only for this test's workspace (other suites share the table). */
+  const isolated = (): EngineDeps['dueIndex'] => {
+    const index = new DueIndex();
+    return {
+      queryDuePage: async (now, options) => {
+        const page = await index.queryDuePage(now, options);
+        return { ...page, entries: page.entries.filter((entry) => entry.workspaceId === workspaceId) };
+      },
+      markDispatched: (entry, until) => index.markDispatched(entry, until),
+    };
+  };
+  /** Every page of one Dispatch execution at `nowMs`, as the state machine's loop calls them. */
+  const dispatchAll = async (nowMs: number, dueIndex: EngineDeps['dueIndex']): Promise<DueDestination[]> => {
+    const started: DueDestination[] = [];
+    let next: string | undefined;
+    do {
+      const page = await findDueDestinations(
+        { now: new Date(nowMs).toISOString(), next },
+        deps({ dueIndex }),
+      );
+      started.push(...page.destinations);
+      next = page.next;
+    } while (next !== undefined);
+    return started;
   };
 
   it('settles a destination with nothing new without a run and starts one with new rows once', async () => {
@@ -517,19 +535,14 @@ describe('findDueDestinations', () => {
       status: 'queued',
       manualRunQueued: true,
     });
-    const store = isolated();
+    const dueIndex = isolated();
     const mine = new Set([quiet.id, busy.id, queued.id]);
-    // Act
-    const first = await findDueDestinations(
-      { now: new Date(NOW).toISOString() },
-      deps({ stateStore: store }),
-    );
-    const second = await findDueDestinations(
-      { now: new Date(NOW + 60_000).toISOString() },
-      deps({ stateStore: store }),
-    );
+    // Act: a tick, the quiet one read back, the next tick a minute later
+    const first = await dispatchAll(NOW, dueIndex);
+    const settled = await controlStore.getDestination(workspaceId, quiet.id);
+    const second = await dispatchAll(NOW + 60_000, dueIndex);
     // Assess
-    const started = first.destinations.filter((d) => mine.has(d.destinationId));
+    const started = first.filter((d) => mine.has(d.destinationId));
     expect(started).toEqual(
       expect.arrayContaining([
         { workspaceId, destinationId: busy.id, trigger: 'schedule' },
@@ -537,10 +550,11 @@ describe('findDueDestinations', () => {
       ]),
     );
     expect(started).toHaveLength(2);
-    expect(second.destinations.filter((d) => mine.has(d.destinationId))).toEqual([]);
-    const settled = await controlStore.getDestination(workspaceId, quiet.id);
+    // The started ones are marked until their lease would end; the quiet one may be due again (its slot
+    // can be the next minute) but has nothing new, so nothing starts.
+    expect(second.filter((d) => mine.has(d.destinationId))).toEqual([]);
     expect(settled?.exportedThrough.sms_events).toBe(new Date(NOW - EXPORT_LAG_MS).toISOString());
-    expect(settled?.nextRunAt).toBe(new Date(NOW + 15 * 60_000).toISOString());
+    expect(settled?.nextRunAt).toBe(new Date(nextSlotAfter(NOW, 'every_15_minutes', quiet.id)).toISOString());
     expect(await listKeys(quiet.pathPrefix)).toEqual([]);
   }, 60_000);
 });
