@@ -1,11 +1,18 @@
 /**
  * `npm run bench`: prints figures, asserts nothing about time (DESIGN.md "Targets").
- * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio.
+ * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio,
+ *    pinned to one core and with the cores free, and a table of gzip levels (bench/encode.ts).
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
- * `BENCH_ROWS` (default 1,000,000) sizes every part; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the rows
- * ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow); `BENCH_SKIP` skips
- * parts (`encode,writer,whole`).
+ * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
+ *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
+ * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
+ * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
+ * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
+ * (`encode,writer,whole,ingest,dispatch`).
+ * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
+ *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+
  */
 import { existsSync } from 'node:fs';
 import type { LocalServices } from '../packages/local/src/services.js';
@@ -14,17 +21,23 @@ import type { LocalServices } from '../packages/local/src/services.js';
 const MAX_LINES_PER_FILE = 50_000;
 
 const rows = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const ingestEvents = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000);
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
 const log = (line: string): void => console.log(line);
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 async function main(): Promise<void> {
+  // The SDK's notice about Node 22 would be the loudest line of the output; the Lambdas run Node 22.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   if (!Number.isInteger(rows) || rows < 1000)
     throw new Error('BENCH_ROWS must be an integer of at least 1000');
+  if (!Number.isInteger(ingestEvents) || ingestEvents < 1000)
+    throw new Error('BENCH_INGEST_EVENTS must be an integer of at least 1000');
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  if ((!skip.has('writer') || !skip.has('whole')) && !process.env.SLUICE_CONTROL_TABLE) {
+  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
+  if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
@@ -39,20 +52,10 @@ async function main(): Promise<void> {
 
 async function benches(): Promise<void> {
   if (!skip.has('encode')) {
-    log('Encode (one core): rows to gzip JSON lines');
-    const { runEncodeBench } = await import('./encode.js');
-    const encode = await runEncodeBench(rows, log);
-    log(`  average row ${encode.averageRowBytes.toFixed(0)} B`);
-    for (const [name, f] of [
-      ['Sluice encoder', encode.sluice],
-      ['DuckDB COPY', encode.duckdb],
-    ] as const) {
-      log(
-        `  ${name.padEnd(15)} ${fmt(f.rowsPerSecond).padStart(9)} rows/s  ${f.mbPerSecond.toFixed(1).padStart(6)} MB/s  ` +
-          `${fmt(f.outputBytes).padStart(12)} B out  (${(f.ms / 1000).toFixed(2)} s)`,
-      );
-    }
-    log(`  ratio Sluice / DuckDB: ${encode.ratio.toFixed(2)}x (target ≥ 1.5x)\n`);
+    log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
+    const { runEncodeBench, printEncodeBench } = await import('./encode.js');
+    printEncodeBench(await runEncodeBench(rows, log), log);
+    log('');
   }
   if (!skip.has('writer')) {
     log('Writer end to end (read, encode, upload), each window in a child process');
@@ -61,6 +64,21 @@ async function benches(): Promise<void> {
     await runWriterBench({ rows, dynamoRows, smallRows: MAX_LINES_PER_FILE }, log);
     log('');
   }
+  if (!skip.has('ingest')) {
+    log(`Local ingest: ${fmt(ingestEvents)} events a path, in alternating rounds`);
+    const { runIngestBench } = await import('./ingest.js');
+    const figures = await runIngestBench({ events: ingestEvents, log });
+    for (const f of figures) {
+      log(
+        `  ${f.name.padEnd(46)} ${fmt(f.rowsPerSecond).padStart(7)} rows/s  ${f.ratio.toFixed(2)}x  ` +
+          `(${fmt(f.rows)} rows, ${(f.ms / 1000).toFixed(1)} s)`,
+      );
+    }
+    const headline = figures.find((f) => f.name === 'CLI seed → npm start storage');
+    log(
+      `  ratio CLI seed (npm start storage) / raw in-memory: ${headline?.ratio.toFixed(2)}x (target ≥ 0.7x)\n`,
+    );
+  }
   if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {
     log('Whole local export through the Dispatch and ExportRun definitions');
     const { runWholeExportBench } = await import('./whole-export.js');
@@ -68,6 +86,24 @@ async function benches(): Promise<void> {
     log(
       `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
         `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+    );
+  }
+  if (!skip.has('dispatch')) {
+    const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
+    if (!Number.isInteger(destinations) || destinations < 1)
+      throw new Error('BENCH_DISPATCH_DESTINATIONS must be a positive integer');
+    log(`\nDispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
+    const { runDispatchBench } = await import('./dispatch.js');
+    const d = await runDispatchBench(destinations);
+    log(`  seeded with BatchWriteItem in ${(d.seedMs / 1000).toFixed(1)} s (two tables)`);
+    log(
+      `  started ${fmt(d.started)} (twice: ${d.startedTwice}, missed: ${d.missed}) in ${fmt(d.pages)} pages, ` +
+        `largest state ${fmt(d.largestStateBytes)} B (limit 262,144)`,
+    );
+    log(
+      `  Dispatch execution ${(d.ms / 1000).toFixed(1)} s: ${fmt(d.destinationsPerSecond)} destinations/s; ` +
+        `engine alone ${(d.directMs / 1000).toFixed(1)} s: ${fmt(d.directDestinationsPerSecond)} destinations/s; ` +
+        `ratio ${(d.destinationsPerSecond / d.directDestinationsPerSecond).toFixed(2)}x`,
     );
   }
 }

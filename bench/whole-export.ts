@@ -69,7 +69,7 @@ export async function runWholeExportBench(
     // Ingest
     const to = Date.now() - 5 * MINUTE_MS;
     const from = to - days * DAY_MS;
-    const writer = new EventLogWriter();
+    const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
     const ingestStarted = performance.now();
     let batch: Record<string, unknown>[] = [];
     let ingested = 0;

@@ -171,7 +171,7 @@ export async function runWriterBench(
   const from = core.startOfUtcDay(Date.now()) - core.DAY_MS;
   const to = from + core.DAY_MS - 1;
 
-  const writer = new EventLogWriter();
+  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
   const ingestStarted = performance.now();
   let ingestedRows = 0;
   let batch: unknown[] = [];

@@ -25,6 +25,15 @@ export const SETTING_KEYS = [
   'exportLagAlarmMinutes',
   'alarmEmail',
   'corsOrigins',
+  'producerAccounts',
+  'apiRateLimit',
+  'apiBurstLimit',
+  'workflowLogLevel',
+  'tracing',
+  'reservedConcurrency',
+  'maxReadRequestUnits',
+  'maxWriteRequestUnits',
+  'terminationProtection',
   'account',
   'region',
   'sluice:skipBundling',
@@ -49,25 +58,28 @@ const flag = z.preprocess(
 
 const optionalText = z.preprocess((value) => (value === '' ? undefined : value), z.string().optional());
 
+/** `a,b` on the command line, or a JSON array (or object) given as text or in cdk.json: the values. */
+function commaListOrJson(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const trimmed = value.trim();
+  if (trimmed.startsWith('[') || trimmed.startsWith('{')) {
+    try {
+      return JSON.parse(trimmed) as unknown;
+    } catch {
+      return value;
+    }
+  }
+  return trimmed === ''
+    ? undefined
+    : trimmed
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+}
+
 /** `https://a.example,https://b.example` on the command line, or a JSON array in cdk.json. */
 const origins = z.preprocess(
-  (value) => {
-    if (typeof value !== 'string') return value;
-    const trimmed = value.trim();
-    if (trimmed.startsWith('[')) {
-      try {
-        return JSON.parse(trimmed) as unknown;
-      } catch {
-        return value;
-      }
-    }
-    return trimmed === ''
-      ? undefined
-      : trimmed
-          .split(',')
-          .map((origin) => origin.trim())
-          .filter((origin) => origin !== '');
-  },
+  commaListOrJson,
   z
     .array(
       z.string().refine((origin) => origin === '*' || /^https?:\/\/[a-z0-9.-]+(:\d{1,5})?$/i.test(origin), {
@@ -78,6 +90,53 @@ const origins = z.preprocess(
     .min(1, { error: 'give at least one origin, or leave corsOrigins unset to keep CORS off' })
     .optional(),
 );
+
+/** The functions of the stateless stack, by the names `reservedConcurrency` uses. */
+export const FUNCTION_NAMES = ['api', 'authorizer', 'ingest', 'runControl', 'writer', 'dispatch'] as const;
+/** One of {@link FUNCTION_NAMES}. */
+export type FunctionName = (typeof FUNCTION_NAMES)[number];
+
+/** `111111111111,222222222222` or a JSON array: the accounts allowed to put events on the bus. */
+const accounts = z.preprocess(
+  commaListOrJson,
+  z
+    .array(
+      z.string().regex(/^\d{12}$/, {
+        error: (issue) => `"${String(issue.input)}" is not a 12-digit AWS account id`,
+      }),
+    )
+    .optional(),
+);
+
+/** `writer=50,ingest=10` on the command line, or a JSON object: reserved concurrency per function. */
+const concurrencyMap = z.preprocess(
+  (value) => {
+    const parsed = commaListOrJson(value);
+    if (!Array.isArray(parsed)) return parsed;
+    return Object.fromEntries(
+      parsed.map((pair) => {
+        const [name, count] = String(pair).split('=');
+        return [name?.trim() ?? '', count?.trim() === '' ? Number.NaN : Number(count)];
+      }),
+    );
+  },
+  z
+    .record(
+      z.string(),
+      z
+        .number({ error: 'reservedConcurrency values must be whole numbers' })
+        .int({ error: 'reservedConcurrency values must be whole numbers' })
+        .min(0)
+        .max(10_000),
+    )
+    .refine((map) => Object.keys(map).every((name) => (FUNCTION_NAMES as readonly string[]).includes(name)), {
+      error: `reservedConcurrency names functions: ${FUNCTION_NAMES.join(', ')}`,
+    })
+    .optional(),
+);
+
+/** Step Functions log levels a Sluice state machine may use. */
+export const WORKFLOW_LOG_LEVELS = ['ALL', 'ERROR', 'FATAL', 'OFF'] as const;
 
 const settingsSchema = z
   .object({
@@ -126,6 +185,29 @@ const settingsSchema = z
       .default(60),
     alarmEmail: optionalText.pipe(z.email({ error: 'alarmEmail must be an e-mail address' }).optional()),
     corsOrigins: origins,
+    producerAccounts: accounts,
+    apiRateLimit: integer('apiRateLimit')
+      .refine((n) => n >= 1 && n <= 10_000, { error: 'apiRateLimit must be 1-10000 requests per second' })
+      .default(50),
+    apiBurstLimit: integer('apiBurstLimit')
+      .refine((n) => n >= 1 && n <= 5_000, { error: 'apiBurstLimit must be 1-5000 requests' })
+      .optional(),
+    workflowLogLevel: optionalText.pipe(
+      z
+        .enum(WORKFLOW_LOG_LEVELS, {
+          error: `workflowLogLevel must be one of ${WORKFLOW_LOG_LEVELS.join(', ')}`,
+        })
+        .optional(),
+    ),
+    tracing: flag.default(true),
+    reservedConcurrency: concurrencyMap,
+    maxReadRequestUnits: integer('maxReadRequestUnits')
+      .refine((n) => n >= 1, { error: 'maxReadRequestUnits must be at least 1' })
+      .optional(),
+    maxWriteRequestUnits: integer('maxWriteRequestUnits')
+      .refine((n) => n >= 1, { error: 'maxWriteRequestUnits must be at least 1' })
+      .optional(),
+    terminationProtection: flag.default(true),
     account: optionalText.pipe(
       z
         .string()
@@ -142,6 +224,13 @@ const settingsSchema = z
     'sluice:nag': flag.default(false),
   })
   .superRefine((settings, ctx) => {
+    if (settings.apiBurstLimit !== undefined && settings.apiBurstLimit < settings.apiRateLimit) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['apiBurstLimit'],
+        message: 'apiBurstLimit must be at least apiRateLimit',
+      });
+    }
     if ((settings.domainName === undefined) !== (settings.certificateArn === undefined)) {
       ctx.addIssue({
         code: 'custom',
@@ -171,6 +260,24 @@ export interface SluiceSettings {
   readonly alarmEmail?: string;
   /** Browser origins allowed by CORS. @default - CORS off */
   readonly corsOrigins?: readonly string[];
+  /** Other accounts allowed to put events on the bus (the bus policy names them). @default - this account only */
+  readonly producerAccounts: readonly string[];
+  /** Steady requests per second of the API stage. @default 50 */
+  readonly apiRateLimit: number;
+  /** Burst of the API stage. @default - 100, or apiRateLimit when that is higher */
+  readonly apiBurstLimit: number;
+  /** Log level of both state machines. @default 'ERROR' in the stage `prod`, else 'ALL' */
+  readonly workflowLogLevel: (typeof WORKFLOW_LOG_LEVELS)[number];
+  /** X-Ray active tracing on every function. @default true */
+  readonly tracing: boolean;
+  /** Reserved concurrency per function. @default - none reserved */
+  readonly reservedConcurrency: Readonly<Partial<Record<FunctionName, number>>>;
+  /** On-demand read request units a second that each table (and index) may use at most. @default - no cap */
+  readonly maxReadRequestUnits?: number;
+  /** On-demand write request units a second that each table (and index) may use at most. @default - no cap */
+  readonly maxWriteRequestUnits?: number;
+  /** Termination protection on the stateful stack. @default true */
+  readonly terminationProtection: boolean;
   /** Target account. @default - CDK_DEFAULT_ACCOUNT, else {@link PLACEHOLDER_ACCOUNT} */
   readonly account: string;
   /** Target region. @default - CDK_DEFAULT_REGION, else {@link PLACEHOLDER_REGION} */
@@ -227,6 +334,15 @@ export function parseSettings(
     exportLagAlarmMinutes: s.exportLagAlarmMinutes,
     alarmEmail: s.alarmEmail,
     corsOrigins: s.corsOrigins,
+    producerAccounts: (s.producerAccounts ?? []).filter((id) => id !== account),
+    apiRateLimit: s.apiRateLimit,
+    apiBurstLimit: s.apiBurstLimit ?? Math.max(100, s.apiRateLimit),
+    workflowLogLevel: s.workflowLogLevel ?? (s.stage === 'prod' ? 'ERROR' : 'ALL'),
+    tracing: s.tracing,
+    reservedConcurrency: (s.reservedConcurrency ?? {}) as Partial<Record<FunctionName, number>>,
+    maxReadRequestUnits: s.maxReadRequestUnits,
+    maxWriteRequestUnits: s.maxWriteRequestUnits,
+    terminationProtection: s.terminationProtection,
     account,
     region,
     placeholderEnv: account === PLACEHOLDER_ACCOUNT,

@@ -31,7 +31,14 @@ export function buildSluiceApp(
   const stackEnv = { account: settings.account, region: settings.region };
   const ids = stackIds(settings.stage);
 
-  const stateful = new StatefulStack(app, ids.stateful, { env: stackEnv, stage: settings.stage });
+  const stateful = new StatefulStack(app, ids.stateful, {
+    env: stackEnv,
+    stage: settings.stage,
+    terminationProtection: settings.terminationProtection,
+    producerAccounts: settings.producerAccounts,
+    maxReadRequestUnits: settings.maxReadRequestUnits,
+    maxWriteRequestUnits: settings.maxWriteRequestUnits,
+  });
   const stateless = new StatelessStack(app, ids.stateless, {
     env: stackEnv,
     settings,
@@ -40,6 +47,7 @@ export function buildSluiceApp(
     subscribersTable: stateful.subscribersTable,
     secretsKey: stateful.secretsKey,
     eventBus: stateful.eventBus,
+    producerAccounts: stateful.producerAccounts,
   });
 
   Tags.of(app).add('app', 'sluice');

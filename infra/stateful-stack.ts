@@ -1,4 +1,5 @@
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE } from '@sluice/core';
+import { WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -59,12 +60,19 @@ const KEY_ADMIN_ACTIONS = [
 export interface StatefulStackProps extends StackProps {
   /** The deployment stage, used in descriptions and outputs. */
   readonly stage: string;
+  /** Other accounts whose principals may put events on the bus (under workspace sources only). @default [] */
+  readonly producerAccounts?: readonly string[];
+  /** On-demand read cap of each table and index. @default - no cap */
+  readonly maxReadRequestUnits?: number;
+  /** On-demand write cap of each table and index. @default - no cap */
+  readonly maxWriteRequestUnits?: number;
 }
 
 /**
- * Everything that holds data and must survive a redeploy or a deleted stateless stack: the control,
- * event log and subscriber tables, the key that seals customers' secrets, and the ingestion bus.
- * Every resource has a fixed logical id and is retained on stack deletion.
+ * Everything that holds data, or that others point at, and must survive a redeploy or a deleted stateless
+ * stack: the control, event log and subscriber tables, the key that seals customers' secrets, and the
+ * ingestion bus producers put events on. Every resource has a fixed logical id and is retained on stack
+ * deletion. Termination protection comes from the stack props (the `terminationProtection` setting).
  */
 export class StatefulStack extends Stack {
   /** Workspaces, API keys, destinations, cursors, leases and runs (`SLUICE_CONTROL_TABLE`). */
@@ -77,22 +85,34 @@ export class StatefulStack extends Stack {
   public readonly secretsKey: kms.Key;
   /** Platform producers put events here; the stateless stack routes them to the ingest function. */
   public readonly eventBus: events.EventBus;
+  /** The accounts besides this one that the bus policy lets put events. */
+  public readonly producerAccounts: readonly string[];
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, {
       description: `Sluice (${props.stage}): tables, secrets key and event bus. Retained on delete.`,
       ...props,
-      terminationProtection: props.terminationProtection ?? props.stage === 'prod',
+      terminationProtection: props.terminationProtection ?? true,
     });
+    const caps = {
+      maxReadRequestUnits: props.maxReadRequestUnits,
+      maxWriteRequestUnits: props.maxWriteRequestUnits,
+    };
 
     this.controlTable = new SpecTable(this, 'ControlTable', {
       spec: CONTROL_TABLE,
       logicalId: 'ControlTable',
+      ...caps,
     });
-    this.eventsTable = new SpecTable(this, 'EventsTable', { spec: EVENTS_TABLE, logicalId: 'EventsTable' });
+    this.eventsTable = new SpecTable(this, 'EventsTable', {
+      spec: EVENTS_TABLE,
+      logicalId: 'EventsTable',
+      ...caps,
+    });
     this.subscribersTable = new SpecTable(this, 'SubscribersTable', {
       spec: SUBSCRIBERS_TABLE,
       logicalId: 'SubscribersTable',
+      ...caps,
     });
 
     const root = new iam.AccountRootPrincipal();
@@ -128,11 +148,32 @@ export class StatefulStack extends Stack {
       description: `Sluice (${props.stage}): platform events to export`,
     });
     (this.eventBus.node.defaultChild as events.CfnEventBus).overrideLogicalId('EventBus');
+    // Producers hold its ARN: replacing or deleting it with the stack would cut them off.
+    this.eventBus.applyRemovalPolicy(RemovalPolicy.RETAIN);
+    this.producerAccounts = props.producerAccounts ?? [];
+    if (this.producerAccounts.length > 0) {
+      // Same-account producers need only their IAM policy; another account needs the bus to allow it too.
+      // Only under workspace sources, so each account's own IAM decides which workspaces its principals
+      // write for (`events:source`), and the ingest function checks the detail names the same workspace.
+      this.eventBus.addToResourcePolicy(
+        new iam.PolicyStatement({
+          sid: 'ProducerAccountsPutWorkspaceEvents',
+          principals: this.producerAccounts.map((id) => new iam.AccountPrincipal(id)),
+          actions: ['events:PutEvents'],
+          resources: [this.eventBus.eventBusArn],
+          conditions: { StringLike: { 'events:source': `${WORKSPACE_SOURCE_PREFIX}*` } },
+        }),
+      );
+    }
 
     new CfnOutput(this, 'ControlTableName', { value: this.controlTable.tableName });
     new CfnOutput(this, 'EventsTableName', { value: this.eventsTable.tableName });
     new CfnOutput(this, 'SubscribersTableName', { value: this.subscribersTable.tableName });
     new CfnOutput(this, 'SecretsKeyArn', { value: this.secretsKey.keyArn });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
+    new CfnOutput(this, 'EventBusArn', {
+      value: this.eventBus.eventBusArn,
+      description: `Producers put events here, source "${WORKSPACE_SOURCE_PREFIX}<workspaceId>"`,
+    });
   }
 }

@@ -1,11 +1,14 @@
-import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE } from '@sluice/eventlog';
+import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
+import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE, WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
@@ -15,7 +18,7 @@ import { ExportRunWorkflow } from './constructs/export-run-workflow.js';
 import { SluiceHttpApi } from './constructs/http-api.js';
 import { SluiceObservability } from './constructs/observability.js';
 import { SluiceFunction } from './constructs/sluice-function.js';
-import type { SluiceSettings } from './settings.js';
+import type { FunctionName, SluiceSettings } from './settings.js';
 import { SECRET_CONTEXT_CONDITIONS } from './stateful-stack.js';
 
 /** DynamoDB actions, grouped by what a function does with a table. Never `dynamodb:*`. */
@@ -28,6 +31,14 @@ const DDB = {
   batchWrite: ['dynamodb:BatchWriteItem'],
   conditionCheck: ['dynamodb:ConditionCheckItem'],
 } as const;
+
+/** How long Lambda keeps retrying an ingest event before it goes to the dead-letter queue. */
+export const INGEST_MAX_EVENT_AGE = Duration.hours(6);
+/**
+ * The largest message SQS holds (1 MiB): a failure record is the bus event (at most 256 KB) plus the request
+ * and response context, so it always fits.
+ */
+export const DEAD_LETTER_MAX_BYTES = 1_048_576;
 
 /** Properties of {@link StatelessStack}. */
 export interface StatelessStackProps extends StackProps {
@@ -43,6 +54,8 @@ export interface StatelessStackProps extends StackProps {
   readonly secretsKey: kms.IKey;
   /** From the stateful stack: where platform producers put events. */
   readonly eventBus: events.IEventBus;
+  /** Accounts besides this one whose producers put events on the bus (the bus policy names them). */
+  readonly producerAccounts?: readonly string[];
 }
 
 /**
@@ -70,6 +83,11 @@ export class StatelessStack extends Stack {
   public readonly dispatch: DispatchWorkflow;
   /** Alarms, topic and dashboard. */
   public readonly observability: SluiceObservability;
+  /**
+   * Where bus events go that ingestion could not write: the ingest function's on-failure destination (after
+   * three attempts) and the ingest rule's dead-letter queue (events EventBridge could not deliver).
+   */
+  public readonly ingestDeadLetters: sqs.Queue;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, {
@@ -79,19 +97,32 @@ export class StatelessStack extends Stack {
     const { settings } = props;
     const logRetention = settings.logRetentionDays as logs.RetentionDays;
     const fn = (
+      name: FunctionName,
       id: string,
       serviceName: string,
       entry: string,
       extra: { memorySize: number; timeout: Duration; description: string },
-    ) =>
-      new SluiceFunction(this, id, {
+    ) => {
+      const f = new SluiceFunction(this, id, {
         entry,
         serviceName,
         logRetention,
         skipBundling: settings.skipBundling,
+        tracing: settings.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
+        reservedConcurrentExecutions: settings.reservedConcurrency[name],
         ...extra,
         environment: { SLUICE_STAGE: settings.stage },
       });
+      if (settings.tracing) {
+        Validations.of(f.role!).acknowledge({
+          id: 'AwsSolutions-IAM5[Resource::*]',
+          reason:
+            'Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords accept no resource narrower ' +
+            'than "*" (the policy Lambda documents for X-Ray).',
+        });
+      }
+      return f;
+    };
 
     const useTable = (
       f: SluiceFunction,
@@ -123,7 +154,7 @@ export class StatelessStack extends Stack {
     };
 
     // --- the API and its authorizer -------------------------------------------------------------
-    const apiFunction = fn('ApiFunction', 'api', 'functions/api/handler.ts', {
+    const apiFunction = fn('api', 'ApiFunction', 'api', 'functions/api/handler.ts', {
       description: 'Sluice Data Exports API',
       memorySize: 1024,
       timeout: Duration.seconds(29),
@@ -140,11 +171,17 @@ export class StatelessStack extends Stack {
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
 
-    const authorizerFunction = fn('AuthorizerFunction', 'authorizer', 'functions/authorizer/handler.ts', {
-      description: 'Sluice API key authorizer',
-      memorySize: 512,
-      timeout: Duration.seconds(5),
-    });
+    const authorizerFunction = fn(
+      'authorizer',
+      'AuthorizerFunction',
+      'authorizer',
+      'functions/authorizer/handler.ts',
+      {
+        description: 'Sluice API key authorizer',
+        memorySize: 512,
+        timeout: Duration.seconds(5),
+      },
+    );
     // One GetItem of the key's SHA-256 record.
     useTable(authorizerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.get]);
 
@@ -155,10 +192,16 @@ export class StatelessStack extends Stack {
       corsOrigins: settings.corsOrigins,
       domainName: settings.domainName,
       certificateArn: settings.certificateArn,
+      rateLimit: settings.apiRateLimit,
+      burstLimit: settings.apiBurstLimit,
     });
+    if (this.api.domain) {
+      // With a custom domain, customers use it; the execute-api URL beside it would be a second way in.
+      (this.api.httpApi.node.defaultChild as apigwv2.CfnApi).disableExecuteApiEndpoint = true;
+    }
 
     // --- ingestion --------------------------------------------------------------------------------
-    const ingestFunction = fn('IngestFunction', 'ingest', 'functions/ingest/handler.ts', {
+    const ingestFunction = fn('ingest', 'IngestFunction', 'ingest', 'functions/ingest/handler.ts', {
       description: 'Sluice ingest: bus events into the event log',
       memorySize: 512,
       timeout: Duration.seconds(30),
@@ -168,23 +211,38 @@ export class StatelessStack extends Stack {
     useTable(ingestFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.batchWrite]);
     ingestFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
 
-    const ingestDeadLetters = new sqs.Queue(this, 'IngestDeadLetters', {
+    this.ingestDeadLetters = new sqs.Queue(this, 'IngestDeadLetters', {
       retentionPeriod: Duration.days(14),
+      maxMessageSizeBytes: DEAD_LETTER_MAX_BYTES,
       enforceSSL: true,
       encryption: sqs.QueueEncryption.SQS_MANAGED,
       removalPolicy: RemovalPolicy.RETAIN,
     });
-    Validations.of(ingestDeadLetters).acknowledge({
+    Validations.of(this.ingestDeadLetters).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is itself the dead-letter queue of the ingest rule target.',
+      reason:
+        'This queue is itself the dead-letter queue of the ingest function and of its rule target; ' +
+        '`sluice events redrive` empties it into the event log.',
+    });
+    // EventBridge invokes the function asynchronously: Lambda retries a failed event twice, then hands it,
+    // with the error, to the queue. Without this the event would be discarded.
+    ingestFunction.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: INGEST_MAX_EVENT_AGE,
+      onFailure: new destinations.SqsDestination(this.ingestDeadLetters),
     });
     new events.Rule(this, 'IngestRule', {
-      description: 'Sluice events and subscriber changes on the Sluice bus go to the ingest function',
+      description:
+        'Sluice events and subscriber changes of a workspace (source sluice.workspace.<id>) go to the ingest function',
       eventBus: props.eventBus,
-      eventPattern: { account: [this.account], detailType: [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE] },
+      eventPattern: {
+        account: [this.account, ...(props.producerAccounts ?? [])],
+        source: events.Match.prefix(WORKSPACE_SOURCE_PREFIX),
+        detailType: [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE],
+      },
       targets: [
         new targets.LambdaFunction(ingestFunction, {
-          deadLetterQueue: ingestDeadLetters,
+          deadLetterQueue: this.ingestDeadLetters,
           retryAttempts: 8,
           maxEventAge: Duration.hours(24),
         }),
@@ -192,11 +250,17 @@ export class StatelessStack extends Stack {
     });
 
     // --- the export engine ------------------------------------------------------------------------
-    const runControlFunction = fn('RunControlFunction', 'run-control', 'functions/run-control/handler.ts', {
-      description: 'Sluice ExportRun steps: claim and plan, commit, record failure',
-      memorySize: 1024,
-      timeout: Duration.seconds(60),
-    });
+    const runControlFunction = fn(
+      'runControl',
+      'RunControlFunction',
+      'run-control',
+      'functions/run-control/handler.ts',
+      {
+        description: 'Sluice ExportRun steps: claim and plan, commit, record failure',
+        memorySize: 1024,
+        timeout: Duration.seconds(60),
+      },
+    );
     // Leases (put, conditional delete), cursors (query; fenced transactions of condition checks and
     // updates), run records (put, update) and the destination's run state (update).
     useTable(runControlFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
@@ -208,7 +272,7 @@ export class StatelessStack extends Stack {
       DDB.conditionCheck,
     ]);
 
-    const writerFunction = fn('WriterFunction', 'writer', 'functions/writer/handler.ts', {
+    const writerFunction = fn('writer', 'WriterFunction', 'writer', 'functions/writer/handler.ts', {
       description: 'Sluice writer: one (dataset, window) to the customer bucket',
       // 1,769 MB is one full vCPU: gzip and JSON are CPU-bound.
       memorySize: 1769,
@@ -221,7 +285,7 @@ export class StatelessStack extends Stack {
     // The writer opens the destination's secret; it never seals one.
     useSecretsKey(writerFunction, ['kms:Decrypt']);
 
-    const dispatchFunction = fn('DispatchFunction', 'dispatch', 'functions/dispatch/handler.ts', {
+    const dispatchFunction = fn('dispatch', 'DispatchFunction', 'dispatch', 'functions/dispatch/handler.ts', {
       description: 'Sluice dispatch: finds due destinations, settles those with nothing new',
       memorySize: 512,
       timeout: Duration.seconds(60),
@@ -268,6 +332,12 @@ export class StatelessStack extends Stack {
       logGroup: workflowLogs('DispatchLogs', 'dispatch'),
     });
     for (const machine of [this.exportRun.stateMachine, this.dispatch.stateMachine]) {
+      // `ALL` logs every state transition of every execution: at Express volumes it costs as much as the
+      // executions themselves. The constructs' own level is replaced by the setting.
+      (machine.node.defaultChild as sfn.CfnStateMachine).addPropertyOverride(
+        'LoggingConfiguration.Level',
+        settings.workflowLogLevel,
+      );
       Validations.of(machine.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason:
@@ -301,11 +371,15 @@ export class StatelessStack extends Stack {
       alarmEmail: settings.alarmEmail,
       exportRun: this.exportRun.stateMachine,
       dispatch: this.dispatch.stateMachine,
-      tables: { control: props.controlTable, events: props.eventsTable, subscribers: props.subscribersTable },
-      writerFunction,
+      tables: {
+        control: watched(props.controlTable, CONTROL_TABLE),
+        events: watched(props.eventsTable, EVENTS_TABLE),
+        subscribers: watched(props.subscribersTable, SUBSCRIBERS_TABLE),
+      },
+      ingestFunction,
       functions: this.functions,
       httpApi: this.api.httpApi,
-      ingestDeadLetterQueue: ingestDeadLetters,
+      ingestDeadLetterQueue: this.ingestDeadLetters,
       exportLagAlarmMinutes: settings.exportLagAlarmMinutes,
     });
 
@@ -321,5 +395,18 @@ export class StatelessStack extends Stack {
     new CfnOutput(this, 'DispatchStateMachineArn', { value: this.dispatch.stateMachine.stateMachineArn });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.observability.alarmTopic.topicArn });
     new CfnOutput(this, 'DashboardName', { value: this.observability.dashboard.dashboardName });
+    new CfnOutput(this, 'IngestDeadLetterQueueUrl', {
+      value: this.ingestDeadLetters.queueUrl,
+      description: 'Bus events ingestion could not write: `sluice events redrive --queue-url <this>`',
+    });
+    new CfnOutput(this, 'EventLogRetentionDays', {
+      value: String(settings.eventLogRetentionDays),
+      description: 'SLUICE_EVENT_RETENTION_DAYS for the CLI, so rows it writes expire like ingested ones',
+    });
   }
+}
+
+/** A table and the global secondary indexes its spec declares, for the throttle alarm. */
+function watched(table: dynamodb.ITable, spec: TableSpec): { table: dynamodb.ITable; indexes: string[] } {
+  return { table, indexes: spec.globalIndexes.map((index) => index.indexName) };
 }

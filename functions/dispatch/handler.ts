@@ -1,7 +1,7 @@
 /**
- * The dispatch Lambda: the FindDueDestinations task of the Dispatch state machine, every minute. Thin over
- * `@sluice/engine` `findDueDestinations`: destinations with nothing new are settled here without a
- * workflow; the ones returned get an ExportRun each.
+ * The dispatch Lambda: the FindDueDestinations and FindMoreDueDestinations tasks of the Dispatch state
+ * machine, one page of the due index a call. Thin over `@sluice/engine` `findDueDestinations`: destinations
+ * with nothing new are settled here without a workflow; the ones returned get an ExportRun each.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
@@ -28,12 +28,10 @@ export const handler = async (event: FindDueInput): Promise<FindDueOutput> => {
   try {
     const result = await findDueDestinations(event ?? {}, deps);
     if (result.destinations.length > 0) {
+      // Counts only: a page holds up to 250 destinations, and each ExportRun's input names its own.
       logger.info('starting export runs', {
         count: result.destinations.length,
-        destinations: result.destinations.map((d) => ({
-          workspaceId: d.workspaceId,
-          destinationId: d.destinationId,
-        })),
+        morePages: result.next !== undefined,
       });
     }
     return result;

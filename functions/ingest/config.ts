@@ -1,16 +1,12 @@
 import { requiredEnv } from '@sluice/core';
+import { parseEventRetentionDays } from '@sluice/eventlog';
 
-function retentionDays(): number | undefined {
-  const value = process.env.SLUICE_EVENT_RETENTION_DAYS;
-  return value === undefined || value === '' ? undefined : Number(value);
-}
-
-/** Configuration of the ingest function, read once at load; throws on a missing variable. */
+/** Configuration of the ingest function, read once at load; throws on a missing or invalid variable. */
 export const config = {
   /** The event log table. */
   eventsTable: requiredEnv('SLUICE_EVENTS_TABLE'),
   /** The subscribers table. */
   subscribersTable: requiredEnv('SLUICE_SUBSCRIBERS_TABLE'),
-  /** Days events are kept after they are recorded; the writer checks it (above 30) and defaults to 35. */
-  retentionDays: retentionDays(),
+  /** Seconds events are kept after they are recorded: `SLUICE_EVENT_RETENTION_DAYS` (above 30), else 35 days. */
+  retentionSeconds: parseEventRetentionDays(process.env.SLUICE_EVENT_RETENTION_DAYS),
 } as const;

@@ -1,28 +1,35 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EventLogReader } from '@sluice/eventlog';
+import { EventLogReader, EventLogWriter, redriveDeadLetters, workspaceSource } from '@sluice/eventlog';
+import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/local';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 let handler: (event: EventBridgeEvent<string, unknown>) => Promise<unknown>;
+let createIngestHandler: typeof import('./handler.js').createIngestHandler;
 
 beforeAll(async () => {
   process.env.POWERTOOLS_LOG_LEVEL = 'SILENT';
-  ({ handler } = await import('./handler.js'));
+  ({ handler, createIngestHandler } = await import('./handler.js'));
 });
 
 afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function busEvent(detailType: string, detail: unknown): EventBridgeEvent<string, unknown> {
+function busEvent(
+  detailType: string,
+  detail: unknown,
+  time = new Date().toISOString(),
+): EventBridgeEvent<string, unknown> {
+  const workspaceId = (detail as { workspaceId?: unknown }).workspaceId;
   return {
     version: '0',
     id: randomUUID(),
     'detail-type': detailType,
-    source: 'com.example.messaging',
+    source: workspaceSource(typeof workspaceId === 'string' ? workspaceId : 'unknown'),
     account: '123456789012',
-    time: new Date().toISOString(),
+    time,
     region: 'us-east-1',
     resources: [],
     detail,
@@ -72,6 +79,30 @@ describe('ingest handler', () => {
     expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_1']);
   });
 
+  it("records events at the ingest's clock, ignoring a producer's recorded_at", async () => {
+    // Prepare: a recorded_at an hour back, where an export could already have passed.
+    const workspaceId = `ws_${randomUUID()}`;
+    const before = Date.now();
+    const event = {
+      dataset: 'custom_events',
+      id: 'ce_late',
+      event_name: 'order.placed',
+      occurred_at: new Date(before - 7_200_000).toISOString(),
+      recorded_at: new Date(before - 3_600_000).toISOString(),
+    };
+
+    // Act
+    const result = await handler(busEvent('sluice.events', { workspaceId, events: [event] }));
+
+    // Assess
+    expect(result).toMatchObject({ kind: 'events', accepted: 1, recordedAtIgnored: 1, invalid: [] });
+    const written = await lines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', before - 7_200_000, Date.now()),
+    );
+    expect(written).toHaveLength(1);
+    expect(Date.parse(JSON.parse(written[0]!).recorded_at)).toBeGreaterThanOrEqual(before);
+  });
+
   it('upserts and deletes subscribers from sluice.subscribers', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const subscriber = (id: string) => ({
@@ -109,5 +140,114 @@ describe('ingest handler', () => {
     expect(refused).toEqual({ kind: 'refused', reason: expect.stringMatching(/workspaceId: .*; events: /) });
     expect(error).toHaveBeenCalledWith(expect.stringContaining('Refused a bus event'), expect.anything());
     expect(ignored).toEqual({ kind: 'ignored', detailType: 'order.shipped' });
+  });
+
+  it('refuses an event whose source names another workspace: IAM on events:source decides who writes', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const event = {
+      ...busEvent('sluice.events', { workspaceId, events: [] }),
+      source: workspaceSource('someone_else'),
+    };
+
+    // Act
+    const result = await handler(event);
+
+    // Assess
+    expect(result).toEqual({
+      kind: 'refused',
+      reason: `source: must be "sluice.workspace.${workspaceId}" for workspace "${workspaceId}", got "sluice.workspace.someone_else"`,
+    });
+  });
+});
+
+describe('ingest failures: dead-letter queue and redrive', () => {
+  it('sends a bus event whose write failed on every attempt to the queue, and redrive writes it into the log', async () => {
+    // Prepare: a write that fails for real (DynamoDB Local has no such table), invoked as EventBridge does
+    const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+    const broken = createIngestHandler(
+      new EventLogWriter({ eventsTable: `missing-${randomUUID()}`, logger, explicitRecordedAt: 'ignore' }),
+      logger,
+    );
+    const attempts = vi.fn(broken);
+    const queue = new MemoryDeadLetterQueue();
+    const workspaceId = `ws_${randomUUID()}`;
+    const sentAt = Date.now();
+    const event = busEvent(
+      'sluice.events',
+      {
+        workspaceId,
+        events: [
+          { dataset: 'custom_events', id: 'ce_1', event_name: 'order.placed', occurred_at: sentAt - 60_000 },
+          { dataset: 'custom_events', id: 'ce_2', event_name: 'order.paid', occurred_at: sentAt - 30_000 },
+        ],
+      },
+      new Date(sentAt).toISOString(),
+    );
+
+    // Act: three attempts fail, the record lands in the queue; eight days later an operator redrives it
+    const outcome = await invokeAsync(attempts, event, {
+      onFailure: (record) => queue.send(JSON.stringify(record)),
+    });
+    const redriveAt = sentAt + 8 * 24 * 3_600_000;
+    const summary = await redriveDeadLetters(
+      queue,
+      new EventLogWriter({ now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
+      logger,
+    );
+
+    // Assess
+    expect(outcome).toMatchObject({
+      status: 'failed',
+      attempts: 3,
+      record: { responsePayload: { errorType: 'ResourceNotFoundException' } },
+    });
+    expect(attempts).toHaveBeenCalledTimes(3);
+    // Judged by when it was sent, not by the redrive eight days later: not dropped as late.
+    expect(summary).toMatchObject({
+      messages: 1,
+      redriven: 1,
+      events: { accepted: 2, dropped: { test: 0, history: 0, late: 0 }, invalid: 0 },
+      left: [],
+    });
+    expect(queue.size).toBe(0);
+    const written = await lines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', redriveAt - 1, redriveAt),
+    );
+    expect(written.map((line) => JSON.parse(line).id).sort()).toEqual(['ce_1', 'ce_2']);
+  });
+
+  it('leaves a message whose write fails again in the queue, and reports it', async () => {
+    // Prepare
+    const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+    const broken = new EventLogWriter({
+      eventsTable: `missing-${randomUUID()}`,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
+    const queue = new MemoryDeadLetterQueue();
+    const workspaceId = `ws_${randomUUID()}`;
+    await invokeAsync(
+      createIngestHandler(broken, logger),
+      busEvent('sluice.events', {
+        workspaceId,
+        events: [{ dataset: 'custom_events', id: 'ce_1', event_name: 'x', occurred_at: Date.now() }],
+      }),
+      { onFailure: (record) => queue.send(JSON.stringify(record)) },
+    );
+
+    // Act
+    const summary = await redriveDeadLetters(queue, broken, logger);
+    queue.expireVisibility();
+
+    // Assess
+    expect(summary.redriven).toBe(0);
+    expect(summary.left).toEqual([
+      {
+        messageId: expect.any(String),
+        reason: expect.stringMatching(/^write failed again: ResourceNotFound/),
+      },
+    ]);
+    expect(queue.size).toBe(1);
   });
 });

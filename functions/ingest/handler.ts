@@ -1,8 +1,10 @@
 /**
  * The ingest Lambda: events on the Sluice bus (`sluice.events`, `sluice.subscribers`) into the event log and
  * subscribers tables. Thin: the envelope contract and the rules are in `@sluice/eventlog` (`bus.ts`, `ingest.ts`).
- * Returns the counts; invalid rows and refused envelopes are logged with their reasons. Write failures throw,
- * so the invocation is retried.
+ * Returns the counts; invalid rows and refused envelopes are logged with their reasons. Write failures throw:
+ * EventBridge invokes the function asynchronously, so Lambda retries the event twice and then sends it, with the
+ * error, to the ingest dead-letter queue (its on-failure destination), from where `sluice events redrive` writes
+ * it into the log.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeEvent } from 'aws-lambda';
@@ -10,13 +12,22 @@ import { type BusIngestResult, EventLogWriter, ingestBusEvent } from '@sluice/ev
 import { config } from './config.js';
 import { redactSecrets } from '@sluice/core';
 
+/** The handler over a given writer and logger (the module's `handler` uses the configured tables). */
+export function createIngestHandler(
+  writer: EventLogWriter,
+  logger: Logger,
+): (event: EventBridgeEvent<string, unknown>) => Promise<BusIngestResult> {
+  return (event) => ingestBusEvent(writer, event, logger);
+}
+
 const logger = new Logger({ serviceName: 'sluice-ingest', jsonReplacerFn: redactSecrets });
 const writer = new EventLogWriter({
   eventsTable: config.eventsTable,
   subscribersTable: config.subscribersTable,
   logger,
-  ...(config.retentionDays === undefined ? {} : { retentionDays: config.retentionDays }),
+  retentionSeconds: config.retentionSeconds,
+  // On the bus, recorded time is always the ingest's own clock: a producer's `recorded_at` is ignored.
+  explicitRecordedAt: 'ignore',
 });
 
-export const handler = (event: EventBridgeEvent<string, unknown>): Promise<BusIngestResult> =>
-  ingestBusEvent(writer, event, logger);
+export const handler = createIngestHandler(writer, logger);

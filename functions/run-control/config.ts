@@ -13,6 +13,10 @@ export const config = {
     optionalPositiveNumberEnv('SLUICE_RUN_BUDGET_SECONDS', DEFAULT_ENGINE_SETTINGS.runBudgetMs / 1000) * 1000,
   /** How long the event log keeps rows (`SLUICE_EVENT_RETENTION_DAYS`, default 35): older unexported rows are reported lost. */
   eventRetentionMs:
-    optionalPositiveNumberEnv('SLUICE_EVENT_RETENTION_DAYS', DEFAULT_ENGINE_SETTINGS.eventRetentionMs / 86_400_000) *
-    86_400_000,
+    optionalPositiveNumberEnv(
+      'SLUICE_EVENT_RETENTION_DAYS',
+      DEFAULT_ENGINE_SETTINGS.eventRetentionMs / 86_400_000,
+    ) * 86_400_000,
+  /** The deployment stage: the `Stage` dimension of the engine's metrics. */
+  stage: requiredEnv('SLUICE_STAGE'),
 } as const;

@@ -11,6 +11,8 @@ import {
   claimAndPlan,
   commitRun,
   type EngineDeps,
+  powertoolsFailureMetrics,
+  powertoolsRunMetrics,
   type RecordFailureInput,
   recordFailure,
 } from '@sluice/engine';
@@ -25,7 +27,9 @@ const deps: Partial<EngineDeps> = {
   runs: new RunStore({ tableName: config.controlTable }),
   runState: new RunStateStore({ tableName: config.controlTable }),
   settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
+  metrics: powertoolsRunMetrics({ stage: config.stage }),
 };
+const failureMetrics = powertoolsFailureMetrics({ stage: config.stage });
 
 /** The event of each action, as the ExportRun definition builds it. */
 export type RunControlEvent =
@@ -56,11 +60,17 @@ export const handler = async (event: RunControlEvent): Promise<unknown> => {
       }
       case 'commit': {
         const result = await commitRun(event, deps);
+        if (result.status === 'failed') {
+          // A writer's failure is recorded by Commit (after committing the windows written), not RecordFailure.
+          const failed = event.results?.find((r) => r.status === 'failed');
+          failureMetrics.recordFailure(failed && 'error' in failed ? failed.error?.Error : undefined);
+        }
         logger.info('committed', { ...result, windows: event.results?.length ?? 0 });
         return result;
       }
       case 'recordFailure': {
         const result = await recordFailure(event, deps);
+        failureMetrics.recordFailure(event.error?.Error);
         logger.warn('run failed', { error: event.error?.Error, ...result });
         return result;
       }

@@ -35,7 +35,12 @@ export const handler = async (
   });
   const item =
     event.item.kind === 'events'
-      ? { dataset: event.item.dataset, fromMs: event.item.fromMs, toMs: event.item.toMs, stepMs: event.item.stepMs }
+      ? {
+          dataset: event.item.dataset,
+          fromMs: event.item.fromMs,
+          toMs: event.item.toMs,
+          stepMs: event.item.stepMs,
+        }
       : { dataset: event.item.dataset, date: event.item.date };
   try {
     const remaining = context?.getRemainingTimeInMillis?.();

@@ -1,4 +1,5 @@
-import { CfnOutput, Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { PUBLIC_ROUTES } from '@sluice/api';
+import { CfnOutput, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
@@ -36,7 +37,8 @@ export interface SluiceHttpApiProps {
 
 /**
  * The Data Exports HTTP API: `ANY /v1/{proxy+}` and `ANY /api/v1/{proxy+}` to the API function behind a
- * Lambda authorizer, a `$default` stage with throttling and JSON access logs, CORS only when origins are
+ * Lambda authorizer, `GET /v1/openapi.json` and `GET /api/v1/openapi.json` (`PUBLIC_ROUTES`) to the same
+ * function without it, a `$default` stage with throttling and JSON access logs, CORS only when origins are
  * configured (then the routes are GET, POST, PATCH and DELETE, so preflights never meet the authorizer), and
  * an optional custom domain.
  *
@@ -138,6 +140,21 @@ export class SluiceHttpApi extends Construct {
       : [apigwv2.HttpMethod.ANY];
     for (const path of API_ROUTE_PATHS) {
       this.httpApi.addRoutes({ path, methods, integration, authorizer });
+    }
+    // The OpenAPI document needs no key: its exact GET routes win over the proxy routes, without the authorizer.
+    const noAuthorizer = new apigwv2.HttpNoneAuthorizer();
+    for (const route of PUBLIC_ROUTES) {
+      const [publicRoute] = this.httpApi.addRoutes({
+        path: route.path,
+        methods: [apigwv2.HttpMethod[route.method]],
+        integration,
+        authorizer: noAuthorizer,
+      });
+      Validations.of(publicRoute!).acknowledge({
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'GET of the public OpenAPI document; it holds no customer data, and every other route has the authorizer.',
+      });
     }
 
     this.apiUrl = this.domain ? `https://${props.domainName}/v1` : `${this.stage.url}v1`;

@@ -1,4 +1,5 @@
 import { EVENT_DATASETS } from '@sluice/core';
+import { ENGINE_SERVICE, METRICS_NAMESPACE, STAGE_DIMENSION } from '@sluice/engine';
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -11,19 +12,21 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 
-/** The CloudWatch namespace of the engine's own metrics (Powertools `POWERTOOLS_METRICS_NAMESPACE`). */
-export const METRICS_NAMESPACE = 'Sluice';
+export { METRICS_NAMESPACE };
 /** The engine's export lag metric: now minus `exportedThrough`, per dataset, in seconds. */
 export const EXPORT_LAG_METRIC = 'ExportLagSeconds';
-/**
- * The `service` dimension Powertools puts on every engine metric (`packages/engine/src/metrics.ts`);
- * alarms must name the exact dimension set, so the infra tests check it against the engine's output.
- */
-export const ENGINE_SERVICE_DIMENSION = 'sluice-engine';
+/** The engine's count of failed runs, per `Cause` (`destination` or `sluice`). */
+export const RUNS_FAILED_METRIC = 'RunsFailed';
+
+/** A table whose throttles alarm, with the global secondary indexes it has (each throttles on its own). */
+export interface WatchedTable {
+  readonly table: dynamodb.ITable;
+  readonly indexes: readonly string[];
+}
 
 /** Properties of {@link SluiceObservability}. */
 export interface SluiceObservabilityProps {
-  /** Names the dashboard. */
+  /** Names the dashboard; the `Stage` dimension of the engine metrics. */
   readonly stage: string;
   /** Subscribed to the alarm topic when given. */
   readonly alarmEmail?: string;
@@ -31,31 +34,40 @@ export interface SluiceObservabilityProps {
   readonly exportRun: sfn.IStateMachine;
   /** The scheduler: if it fails, nothing exports. */
   readonly dispatch: sfn.IStateMachine;
-  /** Tables whose throttled reads and writes alarm. */
-  readonly tables: Readonly<Record<string, dynamodb.ITable>>;
-  /** The writer: its errors alarm. */
-  readonly writerFunction: lambda.IFunction;
+  /** Tables whose throttled reads and writes, on the table and on each index, alarm. */
+  readonly tables: Readonly<Record<string, WatchedTable>>;
+  /** The ingest function: its errors alarm (each is a retry; the third sends the event to the queue). */
+  readonly ingestFunction: lambda.IFunction;
   /** Every function, for the dashboard. */
   readonly functions: Readonly<Record<string, lambda.IFunction>>;
   /** The HTTP API: its 5xx alarm. */
   readonly httpApi: apigwv2.IHttpApi;
-  /** Events EventBridge could not deliver to the ingest function. */
+  /** Bus events ingestion could not write (function failures) or EventBridge could not deliver. */
   readonly ingestDeadLetterQueue: sqs.IQueue;
   /** Export lag, in minutes, over which the lag alarm fires. */
   readonly exportLagAlarmMinutes: number;
 }
 
-/** One engine metric, with the dimensions the engine publishes it under. */
+/** One engine metric of a stage, with the dimensions the engine publishes it under. */
 export function engineMetric(
   metricName: string,
-  props: { statistic: string; period: Duration; dataset?: string; label?: string },
+  props: {
+    stage: string;
+    statistic: string;
+    period: Duration;
+    dataset?: string;
+    cause?: 'destination' | 'sluice';
+    label?: string;
+  },
 ): cloudwatch.Metric {
   return new cloudwatch.Metric({
     namespace: METRICS_NAMESPACE,
     metricName,
     dimensionsMap: {
-      service: ENGINE_SERVICE_DIMENSION,
+      service: ENGINE_SERVICE,
+      [STAGE_DIMENSION]: props.stage,
       ...(props.dataset === undefined ? {} : { Dataset: props.dataset }),
+      ...(props.cause === undefined ? {} : { Cause: props.cause }),
     },
     statistic: props.statistic,
     period: props.period,
@@ -93,102 +105,164 @@ export class SluiceObservability extends Construct {
       this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
     }
 
-    const runProblems = (machine: sfn.IStateMachine) =>
-      new cloudwatch.MathExpression({
-        expression: 'failed + timedOut + aborted',
-        usingMetrics: {
-          failed: machine.metricFailed({ period: fiveMinutes, statistic: 'Sum' }),
-          timedOut: machine.metricTimedOut({ period: fiveMinutes, statistic: 'Sum' }),
-          aborted: machine.metricAborted({ period: fiveMinutes, statistic: 'Sum' }),
-        },
-        period: fiveMinutes,
-      });
+    const { stage } = props;
+    const sum = { period: fiveMinutes, statistic: 'Sum' } as const;
 
     const throttleMetrics: Record<string, cloudwatch.IMetric> = {};
     let n = 0;
-    for (const table of Object.values(props.tables)) {
+    for (const { table, indexes } of Object.values(props.tables)) {
       for (const metricName of ['ReadThrottleEvents', 'WriteThrottleEvents']) {
-        throttleMetrics[`t${n++}`] = table.metric(metricName, { period: fiveMinutes, statistic: 'Sum' });
+        throttleMetrics[`t${n++}`] = table.metric(metricName, sum);
+        for (const index of indexes) {
+          throttleMetrics[`t${n++}`] = table.metric(metricName, {
+            ...sum,
+            dimensionsMap: { TableName: table.tableName, GlobalSecondaryIndexName: index },
+          });
+        }
       }
     }
     const throttles = new cloudwatch.MathExpression({
       expression: Object.keys(throttleMetrics).join(' + '),
       usingMetrics: throttleMetrics,
       period: fiveMinutes,
-      label: 'Throttled DynamoDB requests',
+      label: 'Throttled DynamoDB requests (tables and indexes)',
     });
 
-    // One series per event dataset (dimension `Dataset`); the alarm watches the worst of them.
-    const lagByDataset = EVENT_DATASETS.map((dataset) =>
-      engineMetric(EXPORT_LAG_METRIC, { statistic: 'Maximum', period: fiveMinutes, dataset, label: dataset }),
+    // The median run's lag, per event dataset: one destination far behind (a customer's broken bucket, a
+    // catch-up) does not move it; many destinations behind do.
+    const medianLagByDataset = EVENT_DATASETS.map((dataset) =>
+      engineMetric(EXPORT_LAG_METRIC, {
+        stage,
+        statistic: 'p50',
+        period: fiveMinutes,
+        dataset,
+        label: dataset,
+      }),
     );
-    const exportLag = new cloudwatch.MathExpression({
-      expression: `MAX([${lagByDataset.map((_, i) => `lag${i}`).join(', ')}])`,
-      usingMetrics: Object.fromEntries(lagByDataset.map((metric, i) => [`lag${i}`, metric])),
+    const widespreadLag = new cloudwatch.MathExpression({
+      expression: `MAX([${medianLagByDataset.map((_, i) => `lag${i}`).join(', ')}])`,
+      usingMetrics: Object.fromEntries(medianLagByDataset.map((metric, i) => [`lag${i}`, metric])),
       period: fiveMinutes,
-      label: 'Worst export lag (s)',
+      label: 'Median export lag of runs, worst dataset (s)',
+    });
+    const worstLagByDataset = EVENT_DATASETS.map((dataset) =>
+      engineMetric(EXPORT_LAG_METRIC, {
+        stage,
+        statistic: 'Maximum',
+        period: fiveMinutes,
+        dataset,
+        label: dataset,
+      }),
+    );
+
+    const failedRuns = (cause: 'destination' | 'sluice') =>
+      engineMetric(RUNS_FAILED_METRIC, { stage, ...sum, cause, label: `failed: ${cause}` });
+    const runsTimedOut = new cloudwatch.MathExpression({
+      expression: 'timedOut + aborted',
+      usingMetrics: {
+        timedOut: props.exportRun.metricTimedOut(sum),
+        aborted: props.exportRun.metricAborted(sum),
+      },
+      period: fiveMinutes,
+    });
+    const dispatchProblems = new cloudwatch.MathExpression({
+      expression: 'failed + timedOut + aborted',
+      usingMetrics: {
+        failed: props.dispatch.metricFailed(sum),
+        timedOut: props.dispatch.metricTimedOut(sum),
+        aborted: props.dispatch.metricAborted(sum),
+      },
+      period: fiveMinutes,
     });
 
-    const apiServerErrors = props.httpApi.metricServerError({ period: fiveMinutes, statistic: 'Sum' });
-    const writerErrors = props.writerFunction.metricErrors({ period: fiveMinutes, statistic: 'Sum' });
+    const apiServerErrors = props.httpApi.metricServerError(sum);
     const deadLetters = props.ingestDeadLetterQueue.metricApproximateNumberOfMessagesVisible({
       period: fiveMinutes,
       statistic: 'Maximum',
     });
+    const alarm = cloudwatch.ComparisonOperator;
+    const missing = cloudwatch.TreatMissingData;
 
+    // Pages are for Sluice's own failures. A customer's revoked key or deleted bucket fails only that
+    // destination: the engine counts it as RunsFailed{Cause=destination} (dashboard, not paged) and the
+    // destination shows it (status failed, lastError) until the customer fixes it.
     const alarms: Record<string, cloudwatch.Alarm> = {
-      ExportRunFailures: runProblems(props.exportRun).createAlarm(this, 'ExportRunFailures', {
+      SluiceRunFailures: failedRuns('sluice').createAlarm(this, 'SluiceRunFailures', {
         alarmDescription:
-          'Export runs failed, timed out or were aborted. Failed runs retry with back-off; see docs/deploy.md.',
-        threshold: 1,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      DispatchFailures: runProblems(props.dispatch).createAlarm(this, 'DispatchFailures', {
-        alarmDescription: 'The dispatcher failed twice in 5 minutes: no export starts while it fails.',
-        threshold: 2,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      DynamoDbThrottles: throttles.createAlarm(this, 'DynamoDbThrottles', {
-        alarmDescription: 'DynamoDB throttled requests on a Sluice table (on-demand capacity hit a limit).',
-        threshold: 10,
-        evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }),
-      WriterErrors: writerErrors.createAlarm(this, 'WriterErrors', {
-        alarmDescription:
-          'The writer function threw (not a classified bucket error) in 2 of 3 5-minute periods.',
+          "Export runs failed for Sluice's own reasons (database, KMS, timeouts, unclassified errors) in 2 of " +
+          'the last 3 five-minute periods. Customer-caused failures are not counted. See docs/deploy.md.',
         threshold: 1,
         evaluationPeriods: 3,
         datapointsToAlarm: 2,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      ExportRunTimeouts: runsTimedOut.createAlarm(this, 'ExportRunTimeouts', {
+        alarmDescription:
+          'ExportRun executions timed out or were aborted: they end without recording a failure. See docs/deploy.md.',
+        threshold: 1,
+        evaluationPeriods: 1,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      DispatchFailures: dispatchProblems.createAlarm(this, 'DispatchFailures', {
+        alarmDescription: 'The dispatcher failed twice in 5 minutes: no export starts while it fails.',
+        threshold: 2,
+        evaluationPeriods: 1,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      DispatchNotRunning: props.dispatch.metricSucceeded(sum).createAlarm(this, 'DispatchNotRunning', {
+        alarmDescription:
+          'No Dispatch execution succeeded for 10 minutes (it should every minute): the schedule is off, ' +
+          'failing or throttled, and no export starts. No data at all counts as not running.',
+        threshold: 1,
+        evaluationPeriods: 2,
+        comparisonOperator: alarm.LESS_THAN_THRESHOLD,
+        treatMissingData: missing.BREACHING,
+      }),
+      DynamoDbThrottles: throttles.createAlarm(this, 'DynamoDbThrottles', {
+        alarmDescription:
+          'DynamoDB throttled 10 or more requests in 5 minutes on a Sluice table or index (the due index included).',
+        threshold: 10,
+        evaluationPeriods: 1,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
       }),
       ApiServerErrors: apiServerErrors.createAlarm(this, 'ApiServerErrors', {
         alarmDescription: 'The Data Exports API answered 5 or more 5xx responses in 5 minutes.',
         threshold: 5,
         evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
       }),
-      ExportLag: exportLag.createAlarm(this, 'ExportLag', {
-        alarmDescription: `A dataset's export lag stayed over ${props.exportLagAlarmMinutes} minutes for 15 minutes.`,
+      ExportLag: widespreadLag.createAlarm(this, 'ExportLag', {
+        alarmDescription:
+          `The median export run was more than ${props.exportLagAlarmMinutes} minutes behind for 15 minutes ` +
+          '(many destinations lagging, not one).',
         threshold: props.exportLagAlarmMinutes * 60,
         evaluationPeriods: 3,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      IngestErrors: props.ingestFunction.metricErrors(sum).createAlarm(this, 'IngestErrors', {
+        alarmDescription:
+          'The ingest function failed in 2 of the last 3 five-minute periods. Each failure is retried twice; ' +
+          'then the bus event goes to the ingest dead-letter queue.',
+        threshold: 1,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 2,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
       }),
       IngestDeadLetters: deadLetters.createAlarm(this, 'IngestDeadLetters', {
         alarmDescription:
-          'Events EventBridge could not deliver to the ingest function are waiting in its DLQ.',
+          'Bus events that ingestion could not write are waiting in the ingest dead-letter queue: ' +
+          'fix the cause, then run `sluice events redrive` (docs/deploy.md).',
         threshold: 1,
         evaluationPeriods: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
       }),
     };
     const notify = new actions.SnsAction(this.alarmTopic);
@@ -215,27 +289,27 @@ export class SluiceObservability extends Construct {
       new cloudwatch.GraphWidget({
         title: 'Export runs',
         left: [
-          props.exportRun.metricStarted({ period: fiveMinutes, statistic: 'Sum', label: 'started' }),
-          props.exportRun.metricSucceeded({ period: fiveMinutes, statistic: 'Sum', label: 'succeeded' }),
-          props.exportRun.metricFailed({ period: fiveMinutes, statistic: 'Sum', label: 'failed' }),
-          props.exportRun.metricTimedOut({ period: fiveMinutes, statistic: 'Sum', label: 'timed out' }),
+          props.exportRun.metricStarted({ ...sum, label: 'started' }),
+          props.exportRun.metricSucceeded({ ...sum, label: 'succeeded' }),
+          failedRuns('destination'),
+          failedRuns('sluice'),
+          props.exportRun.metricTimedOut({ ...sum, label: 'timed out' }),
         ],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
-        title: 'Export lag (seconds, max)',
-        left: lagByDataset,
-        leftAnnotations: [{ value: props.exportLagAlarmMinutes * 60, label: 'alarm' }],
+        title: 'Export lag (seconds): worst run, and the median the alarm watches',
+        left: worstLagByDataset,
+        right: [widespreadLag],
+        rightAnnotations: [{ value: props.exportLagAlarmMinutes * 60, label: 'alarm' }],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
         title: 'Exported rows, files, bytes',
         left: ['RowsExported', 'FilesWritten'].map((metricName) =>
-          engineMetric(metricName, { statistic: 'Sum', period: fiveMinutes, label: metricName }),
+          engineMetric(metricName, { stage, ...sum, label: metricName }),
         ),
-        right: [
-          engineMetric('BytesWritten', { statistic: 'Sum', period: fiveMinutes, label: 'BytesWritten' }),
-        ],
+        right: [engineMetric('BytesWritten', { stage, ...sum, label: 'BytesWritten' })],
         width: 8,
       }),
     );
@@ -279,7 +353,7 @@ export class SluiceObservability extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: 'DynamoDB',
-        left: Object.entries(props.tables).map(([name, table]) =>
+        left: Object.entries(props.tables).map(([name, { table }]) =>
           table.metricConsumedReadCapacityUnits({
             period: fiveMinutes,
             statistic: 'Sum',

@@ -12,6 +12,13 @@ export interface SpecTableProps {
    * (a replaced table is an empty table).
    */
   readonly logicalId: string;
+  /**
+   * On-demand read request units a second the table may use at most (each index gets the same cap), so a
+   * runaway client meets throttling instead of an unbounded bill. @default - no cap
+   */
+  readonly maxReadRequestUnits?: number;
+  /** On-demand write request units a second, as {@link maxReadRequestUnits}. @default - no cap */
+  readonly maxWriteRequestUnits?: number;
 }
 
 /**
@@ -39,6 +46,8 @@ export class SpecTable extends dynamodb.Table {
       deletionProtection: true,
       removalPolicy: RemovalPolicy.RETAIN,
       timeToLiveAttribute: spec.ttlAttribute,
+      maxReadRequestUnits: props.maxReadRequestUnits,
+      maxWriteRequestUnits: props.maxWriteRequestUnits,
     });
     for (const index of spec.globalIndexes) {
       this.addGlobalSecondaryIndex({
@@ -46,6 +55,8 @@ export class SpecTable extends dynamodb.Table {
         partitionKey: { name: index.partitionKey, type: dynamodb.AttributeType.STRING },
         sortKey: { name: index.sortKey, type: dynamodb.AttributeType.STRING },
         projectionType: dynamodb.ProjectionType.ALL,
+        maxReadRequestUnits: props.maxReadRequestUnits,
+        maxWriteRequestUnits: props.maxWriteRequestUnits,
       });
     }
     (this.node.defaultChild as dynamodb.CfnTable).overrideLogicalId(props.logicalId);

@@ -50,7 +50,20 @@ describe('connection test on create', () => {
     );
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('connection_failed');
-    expect(response.body.error).toMatch(/key/i);
+    expect(response.body.error).toMatch(/does not recognise the access key ID/);
+  });
+
+  it('refuses the right access key with a wrong secret, naming the secret, and saves nothing', async () => {
+    // Prepare: the local bucket checks Signature V4 as S3 does
+    const secret = uniqueId('wrongSecret');
+    harness.secrets.add(secret);
+    // Act
+    const response = await ws.client.post('/data-exports', harness.createBody({ secretAccessKey: secret }));
+    // Assess
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ success: false, code: 'connection_failed' });
+    expect(response.body.error).toMatch(/the secret access key is wrong/);
+    expect((await ws.client.get('/data-exports')).body.dataExports).toEqual([]);
   });
 });
 

@@ -1,5 +1,5 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, destinationSk, runSk, runsPk, workspacePk } from '@sluice/control';
+import { createDocumentClient, cursorSk, destinationSk, runSk, runsPk, workspacePk } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestMatchesSchema } from '../helpers/openapi.js';
 import {
@@ -42,6 +42,17 @@ async function rawItem(id: string) {
     new GetCommand({ TableName: table, Key: { PK: workspacePk(ws.workspaceId), SK: destinationSk(id) } }),
   );
   return result.Item!;
+}
+
+async function rawCursor(id: string, dataset: string) {
+  const result = await db.send(
+    new GetCommand({
+      TableName: table,
+      Key: { PK: workspacePk(ws.workspaceId), SK: cursorSk(id, dataset as 'email_events') },
+      ConsistentRead: true,
+    }),
+  );
+  return result.Item;
 }
 
 describe('PATCH /data-exports/{id}', () => {
@@ -173,6 +184,160 @@ describe('PATCH /data-exports/{id}', () => {
     expect(after.datasetStartedAt.email_events).toBe(startFrom);
     expect(Date.parse(after.datasetStartedAt.sms_events!)).toBeGreaterThanOrEqual(changedAfter - 1000);
     expect(after.configVersion).toBe(1);
+  });
+
+  it('forgets a removed dataset’s progress: added back, it starts at the time it is added', async () => {
+    // Prepare: sms_events exported through an hour ago, then removed while far behind now.
+    const startFrom = new Date(Date.now() - 2 * 86_400_000).toISOString();
+    const { id } = await createExport({ datasets: ['email_events', 'sms_events'], startFrom });
+    const exportedThroughMs = Date.now() - 3_600_000;
+    for (const dataset of ['email_events', 'sms_events'] as const) {
+      await db.send(
+        new PutCommand({
+          TableName: table,
+          Item: {
+            PK: workspacePk(ws.workspaceId),
+            SK: cursorSk(id, dataset),
+            dataset,
+            exportedThroughMs,
+            planned: [{ fromMs: exportedThroughMs, toMs: exportedThroughMs + 60_000, runId: 'run_old' }],
+          },
+        }),
+      );
+    }
+
+    // Act: remove sms_events
+    const removed = await ws.client.patch(`/data-exports/${id}`, { datasets: ['email_events'] });
+
+    // Assess: its cursor is gone in the same write, the other dataset keeps its position
+    expect(removed.status).toBe(200);
+    expect(removed.body.dataExport!.exportedThrough).toEqual({
+      email_events: new Date(exportedThroughMs).toISOString(),
+    });
+    expect(await rawCursor(id, 'sms_events')).toBeUndefined();
+    expect((await rawCursor(id, 'email_events'))?.planned).toHaveLength(1);
+
+    // Act: add it back
+    const addedAt = Date.now();
+    const added = await ws.client.patch(`/data-exports/${id}`, { datasets: ['email_events', 'sms_events'] });
+
+    // Assess: no position, started at the change, not at the old cursor or startFrom
+    expect(added.status).toBe(200);
+    expect(added.body.dataExport!.exportedThrough).toEqual({
+      email_events: new Date(exportedThroughMs).toISOString(),
+      sms_events: null,
+    });
+    const after = await stored(id);
+    expect(Date.parse(after.datasetStartedAt.sms_events!)).toBeGreaterThanOrEqual(addedAt - 1000);
+    expect(after.datasetStartedAt.email_events).toBe(startFrom);
+    expect(await rawCursor(id, 'sms_events')).toBeUndefined();
+  });
+
+  it('clears a cursor left behind by a run that committed after the dataset was removed', async () => {
+    // Prepare: removed, then a run in flight since before the removal wrote its cursor again.
+    const { id } = await createExport({ datasets: ['email_events', 'custom_events'] });
+    await ws.client.patch(`/data-exports/${id}`, { datasets: ['email_events'] });
+    await db.send(
+      new PutCommand({
+        TableName: table,
+        Item: {
+          PK: workspacePk(ws.workspaceId),
+          SK: cursorSk(id, 'custom_events'),
+          dataset: 'custom_events',
+          exportedThroughMs: Date.now() - 60_000,
+        },
+      }),
+    );
+
+    // Act
+    const added = await ws.client.patch(`/data-exports/${id}`, {
+      datasets: ['email_events', 'custom_events'],
+    });
+
+    // Assess
+    expect(added.status).toBe(200);
+    expect(added.body.dataExport!.exportedThrough).toMatchObject({ custom_events: null });
+    expect(await rawCursor(id, 'custom_events')).toBeUndefined();
+  });
+
+  it.each([
+    { change: 'credentials', body: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } },
+    { change: 'location', body: { pathPrefix: 'moved-after-failures' } },
+  ])('ends the failure backoff and makes a run due now when the $change change', async ({ body }) => {
+    // Prepare: failing for a while, next try six hours away.
+    const { id } = await createExport();
+    const backoffUntil = new Date(Date.now() + 6 * 3_600_000).toISOString();
+    await harness.store.updateDestination(ws.workspaceId, id, {
+      status: 'failed',
+      manualRunQueued: false,
+      consecutiveFailures: 6,
+      lastError: 'Access denied',
+      lastErrorAt: new Date().toISOString(),
+      nextRunAt: backoffUntil,
+    });
+    const changedAfter = Date.now();
+
+    // Act
+    const response = await ws.client.patch(`/data-exports/${id}`, body);
+
+    // Assess
+    expect(response.status).toBe(200);
+    expect(response.body.dataExport).toMatchObject({ status: 'idle', consecutiveFailures: 0 });
+    const after = await stored(id);
+    expect(after.configVersion).toBe(2);
+    const nextRunMs = Date.parse(after.nextRunAt!);
+    expect(nextRunMs).toBeGreaterThanOrEqual(changedAfter - 1000);
+    expect(nextRunMs).toBeLessThanOrEqual(Date.now());
+    expect((await rawItem(id)).dueAt).toBe(`${after.nextRunAt}#${ws.workspaceId}#${id}`);
+  });
+
+  it('ends the backoff of a paused export too: resumed, it is due at once', async () => {
+    // Prepare
+    const { id } = await createExport();
+    await harness.store.updateDestination(ws.workspaceId, id, {
+      isEnabled: false,
+      status: 'failed',
+      consecutiveFailures: 3,
+      nextRunAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+
+    // Act
+    const rotated = await ws.client.patch(`/data-exports/${id}`, {
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+    });
+    const resumed = await ws.client.patch(`/data-exports/${id}`, { isEnabled: true });
+
+    // Assess
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.dataExport).toMatchObject({
+      isEnabled: false,
+      status: 'idle',
+      consecutiveFailures: 0,
+    });
+    expect(resumed.status).toBe(200);
+    const item = await rawItem(id);
+    expect(Date.parse(String(item.nextRunAt))).toBeLessThanOrEqual(Date.now());
+    expect(item.dueAt).toBe(`${item.nextRunAt}#${ws.workspaceId}#${id}`);
+  });
+
+  it('keeps the backoff when nothing about the location or credentials changes', async () => {
+    const { id } = await createExport();
+    const backoffUntil = new Date(Date.now() + 3_600_000).toISOString();
+    await harness.store.updateDestination(ws.workspaceId, id, {
+      status: 'failed',
+      consecutiveFailures: 2,
+      nextRunAt: backoffUntil,
+    });
+
+    const response = await ws.client.patch(`/data-exports/${id}`, { name: 'Renamed while failing' });
+
+    expect(response.status).toBe(200);
+    expect(response.body.dataExport).toMatchObject({
+      status: 'failed',
+      consecutiveFailures: 2,
+      nextRunAt: backoffUntil,
+    });
   });
 
   it('pauses (off the due index, run refused with 409) and resumes', async () => {

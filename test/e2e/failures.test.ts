@@ -1,5 +1,6 @@
-import { eventFileKey, maxWindowMs, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
+import { eventFileKey, gridStartOf, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json as Payload, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
 import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
@@ -12,7 +13,8 @@ const HOUR_MS = 60 * MINUTE_MS;
 
 let h: E2eHarness;
 let workflows: LocalWorkflows;
-const midnight = startOfUtcDay(Date.now() - HOUR_MS);
+// At least 65 minutes ago: the hour after it is then complete and older than the export lag.
+const midnight = startOfUtcDay(Date.now() - HOUR_MS - 5 * MINUTE_MS);
 /** Where the events begin: the first hourly window holds rows, so the first window written writes a file. */
 const startFromMs = midnight - 2 * HOUR_MS;
 /** The recorded times of the ingested events, by dataset. */
@@ -59,7 +61,7 @@ async function createExport(): Promise<{ id: string; prefix: string }> {
       pathPrefix: prefix,
       startFrom: new Date(startFromMs).toISOString(),
       datasets: ['email_events', 'custom_events'],
-      frequency: 'every_15_minutes',
+      frequency: 'hourly',
     }),
   );
   expect(created.status).toBe(201);
@@ -107,6 +109,28 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     expect(runs[0]!.error).toBe(view.lastError);
   });
 
+  it('a wrong secret fails the run at once with a message about the secret (the local bucket checks signatures)', async () => {
+    // Prepare: the secret is changed underneath the API (which would have refused it), sealed as the API seals.
+    const { id } = await createExport();
+    const wrong = uniqueId('wrongSecret');
+    h.api.secrets.add(wrong);
+    const sealed = await new SecretSealer().seal(wrong, { workspaceId: h.ws.workspaceId, destinationId: id });
+    await h.store.updateDestination(h.ws.workspaceId, id, { secret: sealed });
+    const runner = await h.workflows();
+
+    // Act
+    const outcome = await runner.runExportRun(input(id));
+
+    // Assess
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error?.Error).toBe('BucketSignatureMismatch');
+    const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
+    expect(view).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(view.lastError).toMatch(/the secret access key is wrong/);
+    expect(view.lastError).not.toContain(wrong);
+    expect(view.exportedThrough).toEqual({ email_events: null, custom_events: null });
+  });
+
   it('two ExportRuns of one destination at once: one advances the cursor, the other is skipped', async () => {
     // Prepare
     const { id, prefix } = await createExport();
@@ -125,7 +149,7 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     const keys = (await h.list(prefix)).map((o) => o.key).filter((k) => k.endsWith('.jsonl.gz'));
     // Hour-long windows (toMs inclusive: an hour's window ends on its last millisecond, the next begins
     // after it; the hours include the midnight); one file each for the windows holding rows.
-    const windows = splitAtBoundaries(startFromMs, throughMs, maxWindowMs('every_15_minutes'));
+    const windows = splitAtBoundaries(gridStartOf(startFromMs, HOUR_MS), throughMs, HOUR_MS);
     const expected = (['email_events', 'custom_events'] as const).flatMap((dataset) =>
       windows
         .filter((w) => recorded[dataset].some((ms) => ms > w.fromMs && ms <= w.toMs))

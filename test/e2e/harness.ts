@@ -113,7 +113,7 @@ export async function startE2eHarness(): Promise<E2eHarness> {
     store: new control.ControlStore({ tableName: controlTable }),
     cursors: new control.CursorStore({ tableName: controlTable }),
     leases: new control.LeaseStore({ tableName: controlTable }),
-    events: new eventlog.EventLogWriter(),
+    events: new eventlog.EventLogWriter({ explicitRecordedAt: 'unchecked' }),
     controlTable,
     workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),
     list,

@@ -94,3 +94,19 @@ export function allStatements(template: Template): Statement[] {
 export function show(value: unknown): string {
   return JSON.stringify(value);
 }
+
+/** Runs `act` and returns the CloudWatch EMF documents it printed on stdout (Powertools Metrics). */
+export function emfOf(act: () => void): Record<string, unknown>[] {
+  const lines: string[] = [];
+  const write = process.stdout.write;
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    lines.push(String(chunk));
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    act();
+  } finally {
+    process.stdout.write = write;
+  }
+  return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+}

@@ -36,6 +36,15 @@ describe('settings', () => {
       exportLagAlarmMinutes: 60,
       alarmEmail: undefined,
       corsOrigins: undefined,
+      producerAccounts: [],
+      apiRateLimit: 50,
+      apiBurstLimit: 100,
+      workflowLogLevel: 'ALL',
+      tracing: true,
+      reservedConcurrency: {},
+      maxReadRequestUnits: undefined,
+      maxWriteRequestUnits: undefined,
+      terminationProtection: true,
       account: PLACEHOLDER_ACCOUNT,
       region: PLACEHOLDER_REGION,
       placeholderEnv: true,
@@ -78,6 +87,44 @@ describe('settings', () => {
     expect(fromJson).toMatchObject({ writerConcurrency: 12, corsOrigins: ['https://app.example.com'] });
   });
 
+  it('reads the production settings: producers, limits, log level, tracing, concurrency, caps', () => {
+    // Act
+    const fromCli = parseSettings(
+      {
+        stage: 'prod',
+        producerAccounts: '222222222222, 333333333333',
+        apiRateLimit: '300',
+        reservedConcurrency: 'writer=20, ingest=5',
+        maxReadRequestUnits: '4000',
+        tracing: 'false',
+        terminationProtection: 'false',
+      },
+      {},
+    );
+    const fromJson = parseSettings(
+      { reservedConcurrency: { api: 10 }, producerAccounts: ['222222222222'], workflowLogLevel: 'OFF' },
+      {},
+    );
+
+    // Assess
+    expect(fromCli).toMatchObject({
+      producerAccounts: ['222222222222', '333333333333'],
+      apiRateLimit: 300,
+      apiBurstLimit: 300,
+      workflowLogLevel: 'ERROR',
+      reservedConcurrency: { writer: 20, ingest: 5 },
+      maxReadRequestUnits: 4000,
+      maxWriteRequestUnits: undefined,
+      tracing: false,
+      terminationProtection: false,
+    });
+    expect(fromJson).toMatchObject({
+      reservedConcurrency: { api: 10 },
+      producerAccounts: ['222222222222'],
+      workflowLogLevel: 'OFF',
+    });
+  });
+
   it('takes account and region from context first, then from the CDK CLI variables', () => {
     // Act
     const fromContext = parseSettings(
@@ -113,6 +160,20 @@ describe('settings', () => {
     [{ corsOrigins: 'https://app.example.com/path' }, 'corsOrigins.0: "https://app.example.com/path"'],
     [{ account: '1234' }, 'account: account must be a 12-digit AWS account id'],
     [{ region: 'mars' }, 'region: region must be an AWS region'],
+    [{ producerAccounts: '12345' }, 'producerAccounts.0: "12345" is not a 12-digit AWS account id'],
+    [{ apiRateLimit: 0 }, 'apiRateLimit: apiRateLimit must be 1-10000'],
+    [{ apiRateLimit: 300, apiBurstLimit: 200 }, 'apiBurstLimit: apiBurstLimit must be at least apiRateLimit'],
+    [
+      { workflowLogLevel: 'DEBUG' },
+      'workflowLogLevel: workflowLogLevel must be one of ALL, ERROR, FATAL, OFF',
+    ],
+    [{ reservedConcurrency: 'writers=5' }, 'reservedConcurrency: reservedConcurrency names functions'],
+    [
+      { reservedConcurrency: 'writer=many' },
+      'reservedConcurrency.writer: reservedConcurrency values must be whole numbers',
+    ],
+    [{ maxReadRequestUnits: 0 }, 'maxReadRequestUnits: maxReadRequestUnits must be at least 1'],
+    [{ tracing: 'on' }, 'tracing: must be true or false'],
     [
       {
         domainName: 'https://exports.example.com',

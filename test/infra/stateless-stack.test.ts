@@ -6,6 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   actionsOf,
   allStatements,
+  emfOf,
   logicalIdOf,
   roleStatements,
   type Statement,
@@ -40,6 +41,8 @@ function resourceLabel(resource: unknown): string {
     [/SubscribersTableArn/, 'subscribers'],
     [/SecretsKeyArn/, 'secretsKey'],
     [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
+    [/IngestDeadLetters/, 'deadLetters'],
+    [/^"\*"$/, '*'],
   ];
   return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
 }
@@ -77,6 +80,8 @@ function functionResource(name: FunctionName): {
 }
 
 const LOGS = ['logs:CreateLogStream', 'logs:PutLogEvents'];
+/** Active tracing (on by default): X-Ray takes no narrower resource. */
+const XRAY = ['xray:PutTelemetryRecords', 'xray:PutTraceSegments'];
 const CONTEXT_CONDITIONS = {
   'ForAllValues:StringEquals': { 'kms:EncryptionContextKeys': ['workspaceId', 'destinationId'] },
   Null: {
@@ -92,6 +97,7 @@ describe('stateless stack: least privilege', () => {
       'api',
       {
         ownLogGroup: LOGS,
+        '*': XRAY,
         control: [
           'dynamodb:BatchWriteItem',
           'dynamodb:DeleteItem',
@@ -103,19 +109,23 @@ describe('stateless stack: least privilege', () => {
         secretsKey: ['kms:Decrypt', 'kms:GenerateDataKey'],
       },
     ],
-    ['authorizer', { ownLogGroup: LOGS, control: ['dynamodb:GetItem'] }],
+    ['authorizer', { ownLogGroup: LOGS, '*': XRAY, control: ['dynamodb:GetItem'] }],
     [
       'ingest',
       {
         ownLogGroup: LOGS,
+        '*': XRAY,
         events: ['dynamodb:BatchWriteItem'],
         subscribers: ['dynamodb:BatchWriteItem'],
+        // The on-failure destination: Lambda sends the failed event with the function's role.
+        deadLetters: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
       },
     ],
     [
       'runControl',
       {
         ownLogGroup: LOGS,
+        '*': XRAY,
         control: [
           'dynamodb:ConditionCheckItem',
           'dynamodb:DeleteItem',
@@ -130,6 +140,7 @@ describe('stateless stack: least privilege', () => {
       'writer',
       {
         ownLogGroup: LOGS,
+        '*': XRAY,
         control: ['dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
@@ -140,6 +151,7 @@ describe('stateless stack: least privilege', () => {
       'dispatch',
       {
         ownLogGroup: LOGS,
+        '*': XRAY,
         control: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         'control/index/due': ['dynamodb:Query'],
         events: ['dynamodb:Query'],
@@ -307,9 +319,11 @@ describe('stateless stack: HTTP API', () => {
 
   it('routes ANY /v1/{proxy+} and ANY /api/v1/{proxy+} to the API function, behind the authorizer', () => {
     // Act
-    const routes = Object.values(t.findResources('AWS::ApiGatewayV2::Route')) as {
-      Properties: { RouteKey: string; AuthorizationType: string; AuthorizerId?: unknown };
-    }[];
+    const routes = (
+      Object.values(t.findResources('AWS::ApiGatewayV2::Route')) as {
+        Properties: { RouteKey: string; AuthorizationType: string; AuthorizerId?: unknown };
+      }[]
+    ).filter((route) => route.Properties.RouteKey.includes('{proxy+}')); // the public ones: openapi-route.test.ts
     const [integration] = Object.values(t.findResources('AWS::ApiGatewayV2::Integration')) as {
       Properties: Record<string, unknown>;
     }[];
@@ -437,11 +451,13 @@ describe('stateless stack: alarms and outputs', () => {
     expect(Object.keys(alarms).sort()).toEqual([
       'ApiServerErrors',
       'DispatchFailures',
+      'DispatchNotRunning',
       'DynamoDbThrottles',
       'ExportLag',
-      'ExportRunFailures',
+      'ExportRunTimeouts',
       'IngestDeadLetters',
-      'WriterErrors',
+      'IngestErrors',
+      'SluiceRunFailures',
     ]);
     for (const alarm of Object.values(alarms)) {
       const resource = t.toJSON().Resources[logicalIdOf(alarm)] as { Properties: Record<string, unknown> };
@@ -451,7 +467,7 @@ describe('stateless stack: alarms and outputs', () => {
     t.resourceCountIs('AWS::SNS::Subscription', 0);
   });
 
-  it('alarms on the worst ExportLagSeconds of the event datasets over the default 60 minutes', () => {
+  it('alarms on the median run’s ExportLagSeconds, worst event dataset, over the default 60 minutes', () => {
     // Act
     const alarm = t.toJSON().Resources[logicalIdOf(built.stateless.observability.alarms.ExportLag!)] as {
       Properties: {
@@ -476,25 +492,18 @@ describe('stateless stack: alarms and outputs', () => {
         MetricName: 'ExportLagSeconds',
         Dimensions: [
           { Name: 'Dataset', Value: dataset },
+          { Name: 'Stage', Value: 'dev' },
           { Name: 'service', Value: 'sluice-engine' },
         ],
       })),
     );
-    expect(series.every((m) => m.MetricStat?.Stat === 'Maximum')).toBe(true);
+    expect(series.every((m) => m.MetricStat?.Stat === 'p50')).toBe(true);
   });
 
   it('watches the very namespace and dimensions the engine publishes ExportLagSeconds under', () => {
-    // Prepare: the engine's Powertools metrics write EMF lines to stdout
-    const lines: string[] = [];
-    const write = process.stdout.write;
-    process.stdout.write = ((chunk: string | Uint8Array) => {
-      lines.push(String(chunk));
-      return true;
-    }) as typeof process.stdout.write;
-
-    // Act
-    try {
-      powertoolsRunMetrics().recordRun({
+    // Act: the engine's Powertools metrics write EMF lines to stdout
+    const lines = emfOf(() =>
+      powertoolsRunMetrics({ stage: 'dev' }).recordRun({
         workspaceId: 'ws',
         destinationId: 'dest',
         rows: 1,
@@ -502,24 +511,18 @@ describe('stateless stack: alarms and outputs', () => {
         bytes: 1,
         durationMs: 1,
         lagSecondsByDataset: { email_events: 42 },
-      });
-    } finally {
-      process.stdout.write = write;
-    }
-    const lag = lines
-      .map(
-        (line) =>
-          JSON.parse(line) as Record<string, unknown> & { _aws: { CloudWatchMetrics: EmfDirective[] } },
-      )
-      .find((emf) =>
-        emf._aws.CloudWatchMetrics.some((d) => d.Metrics.some((m) => m.Name === 'ExportLagSeconds')),
-      );
+      }),
+    );
+    const lag = (lines as (Record<string, unknown> & { _aws: { CloudWatchMetrics: EmfDirective[] } })[]).find(
+      (emf) => emf._aws.CloudWatchMetrics.some((d) => d.Metrics.some((m) => m.Name === 'ExportLagSeconds')),
+    );
 
     // Assess
     const directive = lag?._aws.CloudWatchMetrics[0];
     expect(directive?.Namespace).toBe('Sluice');
-    expect(directive?.Dimensions).toEqual([['service', 'Dataset']]);
+    expect(directive?.Dimensions?.map((set) => [...set].sort())).toEqual([['Dataset', 'Stage', 'service']]);
     expect(lag?.service).toBe('sluice-engine');
+    expect(lag?.Stage).toBe('dev');
     expect(lag?.Dataset).toBe('email_events');
   });
 

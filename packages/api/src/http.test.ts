@@ -3,6 +3,8 @@ import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { authorize, callerFromContext } from './auth.js';
 import { type ApiHandlerOptions, createApiHandler, errorResponse, matchRoute, readJsonBody } from './http.js';
+import { openapiDocument } from './openapi/document.js';
+import { isPublicRoute, OPENAPI_PATHS } from './openapi/serve.js';
 
 describe('errorResponse', () => {
   it('maps an HttpError to its status and the error body', () => {
@@ -148,5 +150,85 @@ describe('createApiHandler with a cached "unavailable" verdict', () => {
 
     expect(response.statusCode).toBe(503);
     expect(response.headers?.['Retry-After']).toBe('1');
+  });
+});
+
+describe('createApiHandler: the OpenAPI document', () => {
+  const api = createApiHandler({
+    store: {} as ApiHandlerOptions['store'],
+    sealer: {} as ApiHandlerOptions['sealer'],
+    logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
+  });
+  const request = (
+    method: string,
+    rawPath: string,
+    { headers = {}, lambda }: { headers?: Record<string, string>; lambda?: Record<string, string> } = {},
+  ) => ({
+    rawPath,
+    headers,
+    requestContext: { http: { method }, ...(lambda ? { authorizer: { lambda } } : {}) },
+  });
+  const owner = { workspaceId: 'ws_1', role: 'owner', scopes: 'data_exports:read' };
+
+  it.each(OPENAPI_PATHS)('serves GET %s without an API key, cacheable, as JSON', async (path) => {
+    // Act
+    const response = await api(request('GET', path));
+
+    // Assess
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(response.headers['cache-control']).toBe('public, max-age=300');
+    expect(response.headers.etag).toMatch(/^"[\w-]{27}"$/);
+    expect(JSON.parse(response.body)).toEqual(openapiDocument);
+  });
+
+  it('answers 304 without a body when If-None-Match names the current ETag, weak or in a list', async () => {
+    // Prepare
+    const { etag } = (await api(request('GET', '/v1/openapi.json'))).headers;
+
+    // Act
+    const same = await api(
+      request('GET', '/v1/openapi.json', { headers: { 'if-none-match': `"x", W/${etag}` } }),
+    );
+    const other = await api(request('GET', '/v1/openapi.json', { headers: { 'if-none-match': '"x"' } }));
+
+    // Assess
+    expect(same).toMatchObject({ statusCode: 304, body: '', headers: { etag } });
+    expect(other.statusCode).toBe(200);
+  });
+
+  it('keeps every other method of the path behind the API key: 401 without one, 405 with Allow: GET', async () => {
+    // Act
+    const anonymous = await api(request('POST', '/api/v1/openapi.json'));
+    const authorized = await api(request('DELETE', '/api/v1/openapi.json', { lambda: owner }));
+
+    // Assess
+    expect(anonymous.statusCode).toBe(401);
+    expect(authorized.statusCode).toBe(405);
+    expect(authorized.headers.Allow).toBe('GET');
+  });
+
+  it('serves only the exact paths: a neighbour still needs a key', async () => {
+    // Act
+    const responses = await Promise.all(
+      ['/v1/openapi.json/', '/v2/openapi.json', '/v1/openapi.yaml', '/openapi.json'].map((path) =>
+        api(request('GET', path)),
+      ),
+    );
+
+    // Assess
+    expect(responses.map((response) => response.statusCode)).toEqual([401, 401, 401, 401]);
+  });
+});
+
+describe('isPublicRoute', () => {
+  it.each([
+    ['GET', '/v1/openapi.json', true],
+    ['get', '/api/v1/openapi.json', true],
+    ['POST', '/v1/openapi.json', false],
+    ['GET', '/v1/openapi.json/', false],
+    ['GET', '/v1/data-exports', false],
+  ])('%s %s: %s', (method, path, expected) => {
+    expect(isPublicRoute(method, path)).toBe(expected);
   });
 });

@@ -8,6 +8,7 @@ import { HttpError, ServiceUnavailableError, redactSecrets } from '@sluice/core'
 import { SecretUnavailableError } from '@sluice/secrets';
 import { testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext } from './auth.js';
+import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiSealer, ApiStore, Caller, ConnectionTester } from './ports.js';
 import { createDataExport } from './use-cases/create-data-export.js';
 import { deleteDataExport } from './use-cases/delete-data-export.js';
@@ -47,20 +48,26 @@ export interface HttpResponse {
 /** The API's Powertools logger (JSON lines). It never logs a request body, a header or a secret. */
 export const logger = new Logger({ serviceName: 'sluice-api', jsonReplacerFn: redactSecrets });
 
-type Handler = (context: {
+/** What an operation runs, once the caller is known and authorized. */
+export type Handler = (context: {
   deps: UseCaseDeps;
   caller: Caller;
   id: string;
   request: HttpRequest;
 }) => Promise<{ status: number; body: unknown }>;
 
-interface Operation {
+/** One operation of the API: its OpenAPI id, the access it needs, and what it runs. */
+export interface Operation {
   operationId: string;
   access: Access;
   run: Handler;
 }
 
-const ROUTES: Record<string, Partial<Record<string, Operation>>> = {
+/**
+ * The operations of the API by route name (see {@link matchRoute}) and method; each `operationId` is the
+ * OpenAPI document's (`document.test.ts` checks the two agree).
+ */
+export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>> = {
   collection: {
     GET: {
       operationId: 'listDataExports',
@@ -263,11 +270,14 @@ export interface ApiHandlerOptions {
 
 /**
  * Builds the API's request handler:
+ * 0. `GET` of the OpenAPI document (`/v1/openapi.json`, `/api/v1/openapi.json`) is answered at once, without
+ *    an API key (the gateway routes it without the authorizer);
  * 1. the authorizer's verdict: no caller is a 401 (a store outage while checking the key a 503);
  * 2. the route: unknown path 404, wrong method 405 with `Allow`;
  * 3. role and scopes: 403;
  * 4. the use case, whose errors go through {@link errorResponse}.
- * Every response is JSON; one access-log line per request (method, route, status, workspace, duration).
+ * Every body is JSON (a 304 has none); one access-log line per request (method, route, status, workspace,
+ * duration).
  */
 export function createApiHandler(
   options: ApiHandlerOptions,
@@ -281,53 +291,67 @@ export function createApiHandler(
   };
   const log = options.logger ?? logger;
 
+  /** Steps 1 to 4; `seen` collects what the access log shows, even when a step throws. */
+  async function runOperation(
+    request: HttpRequest,
+    method: string,
+    seen: { operationId?: string; workspaceId?: string },
+  ): Promise<HttpResponse> {
+    let context = request.requestContext.authorizer?.lambda;
+    if (context?.authError === 'unavailable' && options.recheckKey)
+      context = await options.recheckKey(request);
+    if (context?.authError === 'unavailable') throw new ServiceUnavailableError();
+    const caller = callerFromContext(context);
+    seen.workspaceId = caller.workspaceId;
+    if (isOpenApiPath(request.rawPath)) throw methodNotAllowed(method, 'GET');
+    const match = matchRoute(request.rawPath);
+    if (match === undefined) {
+      throw new HttpError(
+        404,
+        `No route ${method} ${request.rawPath}. The API lives under /api/v1/data-exports.`,
+        {
+          code: 'route_not_found',
+        },
+      );
+    }
+    const methods = ROUTES[match.route] ?? {};
+    const operation = methods[method];
+    if (operation === undefined) throw methodNotAllowed(method, Object.keys(methods).join(', '));
+    seen.operationId = operation.operationId;
+    authorize(caller, operation.access);
+    const result = await operation.run({ deps, caller, id: match.id, request });
+    return json(result.status, result.body);
+  }
+
   return async (request) => {
     const started = Date.now();
     const method = request.requestContext.http.method.toUpperCase();
-    let operationId: string | undefined;
-    let workspaceId: string | undefined;
+    const seen: { operationId?: string; workspaceId?: string } = {};
     let response: HttpResponse;
     try {
-      let context = request.requestContext.authorizer?.lambda;
-      if (context?.authError === 'unavailable' && options.recheckKey)
-        context = await options.recheckKey(request);
-      if (context?.authError === 'unavailable') throw new ServiceUnavailableError();
-      const caller = callerFromContext(context);
-      workspaceId = caller.workspaceId;
-      const match = matchRoute(request.rawPath);
-      if (match === undefined) {
-        throw new HttpError(
-          404,
-          `No route ${method} ${request.rawPath}. The API lives under /api/v1/data-exports.`,
-          {
-            code: 'route_not_found',
-          },
-        );
+      if (method === 'GET' && isOpenApiPath(request.rawPath)) {
+        seen.operationId = 'getOpenApiDocument';
+        response = openApiResponse(header(request, 'if-none-match'));
+      } else {
+        response = await runOperation(request, method, seen);
       }
-      const methods = ROUTES[match.route] ?? {};
-      const operation = methods[method];
-      if (operation === undefined) {
-        const allow = Object.keys(methods).join(', ');
-        throw new HttpError(405, `Method ${method} is not allowed here; use ${allow}.`, {
-          code: 'method_not_allowed',
-          headers: { Allow: allow },
-        });
-      }
-      operationId = operation.operationId;
-      authorize(caller, operation.access);
-      const result = await operation.run({ deps, caller, id: match.id, request });
-      response = json(result.status, result.body);
     } catch (error) {
       response = errorResponse(error, log);
     }
     log.info('Request', {
       method,
-      operationId,
+      ...seen,
       statusCode: response.statusCode,
-      workspaceId,
       requestId: request.requestContext.requestId,
       durationMs: Date.now() - started,
     });
     return response;
   };
+}
+
+function methodNotAllowed(method: string, allow: string): HttpError {
+  return new HttpError(405, `Method ${method} is not allowed here; use ${allow}.`, {
+    code: 'method_not_allowed',
+    headers: { Allow: allow },
+  });
 }

@@ -1,5 +1,7 @@
 export * from './auth.js';
 export * from './http.js';
+export * from './openapi/document.js';
+export * from './openapi/serve.js';
 export * from './ports.js';
 export * from './validation.js';
 export * from './view.js';

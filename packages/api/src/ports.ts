@@ -1,4 +1,4 @@
-import type { BucketLocation, Destination, SealedSecret } from '@sluice/core';
+import type { BucketLocation, Dataset, Destination, SealedSecret } from '@sluice/core';
 
 /** The caller, as the authorizer established it. Every use case is keyed by `workspaceId`. */
 export interface Caller {
@@ -7,7 +7,10 @@ export interface Caller {
   scopes: readonly string[];
 }
 
-/** Fields of a destination that an update may change (the store bumps `configVersion` when asked). */
+/**
+ * Fields of a destination that an update may change (the store bumps `configVersion` when asked, and deletes
+ * the cursors of `clearCursorsOf` in the same write).
+ */
 export type DestinationChanges = Partial<
   Pick<
     Destination,
@@ -23,6 +26,8 @@ export type DestinationChanges = Partial<
     | 'isEnabled'
     | 'nextRunAt'
     | 'datasetStartedAt'
+    | 'status'
+    | 'consecutiveFailures'
     | 'updatedAt'
   >
 >;
@@ -54,7 +59,7 @@ export interface ApiStore {
     workspaceId: string,
     id: string,
     changes: DestinationChanges,
-    options: { bumpConfigVersion?: boolean; now?: Date },
+    options: { bumpConfigVersion?: boolean; now?: Date; clearCursorsOf?: readonly Dataset[] },
   ): Promise<Destination | undefined>;
   deleteDestination(workspaceId: string, id: string): Promise<boolean>;
   queueRun(

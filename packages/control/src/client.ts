@@ -104,3 +104,29 @@ export function isConditionFailed(error: unknown): boolean {
     (error as { name?: unknown }).name === 'ConditionalCheckFailedException'
   );
 }
+
+/** A cancelled transaction: one of its conditions did not hold (not throttling, not a conflict). */
+export function isTransactionConditionFailed(error: unknown): boolean {
+  return hasCancellationReason(error, 'ConditionalCheckFailed');
+}
+
+/** The transaction collided with another one on the same items. */
+export function isTransactionConflict(error: unknown): boolean {
+  if (
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { name?: unknown }).name === 'TransactionConflictException'
+  )
+    return true;
+  return hasCancellationReason(error, 'TransactionConflict');
+}
+
+function hasCancellationReason(error: unknown, code: string): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const candidate = error as { name?: unknown; CancellationReasons?: { Code?: unknown }[] };
+  return (
+    candidate.name === 'TransactionCanceledException' &&
+    Array.isArray(candidate.CancellationReasons) &&
+    candidate.CancellationReasons.some((reason) => reason?.Code === code)
+  );
+}

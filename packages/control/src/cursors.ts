@@ -12,7 +12,14 @@ import {
   mapDynamoError,
   resolveControlTable,
 } from './client.js';
-import { cursorSk, cursorSkPrefix, destinationSk, progressSk, progressSkPrefix, workspacePk } from './items.js';
+import {
+  cursorSk,
+  cursorSkPrefix,
+  destinationSk,
+  progressSk,
+  progressSkPrefix,
+  workspacePk,
+} from './items.js';
 import { fencedDestination, type Lease, type LeaseFence, LeaseStore, leaseCondition } from './leases.js';
 import { type TransactItem, transact } from './transactions.js';
 
@@ -217,7 +224,11 @@ export class CursorStore {
    * is still enabled with the run's `configVersion` (a pause, a delete or a move stops the writer here,
    * before its next file).
    */
-  async saveProgress(fence: ProgressFence, progress: WindowProgress, now: Date): Promise<ProgressSaveOutcome> {
+  async saveProgress(
+    fence: ProgressFence,
+    progress: WindowProgress,
+    now: Date,
+  ): Promise<ProgressSaveOutcome> {
     const { workspaceId, destinationId } = fence.lease;
     const pk = workspacePk(workspaceId);
     const outcome = await transact(this.table, [

@@ -4,17 +4,8 @@ import { ConflictError, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
-import {
-  cursorSk,
-  DUE_INDEX_NAME,
-  destinationSk,
-  dueKey,
-  leaseSk,
-  runExpiresAt,
-  runSk,
-  runsPk,
-  workspacePk,
-} from './items.js';
+import { DUE_INDEX_NAME, dueKey } from './due-index.js';
+import { cursorSk, destinationSk, leaseSk, runExpiresAt, runSk, runsPk, workspacePk } from './items.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
 const store = new ControlStore();
@@ -300,6 +291,81 @@ describe('ControlStore destinations', () => {
     expect(item?.nextRunAt).toBe('2026-10-03T00:00:00.000Z');
     expect(item).not.toHaveProperty('dueKey');
     expect(item).not.toHaveProperty('dueAt');
+  });
+
+  it('deletes the cursors of removed datasets in the same write as the update', async () => {
+    // Prepare
+    const workspaceId = newWorkspace();
+    const destination = sampleDestination(workspaceId);
+    await store.createDestination(destination);
+    const pk = workspacePk(workspaceId);
+    for (const dataset of ['email_events', 'custom_events', 'subscribers'] as const) {
+      await documentClient.send(
+        new PutCommand({
+          TableName: tableName,
+          Item: { PK: pk, SK: cursorSk(destination.id, dataset), dataset, exportedThroughMs: 1 },
+        }),
+      );
+    }
+    await documentClient.send(
+      new PutCommand({ TableName: tableName, Item: { PK: pk, SK: leaseSk(destination.id), runId: 'r' } }),
+    );
+
+    // Act
+    const updated = await store.updateDestination(
+      workspaceId,
+      destination.id,
+      { datasets: ['email_events'], isEnabled: false },
+      { clearCursorsOf: ['custom_events', 'subscribers'], now: new Date('2026-10-01T00:00:00.000Z') },
+    );
+
+    // Assess
+    expect(updated).toMatchObject({
+      datasets: ['email_events'],
+      isEnabled: false,
+      updatedAt: '2026-10-01T00:00:00.000Z',
+      exportedThrough: { email_events: new Date(1).toISOString() },
+    });
+    const left = await documentClient.send(
+      new QueryCommand({
+        TableName: tableName,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': pk },
+        ConsistentRead: true,
+      }),
+    );
+    expect(left.Items?.map((item) => item.SK).sort()).toEqual(
+      [
+        destinationSk(destination.id),
+        cursorSk(destination.id, 'email_events'),
+        leaseSk(destination.id),
+      ].sort(),
+    );
+    expect(await rawItem(workspaceId, destination.id)).not.toHaveProperty('dueKey');
+  });
+
+  it('deletes no cursor when the destination is gone: the transaction writes all or nothing', async () => {
+    const workspaceId = newWorkspace();
+    const cursor = {
+      PK: workspacePk(workspaceId),
+      SK: cursorSk('exp_gone', 'email_events'),
+      exportedThroughMs: 1,
+    };
+    await documentClient.send(new PutCommand({ TableName: tableName, Item: cursor }));
+
+    const updated = await store.updateDestination(
+      workspaceId,
+      'exp_gone',
+      { datasets: ['custom_events'] },
+      { clearCursorsOf: ['email_events'] },
+    );
+
+    expect(updated).toBeUndefined();
+    const kept = await documentClient.send(
+      new GetCommand({ TableName: tableName, Key: { PK: cursor.PK, SK: cursor.SK }, ConsistentRead: true }),
+    );
+    expect(kept.Item).toEqual(cursor);
+    expect(await rawItem(workspaceId, 'exp_gone')).toBeUndefined();
   });
 
   it('deletes the destination with its cursors, lease and run history', async () => {

@@ -5,6 +5,7 @@ import {
   PutCommand,
   QueryCommand,
   type QueryCommandInput,
+  TransactWriteCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
@@ -21,20 +22,14 @@ import {
   type ControlTable,
   type ControlTableOptions,
   isConditionFailed,
+  isTransactionConditionFailed,
+  isTransactionConflict,
   resolveControlTable,
   mapDynamoError,
   withDynamoErrors,
 } from './client.js';
-import {
-  cursorSkPrefix,
-  destinationSk,
-  dueAt,
-  dueAttributes,
-  dueKey,
-  isKeySafeId,
-  runsPk,
-  workspacePk,
-} from './items.js';
+import { dueAttributes, dueIndexUpdate } from './due-index.js';
+import { cursorSk, cursorSkPrefix, destinationSk, isKeySafeId, runsPk, workspacePk } from './items.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
 
@@ -87,6 +82,12 @@ export interface UpdateDestinationOptions {
   bumpConfigVersion?: boolean;
   /** @default now; becomes `updatedAt` */
   now?: Date;
+  /**
+   * Datasets whose cursors are deleted in the same transaction (datasets removed, or added back): their
+   * progress and planned windows are forgotten, so an added dataset starts at its `datasetStartedAt`.
+   * @default none
+   */
+  clearCursorsOf?: readonly Dataset[];
 }
 
 /** The result of {@link ControlStore.queueRun}. */
@@ -97,6 +98,19 @@ export interface QueueRunResult {
 }
 
 type Item = Record<string, unknown>;
+
+/** What one write attempt of {@link ControlStore.updateDestination} found: the new item, or why not. */
+type UpdateOutcome = Item | undefined | 'condition_failed' | 'conflict';
+
+/** The conditional update of a destination item, sent alone or inside a transaction. */
+interface DestinationUpdate {
+  TableName: string;
+  Key: Item;
+  UpdateExpression: string;
+  ConditionExpression: string;
+  ExpressionAttributeNames: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+}
 
 /** Assembles the API's `exportedThrough`: a key per dataset of the destination, null until its first commit. */
 export function exportedThroughFromCursors(
@@ -126,6 +140,19 @@ function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destinat
   const datasets = Array.isArray(destination.datasets) ? destination.datasets : [];
   destination.exportedThrough = exportedThroughFromCursors(datasets, cursors);
   return destination;
+}
+
+/**
+ * The control table item of a destination: its stored fields (not `exportedThrough`), its keys and its due
+ * index attributes. What {@link ControlStore.createDestination} puts; seeding tools batch-write the same.
+ */
+export function destinationItem(destination: Destination): Item {
+  const item: Item = {};
+  for (const field of STORED_FIELDS) item[field] = destination[field];
+  return Object.assign(item, dueAttributes(destination), {
+    PK: workspacePk(destination.workspaceId),
+    SK: destinationSk(destination.id),
+  });
 }
 
 /** The dataset a cursor item belongs to, from its sort key; `undefined` for any other item. */
@@ -189,12 +216,7 @@ export class ControlStore {
     if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
       throw new InvalidInputError('Destination or workspace id is not valid.');
     }
-    const item: Item = {};
-    for (const field of STORED_FIELDS) item[field] = destination[field];
-    Object.assign(item, dueAttributes(destination), {
-      PK: workspacePk(destination.workspaceId),
-      SK: destinationSk(destination.id),
-    });
+    const item = destinationItem(destination);
     try {
       await this.table.client.send(
         new PutCommand({
@@ -275,6 +297,7 @@ export class ControlStore {
    *    and make the write conditional on it still holding, retrying on a race.
    * 2. SET the changed fields and `updatedAt`; bump `configVersion` when asked.
    * 3. Keep the sparse due index consistent: `dueKey`/`dueAt` set while enabled with a `nextRunAt`, removed otherwise.
+   * 4. With `clearCursorsOf`, write the update and the deletion of those cursors in one transaction instead.
    * Returns the updated destination, or `undefined` when it does not exist.
    */
   async updateDestination(
@@ -289,6 +312,7 @@ export class ControlStore {
     );
     const changed = new Map<string, unknown>(fields);
     const key = { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) };
+    const clearCursorsOf = [...new Set(options.clearCursorsOf ?? [])];
 
     for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
       const names: Record<string, string> = {};
@@ -314,7 +338,7 @@ export class ControlStore {
         sets.push('#configVersion = if_not_exists(#configVersion, :zero) + :one');
       }
 
-      let removeDue = false;
+      const removes: string[] = [];
       const touchesDue = changed.has('isEnabled') || changed.has('nextRunAt');
       if (touchesDue) {
         let isEnabled = changed.get('isEnabled') as boolean | undefined;
@@ -341,44 +365,90 @@ export class ControlStore {
             }
           }
         }
-        const due =
-          isEnabled === false || nextRunAt === undefined
-            ? undefined
-            : dueAttributes({ workspaceId, id: destinationId, isEnabled: isEnabled === true, nextRunAt });
-        if (due === undefined) {
-          removeDue = true;
-        } else {
-          values[':dueKey'] = due.dueKey;
-          values[':dueAt'] = due.dueAt;
-          sets.push('dueKey = :dueKey', 'dueAt = :dueAt');
-        }
+        const due = dueIndexUpdate(workspaceId, destinationId, {
+          isEnabled: isEnabled === true,
+          nextRunAt: nextRunAt ?? null,
+        });
+        Object.assign(values, due.values);
+        sets.push(...due.set);
+        removes.push(...due.remove);
       }
 
-      const updateExpression = `SET ${sets.join(', ')}${removeDue ? ' REMOVE dueKey, dueAt' : ''}`;
-      let attributes: Item | undefined;
-      try {
-        const result = await this.table.client.send(
-          new UpdateCommand({
-            TableName: this.table.tableName,
-            Key: key,
-            UpdateExpression: updateExpression,
-            ConditionExpression: conditions.join(' AND '),
-            ExpressionAttributeNames: names,
-            ExpressionAttributeValues: values,
-            ReturnValues: 'ALL_NEW',
-          }),
-        );
-        attributes = result.Attributes;
-      } catch (error) {
-        if (!isConditionFailed(error)) return mapDynamoError(error);
+      const update = {
+        TableName: this.table.tableName,
+        Key: key,
+        UpdateExpression: `SET ${sets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+        ConditionExpression: conditions.join(' AND '),
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: values,
+      };
+      const outcome =
+        clearCursorsOf.length === 0
+          ? await this.sendUpdate(update)
+          : await this.sendUpdateClearingCursors(update, workspaceId, destinationId, clearCursorsOf);
+      if (outcome === 'conflict') {
+        await sleep(20 * 2 ** attempt * (0.5 + Math.random()));
+        continue;
+      }
+      if (outcome === 'condition_failed') {
         // Either the destination is gone, or the state read in step 1 changed: re-read and retry.
         if (conditions.length === 1) return undefined;
         continue;
       }
-      if (attributes === undefined) return undefined;
-      return toDestination(attributes, await this.readCursors(workspaceId, destinationId));
+      if (outcome === undefined) return undefined;
+      return toDestination(outcome, await this.readCursors(workspaceId, destinationId));
     }
     throw new ServiceUnavailableError(new Error('updateDestination: too much contention on the destination'));
+  }
+
+  /** One conditional UpdateItem: the new item, or 'condition_failed'. */
+  private async sendUpdate(update: DestinationUpdate): Promise<UpdateOutcome> {
+    try {
+      const result = await this.table.client.send(new UpdateCommand({ ...update, ReturnValues: 'ALL_NEW' }));
+      return result.Attributes;
+    } catch (error) {
+      if (isConditionFailed(error)) return 'condition_failed';
+      return mapDynamoError(error);
+    }
+  }
+
+  /**
+   * The update and the deletion of some cursors in one TransactWriteItems: the new item (read back, since a
+   * transaction returns nothing), 'condition_failed', or 'conflict' when another transaction on the same
+   * items was in flight.
+   */
+  private async sendUpdateClearingCursors(
+    update: DestinationUpdate,
+    workspaceId: string,
+    destinationId: string,
+    datasets: readonly Dataset[],
+  ): Promise<UpdateOutcome> {
+    const pk = workspacePk(workspaceId);
+    try {
+      await this.table.client.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: update },
+            ...datasets.map((dataset) => ({
+              Delete: {
+                TableName: this.table.tableName,
+                Key: { PK: pk, SK: cursorSk(destinationId, dataset) },
+              },
+            })),
+          ],
+        }),
+      );
+    } catch (error) {
+      if (isTransactionConditionFailed(error)) return 'condition_failed';
+      if (isTransactionConflict(error)) return 'conflict';
+      return mapDynamoError(error);
+    }
+    const result = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({ TableName: this.table.tableName, Key: update.Key, ConsistentRead: true }),
+      ),
+    );
+    return result.Item;
   }
 
   /**
@@ -423,14 +493,14 @@ export class ControlStore {
   async queueRun(workspaceId: string, destinationId: string, now: Date): Promise<QueueRunResult | undefined> {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
     const nowIso = now.toISOString();
+    const due = dueIndexUpdate(workspaceId, destinationId, { isEnabled: true, nextRunAt: nowIso });
     let attributes: Item | undefined;
     try {
       const result = await this.table.client.send(
         new UpdateCommand({
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
-          UpdateExpression:
-            'SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, dueKey = :dueKey, dueAt = :dueAt',
+          UpdateExpression: `SET #status = :queued, manualRunQueued = :true, nextRunAt = :now, ${due.set.join(', ')}`,
           ConditionExpression:
             'attribute_exists(PK) AND isEnabled = :true AND NOT (#status IN (:queued, :running))',
           ExpressionAttributeNames: { '#status': 'status' },
@@ -439,8 +509,7 @@ export class ControlStore {
             ':running': 'running',
             ':true': true,
             ':now': nowIso,
-            ':dueKey': dueKey(destinationId),
-            ':dueAt': dueAt(nowIso, workspaceId, destinationId),
+            ...due.values,
           },
           ReturnValues: 'ALL_NEW',
         }),

@@ -8,4 +8,5 @@ export * from './transactions.js';
 export * from './leases.js';
 export * from './cursors.js';
 export * from './run-state.js';
+export * from './export-positions.js';
 export * from './due-index.js';

@@ -1,13 +1,9 @@
-import { createHash } from 'node:crypto';
-import { type Dataset, DUE_INDEX_SHARDS } from '@sluice/core';
+import type { Dataset } from '@sluice/core';
 
 /**
  * The keys of every control table item, as docs/internals.md fixes them. The API stores and the engine's
- * export state both build keys here, so the layout is written once.
+ * export state both build keys here, so the layout is written once (the due index keys: `due-index.ts`).
  */
-
-/** Name of the sparse global index of due destinations. */
-export const DUE_INDEX_NAME = 'due';
 
 /** How long run records are kept and listed. */
 export const RUN_RETENTION_DAYS = 14;
@@ -77,43 +73,6 @@ export function oldestRunSk(now: Date): string {
 /** TTL of a run record: epoch seconds, `startedAt` + 14 days. */
 export function runExpiresAt(startedAt: string): number {
   return Math.floor((Date.parse(startedAt) + RUN_RETENTION_DAYS * DAY_MS) / 1000);
-}
-
-/** The due index shard of a destination, 0..DUE_INDEX_SHARDS-1, from the SHA-256 of its id. */
-export function dueShard(destinationId: string): number {
-  return createHash('sha256').update(destinationId).digest().readUInt32BE(0) % DUE_INDEX_SHARDS;
-}
-
-/** `DUE#<n>`: the due index partition of a destination. */
-export function dueKey(destinationId: string): string {
-  return `DUE#${dueShard(destinationId)}`;
-}
-
-/** Every due index partition, for the dispatcher's Query per shard. */
-export function dueKeys(): string[] {
-  return Array.from({ length: DUE_INDEX_SHARDS }, (_, n) => `DUE#${n}`);
-}
-
-/** `<nextRunAt ISO>#<workspaceId>#<destinationId>`: the due index sort key. */
-export function dueAt(nextRunAt: string, workspaceId: string, destinationId: string): string {
-  return `${nextRunAt}#${workspaceId}#${destinationId}`;
-}
-
-/**
- * The due index attributes a destination carries: both present only while it is enabled and has a
- * `nextRunAt`, so the index stays sparse. `undefined` means "remove them".
- */
-export function dueAttributes(destination: {
-  workspaceId: string;
-  id: string;
-  isEnabled: boolean;
-  nextRunAt: string | null;
-}): { dueKey: string; dueAt: string } | undefined {
-  if (!destination.isEnabled || destination.nextRunAt === null) return undefined;
-  return {
-    dueKey: dueKey(destination.id),
-    dueAt: dueAt(destination.nextRunAt, destination.workspaceId, destination.id),
-  };
 }
 
 /**

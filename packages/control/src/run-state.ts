@@ -8,7 +8,8 @@ import {
   resolveControlTable,
   withDynamoErrors,
 } from './client.js';
-import { destinationSk, dueAt, dueKey, workspacePk } from './items.js';
+import { dueIndexUpdate } from './due-index.js';
+import { destinationSk, workspacePk } from './items.js';
 import { type LeaseFence, leaseCondition } from './leases.js';
 import { transact } from './transactions.js';
 
@@ -111,15 +112,15 @@ export class RunStateStore {
     } else {
       names['#isEnabled'] = 'isEnabled';
       if (changes.nextRunAt !== null) {
+        const due = dueIndexUpdate(workspaceId, destinationId, {
+          isEnabled: true,
+          nextRunAt: changes.nextRunAt,
+        });
         attempts.push({
-          extraSets: ['dueKey = :dueKey', 'dueAt = :dueAt'],
+          extraSets: due.set,
           remove: false,
           condition: '#isEnabled = :true',
-          extraValues: {
-            ':true': true,
-            ':dueKey': dueKey(destinationId),
-            ':dueAt': dueAt(changes.nextRunAt, workspaceId, destinationId),
-          },
+          extraValues: { ':true': true, ...due.values },
         });
       }
       attempts.push({
@@ -129,13 +130,14 @@ export class RunStateStore {
         extraValues: changes.nextRunAt === null ? {} : { ':true': true },
       });
     }
+    const noDue = dueIndexUpdate(workspaceId, destinationId, { isEnabled: false, nextRunAt: null });
     for (let round = 0; round < 3; round++) {
       for (const attempt of attempts) {
         const allConditions = attempt.condition === '' ? conditions : [...conditions, attempt.condition];
         const expression =
           `SET ${[...sets, ...attempt.extraSets].join(', ')}` +
           (adds.length > 0 ? ` ADD ${adds.join(', ')}` : '') +
-          (attempt.remove ? ' REMOVE dueKey, dueAt' : '');
+          (attempt.remove ? ` REMOVE ${noDue.remove.join(', ')}` : '');
         const used = new Set(`${expression} ${allConditions.join(' ')}`.match(/[#:]\w+/g) ?? []);
         const usedNames = Object.fromEntries(Object.entries(names).filter(([name]) => used.has(name)));
         const usedValues = Object.fromEntries(

@@ -11,7 +11,9 @@ export function cancellationCodes(error: unknown): string[] | undefined {
   if (candidate.name !== 'TransactionCanceledException' || !Array.isArray(candidate.CancellationReasons)) {
     return undefined;
   }
-  return candidate.CancellationReasons.map((reason) => (typeof reason?.Code === 'string' ? reason.Code : 'None'));
+  return candidate.CancellationReasons.map((reason) =>
+    typeof reason?.Code === 'string' ? reason.Code : 'None',
+  );
 }
 
 /** The transaction collided with another one on the same items. */

@@ -17,6 +17,10 @@ export function optionalPositiveNumberEnv(name: string, fallback: number): numbe
   const value = process.env[name];
   if (value === undefined || value === '') return fallback;
   const number = Number(value);
-  if (!Number.isFinite(number) || number <= 0) throw new Error(`${name} must be a positive number, got ${value}`);
+  if (!Number.isFinite(number) || number <= 0)
+    throw new Error(`${name} must be a positive number, got ${value}`);
   return number;
 }
+
+/** The CloudWatch namespace of every Sluice metric (Powertools `POWERTOOLS_METRICS_NAMESPACE` in the functions). */
+export const SLUICE_METRICS_NAMESPACE = 'Sluice';

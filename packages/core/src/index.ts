@@ -4,6 +4,7 @@ export * from './destination.js';
 export * from './tables.js';
 export * from './rows.js';
 export * from './windows.js';
+export * from './slots.js';
 export * from './layout.js';
 export * from './env.js';
 export * from './transient.js';

@@ -68,7 +68,7 @@ export function planCommit(
   const written = results.filter((result): result is WindowResult => result.status !== 'failed');
   const isComplete = (dataset: Dataset, window: string): boolean => {
     const entry = progress.get(progressKey(dataset, window));
-    return entry !== undefined && entry.done && entry.configVersion === run.configVersion;
+    return entry?.done === true && entry.configVersion === run.configVersion;
   };
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
@@ -112,7 +112,9 @@ export function planCommit(
       if (date === undefined) continue;
       const complete =
         isComplete(dataset, date) ||
-        written.some((result) => result.kind === 'snapshot' && result.date === date && result.status === 'written');
+        written.some(
+          (result) => result.kind === 'snapshot' && result.date === date && result.status === 'written',
+        );
       if (complete) {
         plan.writes.push({
           dataset,
@@ -280,4 +282,3 @@ function written(results: readonly ItemResult[]): WindowResult[] {
 function rowFields(totals: { rows: number; files: number; bytes: number }) {
   return { rowCount: totals.rows, fileCount: totals.files, byteCount: totals.bytes };
 }
-

@@ -1,5 +1,5 @@
 import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
-import type { BucketLocation } from '@sluice/core';
+import { type BucketLocation, requiredEnv } from '@sluice/core';
 import { EventLogReader, type EventSource } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
@@ -38,7 +38,8 @@ export interface EngineDeps {
   cursors: CursorStore;
   runs: RunStore;
   runState: RunStateStore;
-  dueIndex: DueIndex;
+  /** The due index Dispatch pages through. */
+  dueIndex: Pick<DueIndex, 'queryDuePage' | 'markDispatched'>;
   settings: EngineSettings;
   sealer: SecretOpener;
   eventSource: EventSource;
@@ -69,7 +70,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   sealer: () => new SecretSealer(),
   eventSource: () => new EventLogReader(),
   bucketWriterFactory: () => defaultBucketWriterFactory,
-  metrics: () => powertoolsRunMetrics(),
+  metrics: () => powertoolsRunMetrics({ stage: requiredEnv('SLUICE_STAGE') }),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};

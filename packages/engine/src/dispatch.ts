@@ -5,7 +5,7 @@ import {
   gridExportLimit,
   isEventDataset,
   isSnapshotDue,
-  nextScheduledRun,
+  nextSlotAfter,
 } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
@@ -13,21 +13,36 @@ import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js'
 import { eventCursorMs, LEASE_DURATION_MS, positionOf } from './plan.js';
 import { settleExpiredRun } from './settle.js';
 
-/** Destinations examined at once by one dispatch tick. */
-export const DISPATCH_CONCURRENCY = 8;
+/**
+ * Due destinations one FindDueDestinations call examines: one page of the due index. It bounds the state
+ * Dispatch carries: a destination is at most ~460 bytes of JSON (two ids of at most 200 characters and a
+ * trigger), so a page is at most ~115 KB, under Step Functions' 256 KB with room to spare; with ids of usual
+ * length (about 40 characters) it is about 35 KB.
+ */
+export const DISPATCH_PAGE_SIZE = 250;
+
+/**
+ * Destinations of a page examined at once. Each costs 2 (queued) to 8 (nothing new: reads, a fenced cursor
+ * advance, the run state) sequential DynamoDB calls; 50 at once keeps within the SDK's default of 50
+ * sockets and makes a page of 250 five rounds of calls (docs/internals.md, "Dispatch at scale").
+ */
+export const DISPATCH_CONCURRENCY = 50;
 
 /** What the dispatcher decided for one due destination. */
 export type DispatchDecision = 'start' | 'advanced' | 'skipped';
 
 /**
- * FindDueDestinations: the Dispatch state machine's one task, every minute.
- * 1. Query the sparse due index (every `DUE#<n>` partition) for destinations due at `now`.
+ * FindDueDestinations: one page of the Dispatch state machine's loop, every minute.
+ * 1. Read one page of the sparse due index ({@link DISPATCH_PAGE_SIZE} destinations due at `now`, continuing
+ *    after `input.next`).
  * 2. Queued (manual) ones start. Others are checked cheaply: planned windows left by a failed or stopped
  *    run, a due subscriber snapshot, or one `hasRowsAfter` Query per event dataset.
  * 3. Nothing new: advance the event cursors to `now - lag` (no file for an empty span; fenced by "no
- *    live lease" and the old positions) and set `nextRunAt` to the next slot, with no workflow.
+ *    live lease" and the old positions) and set `nextRunAt` to the destination's next slot, with no workflow.
  * 4. The rest: move their due entry ahead by the lease duration (conditional on the entry read, so an
- *    overlapping tick does not start them twice) and return them for an ExportRun each.
+ *    overlapping tick does not start them twice) and return them for an ExportRun each, with `next` when the
+ *    index holds more. A destination leaves the `dueAt <= now` range once marked or settled, and the page
+ *    token continues after the last entry read, so every due destination is examined once per execution.
  */
 export async function findDueDestinations(
   input: FindDueInput = {},
@@ -35,20 +50,23 @@ export async function findDueDestinations(
 ): Promise<FindDueOutput> {
   const deps = resolveDeps(injected);
   try {
+    if (input.next !== undefined && typeof input.next !== 'string') {
+      throw new Error('findDue: next must be the page token of the call before');
+    }
     const parsed = input.now !== undefined ? Date.parse(input.now) : Number.NaN;
     const now = Number.isFinite(parsed) ? new Date(parsed) : deps.now();
-    const entries = await deps.dueIndex.queryDue(now);
+    const page = await deps.dueIndex.queryDuePage(now, { limit: DISPATCH_PAGE_SIZE, after: input.next });
     const destinations: DueDestination[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
-      while (next < entries.length) {
-        const entry = entries[next++] as DueEntry;
+      while (next < page.entries.length) {
+        const entry = page.entries[next++] as DueEntry;
         const started = await dispatchOne(entry, now, deps);
         if (started !== undefined) destinations.push(started);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, entries.length) }, worker));
-    return { destinations };
+    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, page.entries.length) }, worker));
+    return page.next === undefined ? { destinations } : { destinations, next: page.next };
   } catch (error) {
     throw classifyEngineError(error);
   }
@@ -77,10 +95,7 @@ async function dispatchOne(
       return undefined;
     }
   }
-  const marked = await deps.dueIndex.markDispatched(
-    entry,
-    new Date(nowMs + LEASE_DURATION_MS).toISOString(),
-  );
+  const marked = await deps.dueIndex.markDispatched(entry, new Date(nowMs + LEASE_DURATION_MS).toISOString());
   if (!marked) return undefined;
   return {
     workspaceId: entry.workspaceId,
@@ -144,7 +159,7 @@ async function advanceIdle(
     entry.workspaceId,
     entry.destinationId,
     {
-      nextRunAt: new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString(),
+      nextRunAt: new Date(nextSlotAfter(nowMs, destination.frequency, destination.id)).toISOString(),
       expectedDueAt: entry.dueAt,
       // A run that crashed without its Catch left the status at running; its lease has expired by now.
       ...(destination.status === 'running' ? { status: 'idle' as const } : {}),

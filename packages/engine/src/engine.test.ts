@@ -5,10 +5,10 @@ import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStore } from '@slui
 import {
   DAY_MS,
   type Destination,
-  EXPORT_LAG_MS,
   HOUR_MS,
   MAX_SPANS_PER_DATASET,
   newDestination,
+  nextSlotAfter,
   eventFileKey,
   type EventDataset,
   snapshotFileKey,
@@ -24,7 +24,7 @@ import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps }
 import { findDueDestinations } from './dispatch.js';
 import { TRANSIENT_ERROR_NAMES } from './errors.js';
 import type { RunFigures } from './metrics.js';
-import type { RunRef, WindowResult, WorkItem } from './payloads.js';
+import type { DueDestination, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { EXPIRED_RUN_MESSAGE } from './settle.js';
 import { writeWindow } from './write.js';
@@ -182,7 +182,7 @@ async function* breakAfter(
 beforeAll(async () => {
   // Prepare: 51,000 events recorded in the hour before a UTC midnight (one hourly window), 500 in the hour
   // after it.
-  const writer = new EventLogWriter();
+  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
   const batches: { count: number; from: number; to: number; seed: number }[] = [
     { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },
     { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: MIDNIGHT + 50 * 60_000, seed: 2 },
@@ -357,12 +357,7 @@ describe('an export run end to end on the local services', () => {
     expect(failed?.lastError).not.toContain('at x');
     expect(failed?.nextRunAt).toBe(new Date(NOW + HOUR_MS).toISOString());
     expect(await leaseStore.get(workspaceId, destination.id)).toBeUndefined();
-    const failedRecord = await runStore.get({
-      workspaceId,
-      destinationId: destination.id,
-      ...run,
-      id: run.runId,
-    });
+    const failedRecord = await runStore.get(runKeyOf(run));
     expect(failedRecord).toMatchObject({ status: 'failed', error: failed?.lastError, isManual: true });
     // The run record counts what writers reported: the failed span's first file is counted when it completes.
     expect(failedRecord?.rowCount).toBe(AFTER_MIDNIGHT_ROWS);
@@ -433,20 +428,10 @@ describe('an export run end to end on the local services', () => {
     expect(freshCommit.status).toBe('succeeded');
     const cursor = (await cursorStore.get(workspaceId, destination.id)).get('custom_events');
     expect(cursor?.exportedThroughMs).toBe(LIMIT);
-    const staleRecord = await runStore.get({
-      workspaceId,
-      destinationId: destination.id,
-      ...stale,
-      id: stale.runId,
-    });
+    const staleRecord = await runStore.get(runKeyOf(stale));
     expect(staleRecord).toMatchObject({ status: 'failed', error: EXPIRED_RUN_MESSAGE });
     // A late duplicate of the fresh run's Commit changes nothing.
-    const freshRecord = await runStore.get({
-      workspaceId,
-      destinationId: destination.id,
-      ...fresh,
-      id: fresh.runId,
-    });
+    const freshRecord = await runStore.get(runKeyOf(fresh));
     expect(await commitRun({ run: fresh, results: [] }, deps())).toEqual({
       status: 'succeeded',
       runAgain: false,
@@ -580,13 +565,30 @@ describe('catching up a destination far behind', () => {
 });
 
 describe('findDueDestinations', () => {
-  /** The real store, its due index seen only for this test's workspace (other suites share the table). */
-  const isolated = (): DueIndex => {
-    const store = new DueIndex();
-    const queryDue = store.queryDue.bind(store);
-    store.queryDue = async (now: Date) =>
-      (await queryDue(now)).filter((entry) => entry.workspaceId === workspaceId);
-    return store;
+  /** The real due index, seen only for this test's workspace (other suites share the table). */
+  const isolated = (): EngineDeps['dueIndex'] => {
+    const index = new DueIndex();
+    return {
+      queryDuePage: async (now, options) => {
+        const page = await index.queryDuePage(now, options);
+        return { ...page, entries: page.entries.filter((entry) => entry.workspaceId === workspaceId) };
+      },
+      markDispatched: (entry, until) => index.markDispatched(entry, until),
+    };
+  };
+  /** Every page of one Dispatch execution at `nowMs`, as the state machine's loop calls them. */
+  const dispatchAll = async (nowMs: number, dueIndex: EngineDeps['dueIndex']): Promise<DueDestination[]> => {
+    const started: DueDestination[] = [];
+    let next: string | undefined;
+    do {
+      const page = await findDueDestinations(
+        { now: new Date(nowMs).toISOString(), next },
+        deps({ dueIndex }),
+      );
+      started.push(...page.destinations);
+      next = page.next;
+    } while (next !== undefined);
+    return started;
   };
 
   it('settles a destination with nothing new without a run and starts one with new rows once', async () => {
@@ -598,16 +600,14 @@ describe('findDueDestinations', () => {
       status: 'queued',
       manualRunQueued: true,
     });
-    const store = isolated();
+    const dueIndex = isolated();
     const mine = new Set([quiet.id, busy.id, queued.id]);
-    // Act
-    const first = await findDueDestinations({ now: new Date(NOW).toISOString() }, deps({ dueIndex: store }));
-    const second = await findDueDestinations(
-      { now: new Date(NOW + 60_000).toISOString() },
-      deps({ dueIndex: store }),
-    );
+    // Act: a tick, the quiet one read back, the next tick a minute later
+    const first = await dispatchAll(NOW, dueIndex);
+    const settled = await controlStore.getDestination(workspaceId, quiet.id);
+    const second = await dispatchAll(NOW + 60_000, dueIndex);
     // Assess
-    const started = first.destinations.filter((d) => mine.has(d.destinationId));
+    const started = first.filter((d) => mine.has(d.destinationId));
     expect(started).toEqual(
       expect.arrayContaining([
         { workspaceId, destinationId: busy.id, trigger: 'schedule' },
@@ -615,10 +615,11 @@ describe('findDueDestinations', () => {
       ]),
     );
     expect(started).toHaveLength(2);
-    expect(second.destinations.filter((d) => mine.has(d.destinationId))).toEqual([]);
-    const settled = await controlStore.getDestination(workspaceId, quiet.id);
+    // The started ones are marked until their lease would end; the quiet one may be due again (its slot
+    // can be the next minute) but has nothing new, so nothing starts.
+    expect(second.filter((d) => mine.has(d.destinationId))).toEqual([]);
     expect(settled?.exportedThrough.sms_events).toBe(new Date(LIMIT).toISOString());
-    expect(settled?.nextRunAt).toBe(new Date(MIDNIGHT + 2 * HOUR_MS).toISOString());
+    expect(settled?.nextRunAt).toBe(new Date(nextSlotAfter(NOW, 'hourly', quiet.id)).toISOString());
     expect(await listKeys(quiet.pathPrefix)).toEqual([]);
   }, 60_000);
 });

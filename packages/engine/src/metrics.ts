@@ -1,4 +1,6 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { BUCKET_ERROR_NAMES } from '@sluice/sinks';
+import { PERMANENT_ERROR_NAMES } from './errors.js';
 
 /** The figures of one committed run, per dataset. */
 export interface RunFigures {
@@ -30,15 +32,33 @@ export interface RunMetrics {
 
 /** The CloudWatch namespace of every Sluice metric. */
 export const METRICS_NAMESPACE = 'Sluice';
+/** The `service` dimension of every engine metric. */
+export const ENGINE_SERVICE = 'sluice-engine';
+/** The dimension naming the deployment stage, on every engine metric, so stages in one account stay apart. */
+export const STAGE_DIMENSION = 'Stage';
+
+/** Options of the Powertools metrics. */
+export interface EngineMetricsOptions {
+  /** The deployment stage (`SLUICE_STAGE`), published as the `Stage` dimension. */
+  stage: string;
+}
+
+function engineMetrics(options: EngineMetricsOptions): Metrics {
+  return new Metrics({
+    namespace: METRICS_NAMESPACE,
+    serviceName: ENGINE_SERVICE,
+    defaultDimensions: { [STAGE_DIMENSION]: options.stage },
+  });
+}
 
 /**
- * Powertools Metrics (EMF on stdout, namespace `Sluice`): RowsExported, FilesWritten, BytesWritten and
- * RunDurationMs once per run, ExportLagSeconds per dataset (dimension `Dataset`), and
- * ExpiredUnexportedSeconds (dimension `Dataset`) when an export fell behind the event log's retention. Destination ids are
- * metadata, not dimensions, to keep metric cardinality flat.
+ * Powertools Metrics (EMF on stdout, namespace `Sluice`, dimensions `service` and `Stage`): RowsExported,
+ * FilesWritten, BytesWritten and RunDurationMs once per run, ExportLagSeconds per dataset (dimension
+ * `Dataset` too), and ExpiredUnexportedSeconds (dimension `Dataset`) when an export fell behind the event
+ * log's retention and rows expired unexported. Destination ids are metadata, not dimensions, to keep metric cardinality flat.
  */
-export function powertoolsRunMetrics(): RunMetrics {
-  const metrics = new Metrics({ namespace: METRICS_NAMESPACE, serviceName: 'sluice-engine' });
+export function powertoolsRunMetrics(options: EngineMetricsOptions): RunMetrics {
+  const metrics = engineMetrics(options);
   return {
     recordRun(figures) {
       metrics.addMetadata('workspaceId', figures.workspaceId);
@@ -70,3 +90,46 @@ export function powertoolsRunMetrics(): RunMetrics {
 
 /** Metrics that go nowhere (tests, benchmarks). */
 export const noRunMetrics: RunMetrics = { recordRun: () => undefined, recordExpiredRows: () => undefined };
+
+/** Who a failed run is for: the customer (their bucket, key or settings) or the operator (Sluice itself). */
+export type FailureCause = 'destination' | 'sluice';
+
+/**
+ * Error names of failures the customer causes and fixes: every permanent error (no bucket, access denied,
+ * wrong region, unknown key, a secret to re-enter, a bad location) and the customer's store being unreachable,
+ * throttling or failing after the retries. The rest (the database, KMS, timeouts, anything unclassified,
+ * including a bucket error nobody recognised) is Sluice's.
+ */
+export const DESTINATION_FAILURE_NAMES: readonly string[] = [
+  ...PERMANENT_ERROR_NAMES,
+  BUCKET_ERROR_NAMES.endpoint_unreachable,
+  BUCKET_ERROR_NAMES.throttled,
+  BUCKET_ERROR_NAMES.server_error,
+];
+
+/** The cause of a failed run, from the error name Step Functions caught. */
+export function failureCause(errorName: string | undefined): FailureCause {
+  return errorName !== undefined && DESTINATION_FAILURE_NAMES.includes(errorName) ? 'destination' : 'sluice';
+}
+
+/** Where failed runs are counted. */
+export interface FailureMetrics {
+  recordFailure(errorName: string | undefined): void;
+}
+
+/**
+ * `RunsFailed` (Count) with the dimension `Cause` (`destination` or `sluice`) besides `service` and `Stage`:
+ * the operator is paged for `sluice` only; `destination` failures are the customers' and show on their
+ * destinations (status `failed`, `lastError`).
+ */
+export function powertoolsFailureMetrics(options: EngineMetricsOptions): FailureMetrics {
+  const metrics = engineMetrics(options);
+  return {
+    recordFailure(errorName) {
+      const single = metrics.singleMetric();
+      single.addDimension('Cause', failureCause(errorName));
+      if (errorName !== undefined) single.addMetadata('errorName', errorName);
+      single.addMetric('RunsFailed', MetricUnit.Count, 1);
+    },
+  };
+}

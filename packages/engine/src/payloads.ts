@@ -127,8 +127,10 @@ export interface RecordFailureOutput {
 /** Input of {@link findDueDestinations}. */
 export interface FindDueInput {
   action?: 'findDue';
-  /** `$$.Execution.StartTime` (ISO). */
+  /** `$$.Execution.StartTime` (ISO): the same for every page of one execution. */
   now?: string;
+  /** The `next` of the page before; absent for the first page. */
+  next?: string;
 }
 
 /** One ExportRun to start. */
@@ -138,7 +140,9 @@ export interface DueDestination {
   trigger: RunTrigger;
 }
 
-/** Output of {@link findDueDestinations}. */
+/** Output of {@link findDueDestinations}: one page. */
 export interface FindDueOutput {
   destinations: DueDestination[];
+  /** Where the next page starts (an opaque token, ids and a time); absent on the last page. */
+  next?: string;
 }

@@ -178,7 +178,6 @@ export async function writeWindow(
       );
     }
 
-
     /** Writes (or continues) one window; throws StopSignal or OutOfTime. */
     async function writeOne(
       window: string,

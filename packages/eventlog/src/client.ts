@@ -26,10 +26,10 @@ export function defaultEventLogClient(): DynamoDBClient {
 /** Table names from the environment, read once at load. */
 const ENV_EVENTS_TABLE = process.env.SLUICE_EVENTS_TABLE;
 const ENV_SUBSCRIBERS_TABLE = process.env.SLUICE_SUBSCRIBERS_TABLE;
-const ENV_RETENTION_DAYS = process.env.SLUICE_EVENT_RETENTION_DAYS;
 
 /** Days an event stays in the log after it was recorded (TTL). Must exceed the 30-day `startFrom` limit. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 35;
+const DAY_SECONDS = 86_400;
 
 /** Resolves a table name: the injected one, else the environment variable; throws when neither is set. */
 export function resolveTableName(injected: string | undefined, kind: 'events' | 'subscribers'): string {
@@ -42,13 +42,27 @@ export function resolveTableName(injected: string | undefined, kind: 'events' | 
 }
 
 /**
- * Resolves the retention: the injected value, else `SLUICE_EVENT_RETENTION_DAYS`, else 35. Throws unless it is
- * an integer above 30 (rows must outlive the 30 days a first export may reach back).
+ * Parses a deployment's event retention, `SLUICE_EVENT_RETENTION_DAYS` (for the functions' config modules):
+ * unset or empty is 35 days; otherwise an integer above 30 (rows must outlive the 30 days a first export may
+ * reach back), or it throws. Returns seconds, the writer's unit.
  */
-export function resolveRetentionDays(injected: number | undefined): number {
-  const days = injected ?? (ENV_RETENTION_DAYS ? Number(ENV_RETENTION_DAYS) : DEFAULT_EVENT_RETENTION_DAYS);
+export function parseEventRetentionDays(value: string | undefined): number {
+  if (value === undefined || value === '') return DEFAULT_EVENT_RETENTION_DAYS * DAY_SECONDS;
+  const days = Number(value);
   if (!Number.isInteger(days) || days <= 30) {
-    throw new Error(`SLUICE_EVENT_RETENTION_DAYS must be an integer above 30, got ${String(days)}`);
+    throw new Error(`SLUICE_EVENT_RETENTION_DAYS must be an integer above 30, got "${value}"`);
   }
-  return days;
+  return days * DAY_SECONDS;
+}
+
+/**
+ * Checks a writer's retention in seconds: the injected value (any positive whole number of seconds, so tests
+ * can use minutes), else 35 days.
+ */
+export function resolveRetentionSeconds(injected: number | undefined): number {
+  const seconds = injected ?? DEFAULT_EVENT_RETENTION_DAYS * DAY_SECONDS;
+  if (!Number.isInteger(seconds) || seconds <= 0) {
+    throw new Error(`The event retention must be a positive whole number of seconds, got ${String(seconds)}`);
+  }
+  return seconds;
 }

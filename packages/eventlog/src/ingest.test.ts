@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { InvalidInputError, parseRow, serializeRow } from '@sluice/core';
+import { type EventDataset, InvalidInputError, parseRow, serializeRow } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { defaultEventLogClient } from './client.js';
+import type { ExportPositions } from './export-positions.js';
 import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
+import type { IngestMetrics } from './metrics.js';
 import { EventLogReader } from './reader.js';
 
 const NOW = Date.parse('2026-09-30T12:00:00.000Z');
@@ -15,8 +17,9 @@ const DAY = 24 * HOUR;
 function setup(now = NOW) {
   const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
   const warn = vi.spyOn(logger, 'warn');
-  const writer = new EventLogWriter({ now: () => now, logger });
-  const reader = new EventLogReader();
+  const writer = new EventLogWriter({ now: () => now, logger, explicitRecordedAt: 'unchecked' });
+  // The fixed dates lie further back than the retention: read with the same clock that wrote.
+  const reader = new EventLogReader({ now: () => now });
   const workspaceId = `ws_${randomUUID()}`;
   return { writer, reader, workspaceId, warn };
 }
@@ -73,6 +76,8 @@ describe('EventLogWriter.ingestEvents', () => {
       duplicates: 0,
       dropped: { test: 0, history: 0, late: 0 },
       invalid: [],
+      refusedBehindExport: 0,
+      recordedAtIgnored: 0,
     });
     const { dataset: _dataset, ...fields } = input;
     const expected = parseRow('email_events', { ...fields, recorded_at: NOW });
@@ -206,7 +211,11 @@ describe('EventLogWriter.ingestEvents in slices', () => {
     // Prepare: a clock that moves a second each time it is read.
     let clock = NOW;
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
-    const writer = new EventLogWriter({ now: () => (clock += 1_000), logger });
+    const writer = new EventLogWriter({
+      now: () => (clock += 1_000),
+      logger,
+      explicitRecordedAt: 'unchecked',
+    });
     const workspaceId = `ws_${randomUUID()}`;
     const inputs: unknown[] = Array.from({ length: 2_500 }, (_, i) => email(`evt_${i}`, NOW - 60_000));
     inputs[2_100] = email('evt_bad', NOW, { message_type: 'newsletter' });
@@ -217,13 +226,123 @@ describe('EventLogWriter.ingestEvents in slices', () => {
     // Assess
     expect(result.accepted).toBe(2_499);
     expect(result.invalid).toEqual([{ index: 2_100, reason: expect.stringMatching(/^message_type: /) }]);
-    const reader = new EventLogReader();
+    const reader = new EventLogReader({ now: () => clock });
     const counts = await Promise.all(
       [1, 2, 3].map((s) =>
         reader.countWindow(workspaceId, 'email_events', NOW + s * 1_000 - 1, NOW + s * 1_000),
       ),
     );
     expect(counts).toEqual([1_000, 1_000, 499]);
+  });
+});
+
+describe('EventLogWriter and explicit recorded times', () => {
+  /** A fake port (this tests the writer's logic; `ControlExportPositions` is tested on DynamoDB Local). */
+  function positionsOf(entries: [EventDataset, number][]) {
+    const calls: string[] = [];
+    const port: ExportPositions = {
+      async highestPositions(workspaceId) {
+        calls.push(workspaceId);
+        return new Map(entries);
+      },
+    };
+    return { port, calls };
+  }
+
+  function checkingSetup(entries: [EventDataset, number][]) {
+    const { port, calls } = positionsOf(entries);
+    const refusals: { workspaceId: string; dataset: string; count: number }[] = [];
+    const metrics: IngestMetrics = {
+      refusedBehindExport: (workspaceId, dataset, count) => refusals.push({ workspaceId, dataset, count }),
+    };
+    const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+    const writer = new EventLogWriter({
+      now: () => NOW,
+      logger,
+      metrics,
+      explicitRecordedAt: { refuseAtOrBehind: port },
+    });
+    return { writer, calls, refusals, reader: new EventLogReader({ now: () => NOW }) };
+  }
+
+  it('refuses a recorded_at at or behind the export position of its dataset, with a reason, and writes the rest', async () => {
+    // Prepare: email_events exported through an hour ago; custom_events never exported.
+    const position = NOW - HOUR;
+    const { writer, calls, refusals, reader } = checkingSetup([['email_events', position]]);
+    const workspaceId = `ws_${randomUUID()}`;
+    const custom = (id: string, recordedMs: number) => ({
+      dataset: 'custom_events',
+      id,
+      event_name: 'e',
+      occurred_at: recordedMs - 1,
+      recorded_at: recordedMs,
+    });
+
+    // Act
+    const result = await writer.ingestEvents(workspaceId, [
+      email('at_position', position - 10, { recorded_at: position }),
+      email('behind', position - 10, { recorded_at: new Date(position - HOUR).toISOString() }),
+      email('ahead', position - 10, { recorded_at: position + 1 }),
+      email('recorded_now', NOW - 10),
+      custom('custom_behind_email', position - HOUR),
+    ]);
+
+    // Assess
+    const reason = new RegExp(
+      `^recorded_at: at or before ${new Date(position).toISOString()}, .* for email_events: the row would never be exported`,
+    );
+    expect(result).toMatchObject({
+      accepted: 3,
+      refusedBehindExport: 2,
+      invalid: [
+        { index: 0, reason: expect.stringMatching(reason) },
+        { index: 1, reason: expect.stringMatching(reason) },
+      ],
+    });
+    expect(refusals).toEqual([{ workspaceId, dataset: 'email_events', count: 2 }]);
+    expect(calls).toEqual([workspaceId]);
+    const emails = await readAll(reader, workspaceId, 'email_events', position - 2 * HOUR, NOW);
+    expect(emails.map((line) => JSON.parse(line).id)).toEqual(['ahead', 'recorded_now']);
+    expect(await readAll(reader, workspaceId, 'custom_events', position - 2 * HOUR, NOW)).toHaveLength(1);
+  });
+
+  it('reads the positions once per slice with an explicit time, never for rows recorded now', async () => {
+    const { writer, calls } = checkingSetup([]);
+    const workspaceId = `ws_${randomUUID()}`;
+    const explicit = Array.from({ length: 2_500 }, (_, i) =>
+      email(`x_${i}`, NOW - HOUR, { recorded_at: NOW - 1 }),
+    );
+    const recordedNow = Array.from({ length: 1_500 }, (_, i) => email(`n_${i}`, NOW - HOUR));
+
+    const first = await writer.ingestEvents(workspaceId, explicit);
+    const readsForExplicit = calls.length;
+    const second = await writer.ingestEvents(workspaceId, recordedNow);
+
+    expect(first.accepted + second.accepted).toBe(4_000);
+    expect(readsForExplicit).toBe(3);
+    expect(calls).toHaveLength(3);
+  });
+
+  it("ignores a producer's recorded_at when told to, and records the row at the ingest's clock", async () => {
+    // Prepare
+    const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+    const writer = new EventLogWriter({ now: () => NOW, logger, explicitRecordedAt: 'ignore' });
+    const reader = new EventLogReader({ now: () => NOW });
+    const workspaceId = `ws_${randomUUID()}`;
+
+    // Act
+    const result = await writer.ingestEvents(workspaceId, [
+      email('old_time', NOW - 2 * HOUR, { recorded_at: NOW - HOUR }),
+      email('bad_time', NOW - 2 * HOUR, { recorded_at: 'yesterday' }),
+    ]);
+
+    // Assess
+    expect(result).toMatchObject({ accepted: 2, recordedAtIgnored: 2, invalid: [] });
+    const lines = await readAll(reader, workspaceId, 'email_events', NOW - 2 * HOUR, NOW);
+    expect(lines.map((line) => JSON.parse(line).recorded_at)).toEqual([
+      new Date(NOW).toISOString(),
+      new Date(NOW).toISOString(),
+    ]);
   });
 });
 
@@ -287,7 +406,7 @@ describe('EventLogWriter subscribers', () => {
         updated_at: '2026-01-01T00:00:00Z',
       })),
     );
-    const reader = new EventLogReader({ pageLimit: 4 });
+    const reader = new EventLogReader({ pageLimit: 4, now: () => NOW });
     const pages: string[][] = [];
     for await (const page of reader.readSubscribers(workspaceId)) pages.push(page.lines);
     expect(pages.flat()).toHaveLength(30);

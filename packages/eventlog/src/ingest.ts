@@ -6,21 +6,28 @@
  * 2. `test: true` (a test send): dropped, counted in `dropped.test`;
  * 3. the row does not match its schema (see `@sluice/core` rows): refused with the reason, never written;
  * 4. a history import: dropped, counted in `dropped.history`. An event is an import when it carries
- *    `import: true` or `source: "import"`; it is history when it occurred more than one hour before it is
- *    recorded (the reference: "Import Events with timestamps older than an hour"). An import of something that
+ *    `import: true` or `source: "import"`; it is history when it occurred more than one hour before it
+ *    arrived (the reference: "Import Events with timestamps older than an hour"). An import of something that
  *    just happened is streamed like any event;
- * 5. recorded more than 7 days after it occurred: dropped, counted in `dropped.late`;
+ * 5. arrived more than 7 days after it occurred: dropped, counted in `dropped.late`;
  * 6. occurred more than 24 hours after it is recorded (a producer's clock or unit is wrong): refused;
  * 7. serialized row above 350,000 bytes (DynamoDB items hold 400 KB): refused.
  *
  * `dataset`, `test`, `import` and `source` are envelope fields, not row fields: they are not stored. Unknown
  * fields are dropped.
  *
+ * "Arrived" is when the producer handed the event over: its recorded time, or the earlier `sentAtMs` a caller
+ * gives (the bus event's `time`). So an event that waited in Sluice's dead-letter queue is judged by when it
+ * was sent, not by when it was redriven, and is not dropped as late because Sluice was slow.
+ *
  * Recorded time is assigned here: now, taken once per slice of {@link INGEST_SLICE} inputs just before the slice is
- * validated and written. An input may carry an explicit `recorded_at` instead, for
- * migrations and tests. Caveat: exports advance a cursor of recorded time, so a row recorded at or before a
- * destination's `exportedThrough` is never exported to it. Only use `recorded_at` for times no export has
- * passed yet (in practice: before any destination's `startFrom`, or within the last two minutes).
+ * validated and written. An input's explicit `recorded_at` (imports and tests) is treated as the writer's
+ * {@link ExplicitRecordedAt} says: ignored on the bus (the ingest's own clock, always); in the CLI honoured only
+ * ahead of every export of the workspace: exports advance a position of recorded time, so a row recorded at or
+ * behind it would be accepted and never exported. Such a row is refused (`refusedBehindExport`, with a reason,
+ * and the {@link IngestMetrics} count); the positions are read once per slice that has an explicit time.
+ * The check and the write are a few milliseconds apart: a run planning in between could still pass a row
+ * recorded in the last moments before the plan (a window ends at least two minutes before now).
  *
  * Writes are idempotent per (recorded time, id): an event written twice with the same explicit `recorded_at`
  * is one item. A retry without it is a second row with a later recorded time, which consumers deduplicate on
@@ -38,7 +45,8 @@ import {
   redactSecrets,
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
-import { defaultEventLogClient, resolveRetentionDays, resolveTableName } from './client.js';
+import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
+import type { ExportPositions } from './export-positions.js';
 import {
   assertWorkspaceId,
   EVENT_SHARDS,
@@ -50,6 +58,7 @@ import {
   shardOf,
   subscriberPk,
 } from './keys.js';
+import { type IngestMetrics, powertoolsIngestMetrics } from './metrics.js';
 
 /** Imports that occurred more than this before they are recorded are history and not streamed. */
 export const HISTORY_IMPORT_AGE_MS = 60 * 60 * 1000;
@@ -73,7 +82,7 @@ export interface EventInput {
   /** A history import (with `source: 'import'`): dropped when it occurred more than an hour ago. */
   import?: boolean;
   source?: string;
-  /** Explicit recorded time (ISO or epoch ms), for migrations and tests; see the module's caveat. */
+  /** Explicit recorded time (ISO or epoch ms), for imports and tests; see {@link ExplicitRecordedAt}. */
   recorded_at?: string | number;
   [field: string]: unknown;
 }
@@ -92,6 +101,10 @@ export interface IngestResult {
   duplicates: number;
   dropped: { test: number; history: number; late: number };
   invalid: InvalidInput[];
+  /** Of `invalid`: rows whose explicit `recorded_at` is at or behind an export's position. */
+  refusedBehindExport: number;
+  /** Inputs whose `recorded_at` was ignored (recorded at the ingest's clock instead): the bus. */
+  recordedAtIgnored: number;
 }
 
 /** What {@link EventLogWriter.upsertSubscribers} or {@link EventLogWriter.deleteSubscribers} did. */
@@ -101,8 +114,30 @@ export interface SubscriberWriteResult {
   invalid: InvalidInput[];
 }
 
+/** Options of one {@link EventLogWriter.ingestEvents} call. */
+export interface IngestCallOptions {
+  /**
+   * When the producer sent these events (epoch ms), if earlier than now: the lateness and history rules
+   * measure from it. The ingest function passes the bus event's `time`, so a redrive days later keeps them.
+   */
+  sentAtMs?: number;
+}
+/**
+ * What an input's explicit `recorded_at` means to a writer:
+ * - `'ignore'`: nothing; every row is recorded at the ingest's clock (the bus: producers do not own recorded
+ *   time, and a time of theirs could fall behind an export);
+ * - `{ refuseAtOrBehind }`: honoured, unless it is at or behind the export position of its workspace and
+ *   dataset: then the row is refused with a reason and counted (the CLI's imports and tests);
+ * - `'unchecked'`: honoured as given, for tests and benchmarks writing to workspaces no export reads.
+ */
+export type ExplicitRecordedAt = 'ignore' | 'unchecked' | { refuseAtOrBehind: ExportPositions };
+
 /** Options of {@link EventLogWriter}. */
 export interface EventLogWriterOptions {
+  /** Required, so every writer says how it treats a producer's `recorded_at`. */
+  explicitRecordedAt: ExplicitRecordedAt;
+  /** @default {@link powertoolsIngestMetrics} on stdout */
+  metrics?: IngestMetrics;
   /** @default the module-level client */
   client?: DynamoDBClient;
   /** @default env `SLUICE_EVENTS_TABLE` */
@@ -111,8 +146,12 @@ export interface EventLogWriterOptions {
   subscribersTable?: string;
   /** The clock, epoch ms. @default Date.now */
   now?: () => number;
-  /** Days an event is kept after it is recorded. @default env `SLUICE_EVENT_RETENTION_DAYS`, else 35 */
-  retentionDays?: number;
+  /**
+   * Seconds an event is kept after it is recorded (its `expiresAt`). Deployments pass their
+   * `SLUICE_EVENT_RETENTION_DAYS` (see {@link parseEventRetentionDays}); tests may use minutes.
+   * @default 35 days
+   */
+  retentionSeconds?: number;
   /** Retry and concurrency of the batched writes. */
   batch?: BatchWriteOptions;
   /** @default a Powertools Logger, service `sluice-eventlog` */
@@ -123,6 +162,14 @@ const defaultLogger = new Logger({ serviceName: 'sluice-eventlog', jsonReplacerF
 const EVENT_DATASET_SET: ReadonlySet<string> = new Set(EVENT_DATASETS);
 /** How many refused inputs a log line details. */
 const LOGGED_INVALID = 20;
+
+/** Why a row recorded at or behind an export's position is refused: the fix is to let ingest record it now. */
+function behindExportReason(dataset: EventDataset, positionMs: number): string {
+  return (
+    `recorded_at: at or before ${new Date(positionMs).toISOString()}, which an export of this workspace has ` +
+    `already reached for ${dataset}: the row would never be exported (leave recorded_at out to record it now)`
+  );
+}
 
 /** An id that is safe to log: a well-formed id that does not look like an email address. */
 function loggableId(value: unknown): string | undefined {
@@ -138,18 +185,22 @@ export class EventLogWriter {
   private readonly eventsTable: string | undefined;
   private readonly subscribersTable: string | undefined;
   private readonly now: () => number;
-  private readonly retentionDays: number;
+  private readonly retentionSeconds: number;
   private readonly batch: BatchWriteOptions;
   private readonly logger: Logger;
+  private readonly explicitRecordedAt: ExplicitRecordedAt;
+  private readonly metrics: IngestMetrics;
 
-  constructor(options: EventLogWriterOptions = {}) {
+  constructor(options: EventLogWriterOptions) {
     this.client = options.client ?? defaultEventLogClient();
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;
     this.now = options.now ?? Date.now;
-    this.retentionDays = resolveRetentionDays(options.retentionDays);
+    this.retentionSeconds = resolveRetentionSeconds(options.retentionSeconds);
     this.batch = options.batch ?? {};
     this.logger = options.logger ?? defaultLogger;
+    this.explicitRecordedAt = options.explicitRecordedAt;
+    this.metrics = options.metrics ?? powertoolsIngestMetrics();
   }
 
   /**
@@ -157,16 +208,28 @@ export class EventLogWriter {
    * `UnwrittenItemsError` when throttling outlasted the retries (some items may be written: retrying the call
    * is safe, at least once).
    */
-  async ingestEvents(workspaceId: string, inputs: readonly unknown[]): Promise<IngestResult> {
+  async ingestEvents(
+    workspaceId: string,
+    inputs: readonly unknown[],
+    options: IngestCallOptions = {},
+  ): Promise<IngestResult> {
     assertWorkspaceId(workspaceId);
     const result: IngestResult = {
       accepted: 0,
       duplicates: 0,
       dropped: { test: 0, history: 0, late: 0 },
       invalid: [],
+      refusedBehindExport: 0,
+      recordedAtIgnored: 0,
     };
     for (let offset = 0; offset < inputs.length; offset += INGEST_SLICE) {
-      await this.ingestSlice(workspaceId, inputs.slice(offset, offset + INGEST_SLICE), offset, result);
+      await this.ingestSlice(
+        workspaceId,
+        inputs.slice(offset, offset + INGEST_SLICE),
+        offset,
+        result,
+        options.sentAtMs,
+      );
     }
     this.logger.debug('Ingested events', { workspaceId, ...result, invalid: result.invalid.length });
     return result;
@@ -181,6 +244,7 @@ export class EventLogWriter {
     inputs: readonly unknown[],
     offset: number,
     result: IngestResult,
+    sentAtMs: number | undefined,
   ): Promise<void> {
     const nowMs = this.now();
     const refused: { index: number; dataset?: string; id?: string; reason: string }[] = [];
@@ -199,7 +263,9 @@ export class EventLogWriter {
       });
     };
     const items = new Map<string, WriteRequest>();
-    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionDays * 86_400;
+    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
+    const positions = await this.exportPositionsFor(workspaceId, inputs);
+    const behindByDataset = new Map<EventDataset, number>();
 
     inputs.forEach((raw, index) => {
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -227,20 +293,29 @@ export class EventLogWriter {
         result.dropped.test++;
         return;
       }
+      const eventDataset = dataset as EventDataset;
       let recordedMs = nowMs;
-      if (recorded_at !== undefined && recorded_at !== null) {
+      if (recorded_at !== undefined && recorded_at !== null && this.explicitRecordedAt === 'ignore') {
+        result.recordedAtIgnored++;
+      } else if (recorded_at !== undefined && recorded_at !== null) {
         const parsed = timestamp.safeParse(recorded_at);
         if (!parsed.success) {
           refuse(index, 'recorded_at: must be an ISO 8601 time with a zone, or epoch milliseconds', input);
           return;
         }
         recordedMs = Date.parse(parsed.data);
+        const position = positions?.get(eventDataset);
+        if (position !== undefined && recordedMs <= position) {
+          refuse(index, behindExportReason(eventDataset, position), input);
+          result.refusedBehindExport++;
+          behindByDataset.set(eventDataset, (behindByDataset.get(eventDataset) ?? 0) + 1);
+          return;
+        }
       }
       if (recordedMs > MAX_RECORDED_MS) {
         refuse(index, 'recorded_at: too far in the future', input);
         return;
       }
-      const eventDataset = dataset as EventDataset;
       const parsed = parseRow(eventDataset, { ...fields, recorded_at: recordedMs });
       if (!parsed.ok) {
         refuse(index, parsed.reason, input);
@@ -249,11 +324,12 @@ export class EventLogWriter {
       const row = parsed.row;
       const occurredMs = Date.parse(row.occurred_at);
       const isImport = isImportFlag === true || source === 'import';
-      if (isImport && recordedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
+      const arrivedMs = sentAtMs === undefined ? recordedMs : Math.min(recordedMs, sentAtMs);
+      if (isImport && arrivedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
         result.dropped.history++;
         return;
       }
-      if (recordedMs - occurredMs > MAX_LATENESS_MS) {
+      if (arrivedMs - occurredMs > MAX_LATENESS_MS) {
         result.dropped.late++;
         return;
       }
@@ -283,6 +359,8 @@ export class EventLogWriter {
     });
 
     this.logRefused('events', workspaceId, refused);
+    for (const [dataset, count] of behindByDataset)
+      this.metrics.refusedBehindExport(workspaceId, dataset, count);
     if (items.size > 0) {
       result.accepted += await batchWrite(
         this.client,
@@ -291,6 +369,23 @@ export class EventLogWriter {
         this.batch,
       );
     }
+  }
+
+  /**
+   * The export positions of the workspace when this writer checks explicit recorded times and some input of
+   * the slice has one (one read per slice, none for a slice recorded now); otherwise `undefined`.
+   */
+  private async exportPositionsFor(
+    workspaceId: string,
+    inputs: readonly unknown[],
+  ): Promise<ReadonlyMap<EventDataset, number> | undefined> {
+    const policy = this.explicitRecordedAt;
+    if (typeof policy === 'string') return undefined;
+    const anyExplicit = inputs.some((input) => {
+      const value = (input as { recorded_at?: unknown } | null)?.recorded_at;
+      return value !== undefined && value !== null;
+    });
+    return anyExplicit ? policy.refuseAtOrBehind.highestPositions(workspaceId) : undefined;
   }
 
   /**

@@ -36,9 +36,15 @@ export function shardOf(id: string, shards: number): number {
   return fnv1a(id) % shards;
 }
 
+/** The last hour formatted by {@link hourOf}: ingest formats the same hour for a whole slice of rows. */
+let lastHour = { startMs: Number.NaN, text: '' };
+
 /** `yyyy-mm-ddThh` of an epoch-millisecond time, UTC. */
 export function hourOf(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 13);
+  const startMs = Math.floor(ms / HOUR_MS) * HOUR_MS;
+  if (startMs !== lastHour.startMs)
+    lastHour = { startMs, text: new Date(startMs).toISOString().slice(0, 13) };
+  return lastHour.text;
 }
 
 /** The start (epoch ms) of the UTC hour containing `ms`. */

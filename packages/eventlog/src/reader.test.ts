@@ -10,6 +10,8 @@ import { EventLogReader } from './reader.js';
 const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
 const HOUR = 3_600_000;
 const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+/** The writers' clock; readers read at the same time, since the fixed dates are further back than the retention. */
+const writtenAt = () => MIDNIGHT + 10 * HOUR;
 
 interface Written {
   id: string;
@@ -18,7 +20,11 @@ interface Written {
 
 /** Writes custom events at explicit recorded times; returns them sorted as the reader must return them. */
 async function seed(workspaceId: string, events: Written[]): Promise<Written[]> {
-  const writer = new EventLogWriter({ now: () => MIDNIGHT + 10 * HOUR, logger });
+  const writer = new EventLogWriter({
+    now: () => MIDNIGHT + 10 * HOUR,
+    logger,
+    explicitRecordedAt: 'unchecked',
+  });
   const result = await writer.ingestEvents(
     workspaceId,
     events.map(({ id, recordedMs }) => ({
@@ -35,7 +41,8 @@ async function seed(workspaceId: string, events: Written[]): Promise<Written[]> 
 
 async function read(reader: EventLogReader, workspaceId: string, fromMs: number, toMs: number) {
   const pages: string[][] = [];
-  for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, toMs)) pages.push(page.lines);
+  for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, toMs))
+    pages.push(page.lines);
   const rows = pages.flat().map((line) => JSON.parse(line) as { id: string; recorded_at: string });
   return { pages, ids: rows.map((row) => row.id), rows };
 }
@@ -67,7 +74,7 @@ describe('EventLogReader.readWindow', () => {
 
     // Act: small Query pages and output pages, so every partition takes several pages.
     const { pages, ids, rows } = await read(
-      new EventLogReader({ pageLimit: 3, batchSize: 17 }),
+      new EventLogReader({ pageLimit: 3, batchSize: 17, now: writtenAt }),
       workspaceId,
       MIDNIGHT - 3 * HOUR,
       MIDNIGHT + 3 * HOUR,
@@ -89,7 +96,7 @@ describe('EventLogReader.readWindow', () => {
       { id: 'at_to', recordedMs: t + HOUR },
       { id: 'after', recordedMs: t + HOUR + 1 },
     ]);
-    const reader = new EventLogReader();
+    const reader = new EventLogReader({ now: writtenAt });
 
     expect((await read(reader, workspaceId, t, t + HOUR)).ids).toEqual(['inside', 'at_to']);
     expect((await read(reader, workspaceId, t - 1, t)).ids).toEqual(['at_from']);
@@ -101,7 +108,7 @@ describe('EventLogReader.readWindow', () => {
   it('streams a partition larger than one 1 MB DynamoDB page', async () => {
     // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
     const workspaceId = `ws_${randomUUID()}`;
-    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger });
+    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger, explicitRecordedAt: 'unchecked' });
     const padding = 'x'.repeat(2_000);
     const inputs = Array.from({ length: 2_400 }, (_, i) => ({
       dataset: 'custom_events',
@@ -115,7 +122,12 @@ describe('EventLogReader.readWindow', () => {
     const { client, counter } = countingClient();
 
     // Act
-    const { ids } = await read(new EventLogReader({ client }), workspaceId, MIDNIGHT - 11 * HOUR, MIDNIGHT);
+    const { ids } = await read(
+      new EventLogReader({ client, now: writtenAt }),
+      workspaceId,
+      MIDNIGHT - 11 * HOUR,
+      MIDNIGHT,
+    );
 
     // Assess: every row once, in order, and more than one Query page for some shard (more calls than the
     // 11 hours x 4 shards of single pages).
@@ -126,7 +138,7 @@ describe('EventLogReader.readWindow', () => {
   it('yields nothing for an empty or inverted window and keeps workspaces apart', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     await seed(workspaceId, [{ id: 'mine', recordedMs: MIDNIGHT + HOUR }]);
-    const reader = new EventLogReader();
+    const reader = new EventLogReader({ now: writtenAt });
     expect((await read(reader, `ws_${randomUUID()}`, MIDNIGHT, MIDNIGHT + 2 * HOUR)).pages).toEqual([]);
     expect((await read(reader, workspaceId, MIDNIGHT + 2 * HOUR, MIDNIGHT)).pages).toEqual([]);
     const other = reader.readWindow(workspaceId, 'email_events', MIDNIGHT, MIDNIGHT + 2 * HOUR);
@@ -140,7 +152,7 @@ describe('EventLogReader.hasRowsAfter', () => {
     const t = MIDNIGHT + 30 * 60_000;
     await seed(workspaceId, [{ id: 'only', recordedMs: t }]);
     const { client, counter } = countingClient();
-    const reader = new EventLogReader({ client });
+    const reader = new EventLogReader({ client, now: writtenAt });
 
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t - 1, t)).toBe(true);
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t + HOUR)).toBe(false);
@@ -154,6 +166,76 @@ describe('EventLogReader.hasRowsAfter', () => {
       true,
     );
     expect(counter.calls).toBe(6 * EVENT_SHARDS);
+  });
+});
+
+describe('EventLogReader and expired rows', () => {
+  // A retention of two minutes: rows written at T0 have expired at T0 + 3 min, DynamoDB Local keeps them.
+  const RETENTION_SECONDS = 120;
+  const T0 = Date.parse('2026-10-02T05:10:00.000Z');
+  const LIVE_AT = T0 + 3 * 60_000;
+  const READ_AT = LIVE_AT + 10_000;
+
+  /** 300 rows recorded at T0 and one at LIVE_AT, all in one hour partition. */
+  async function seedExpiring(workspaceId: string): Promise<void> {
+    const row = (id: string) => ({ dataset: 'custom_events', id, event_name: 'e', occurred_at: T0 - 1 });
+    const old = new EventLogWriter({
+      now: () => T0,
+      retentionSeconds: RETENTION_SECONDS,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
+    const live = new EventLogWriter({
+      now: () => LIVE_AT,
+      retentionSeconds: RETENTION_SECONDS,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
+    const oldRows = Array.from({ length: 300 }, (_, i) => row(`old_${String(i).padStart(3, '0')}`));
+    expect((await old.ingestEvents(workspaceId, oldRows)).accepted).toBe(300);
+    expect((await live.ingestEvents(workspaceId, [row('live')])).accepted).toBe(1);
+  }
+
+  it('leaves expired rows out of readWindow and countWindow, following pages the filter emptied', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    await seedExpiring(workspaceId);
+    const before = new EventLogReader({ now: () => T0, pageLimit: 3 });
+    const after = new EventLogReader({ now: () => READ_AT, pageLimit: 3 });
+
+    // Act
+    const allRows = await read(before, workspaceId, T0 - 1, READ_AT);
+    const liveRows = await read(after, workspaceId, T0 - 1, READ_AT);
+
+    // Assess
+    expect(allRows.ids).toHaveLength(301);
+    expect(liveRows.ids).toEqual(['live']);
+    expect(await before.countWindow(workspaceId, 'custom_events', T0 - 1, READ_AT)).toBe(301);
+    expect(await after.countWindow(workspaceId, 'custom_events', T0 - 1, READ_AT)).toBe(1);
+    expect(await after.countWindow(workspaceId, 'custom_events', T0 - 1, T0)).toBe(0);
+  });
+
+  it('finds a live row behind a long expired stretch in hasRowsAfter, in a few growing pages', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    await seedExpiring(workspaceId);
+    const { client, counter } = countingClient();
+    const reader = new EventLogReader({ client, now: () => READ_AT });
+
+    // Act
+    const onlyExpired = await reader.hasRowsAfter(workspaceId, 'custom_events', T0 - 1, T0);
+    const expiredCalls = counter.calls;
+    counter.calls = 0;
+    const expiredThenLive = await reader.hasRowsAfter(workspaceId, 'custom_events', T0 - 1, READ_AT);
+
+    // Assess: about 75 expired rows a shard are read in pages of 1, 10 and 100, not one Query per row.
+    expect(onlyExpired).toBe(false);
+    expect(expiredThenLive).toBe(true);
+    expect(expiredCalls).toBeLessThanOrEqual(3 * EVENT_SHARDS);
+    expect(counter.calls).toBeLessThanOrEqual(3 * EVENT_SHARDS);
+    expect(
+      await new EventLogReader({ now: () => T0 }).hasRowsAfter(workspaceId, 'custom_events', T0 - 1, T0),
+    ).toBe(true);
   });
 });
 

@@ -8,6 +8,11 @@
  * per shard plus one output page, whatever the window's size.
  *
  * Lines are taken from the low-level `{ S }` attribute as they are: no unmarshalling, no re-serializing.
+ *
+ * Expired rows are absent: an item whose `expiresAt` (epoch seconds) is before the reader's clock is filtered
+ * out, because DynamoDB deletes expired items lazily (often days later) and DynamoDB Local never does. A filter
+ * applies after `Limit`, so a page may come back empty with more to read: every reader here follows
+ * `LastEvaluatedKey` until it has what it needs.
  */
 import {
   type AttributeValue,
@@ -31,6 +36,13 @@ import type { EventSource, SourcePage } from './source.js';
 
 type Item = Record<string, AttributeValue>;
 
+/** The part of a window inside one hour partition: recorded times `[loMs, hiMs]`. */
+interface HourSlice {
+  hourMs: number;
+  loMs: number;
+  hiMs: number;
+}
+
 /** Options of {@link EventLogReader}. */
 export interface EventLogReaderOptions {
   /** @default the module-level client */
@@ -48,10 +60,18 @@ export interface EventLogReaderOptions {
    * consistent reads see every row of a window. @default false
    */
   consistentRead?: boolean;
+  /** The clock (epoch ms) deciding which rows have expired. @default Date.now */
+  now?: () => number;
 }
 
 /** Hours queried at once by {@link EventLogReader.hasRowsAfter}. */
 const HAS_ROWS_HOURS_AT_ONCE = 6;
+/** `Limit` of the first page {@link EventLogReader.hasRowsAfter} reads per partition, then ×10 a page up to the last. */
+const HAS_ROWS_FIRST_LIMIT = 1;
+const HAS_ROWS_MAX_LIMIT = 1_000;
+
+/** Keeps the items that have not expired at `:nowSeconds` (and any without `expiresAt`). */
+const NOT_EXPIRED = 'attribute_not_exists(#expiresAt) OR #expiresAt >= :nowSeconds';
 
 /** One shard's pages of one hour, the next page prefetched while the current one is consumed. */
 class ShardCursor {
@@ -113,6 +133,7 @@ export class EventLogReader implements EventSource {
   private readonly pageLimit: number | undefined;
   private readonly batchSize: number;
   private readonly consistentRead: boolean;
+  private readonly now: () => number;
 
   constructor(options: EventLogReaderOptions = {}) {
     this.client = options.client ?? defaultEventLogClient();
@@ -121,36 +142,47 @@ export class EventLogReader implements EventSource {
     this.pageLimit = options.pageLimit;
     this.batchSize = options.batchSize ?? 1000;
     this.consistentRead = options.consistentRead ?? false;
+    this.now = options.now ?? Date.now;
   }
 
-  /** The Query of one (hour, shard) partition over recorded times `[loMs, hiMs]`. */
+  /**
+   * The Query of one (hour, shard) partition over recorded times `[loMs, hiMs]`, without the items expired at
+   * `nowSeconds`, projecting `projection` (`#sk`, `#line`).
+   */
   private partitionQuery(
     workspaceId: string,
     dataset: EventDataset,
-    hourMs: number,
+    slice: HourSlice,
     shard: number,
-    loMs: number,
-    hiMs: number,
+    nowSeconds: number,
+    projection: readonly ('#sk' | '#line')[],
   ): QueryCommandInput {
     return {
       TableName: resolveTableName(this.eventsTable, 'events'),
       KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
-      ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#line': 'line' },
-      ExpressionAttributeValues: {
-        ':pk': { S: eventPk(workspaceId, dataset, hourMs, shard) },
-        // `<13 digits>` sorts before every `<13 digits>#<id>`; `$` sorts right after `#`.
-        ':lo': { S: padMs(loMs) },
-        ':hi': { S: `${padMs(hiMs)}$` },
+      FilterExpression: NOT_EXPIRED,
+      ExpressionAttributeNames: {
+        '#pk': 'PK',
+        '#sk': 'SK',
+        '#expiresAt': 'expiresAt',
+        ...(projection.includes('#line') ? { '#line': 'line' } : {}),
       },
-      ProjectionExpression: '#sk, #line',
+      ExpressionAttributeValues: {
+        ':pk': { S: eventPk(workspaceId, dataset, slice.hourMs, shard) },
+        // `<13 digits>` sorts before every `<13 digits>#<id>`; `$` sorts right after `#`.
+        ':lo': { S: padMs(slice.loMs) },
+        ':hi': { S: `${padMs(slice.hiMs)}$` },
+        ':nowSeconds': { N: String(nowSeconds) },
+      },
+      ...(projection.length > 0 ? { ProjectionExpression: projection.join(', ') } : {}),
       ConsistentRead: this.consistentRead,
       ...(this.pageLimit ? { Limit: this.pageLimit } : {}),
     };
   }
 
   /** The (hour, lo, hi) slices of `(fromMs, toMs]`, in order. */
-  private static hours(fromMs: number, toMs: number): { hourMs: number; loMs: number; hiMs: number }[] {
-    const slices: { hourMs: number; loMs: number; hiMs: number }[] = [];
+  private static hours(fromMs: number, toMs: number): HourSlice[] {
+    const slices: HourSlice[] = [];
     for (let hourMs = hourStart(fromMs + 1); hourMs <= toMs; hourMs += HOUR_MS) {
       slices.push({ hourMs, loMs: Math.max(fromMs + 1, hourMs), hiMs: Math.min(toMs, hourMs + HOUR_MS - 1) });
     }
@@ -175,13 +207,15 @@ export class EventLogReader implements EventSource {
     if (!(toMs > startMs)) return;
     let out: SourcePage = { lines: [], keys: [] };
     const slices = EventLogReader.hours(startMs, toMs);
-    const open = ({ hourMs, loMs, hiMs }: { hourMs: number; loMs: number; hiMs: number }) =>
+    // One clock reading for the whole window, so every partition agrees on what has expired.
+    const nowSeconds = Math.floor(this.now() / 1000);
+    const open = (slice: HourSlice) =>
       Array.from(
         { length: EVENT_SHARDS },
         (_, shard) =>
           new ShardCursor(
             this.client,
-            this.partitionQuery(workspaceId, dataset, hourMs, shard, loMs, hiMs),
+            this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk', '#line']),
             afterKey,
           ),
       );
@@ -229,7 +263,11 @@ export class EventLogReader implements EventSource {
     if (out.lines.length > 0) yield out;
   }
 
-  /** {@inheritDoc EventSource.hasRowsAfter} */
+  /**
+   * {@inheritDoc EventSource.hasRowsAfter}
+   * Each partition is asked for one item first; a page that holds only expired items is followed with larger
+   * pages (×10, at most 1,000 items), so a long expired stretch costs a few Queries, not one per item.
+   */
   async hasRowsAfter(
     workspaceId: string,
     dataset: EventDataset,
@@ -238,28 +276,41 @@ export class EventLogReader implements EventSource {
   ): Promise<boolean> {
     assertWorkspaceId(workspaceId);
     if (!(untilMs > afterMs)) return false;
+    const nowSeconds = Math.floor(this.now() / 1000);
     const slices = EventLogReader.hours(afterMs, untilMs);
     for (let i = 0; i < slices.length; i += HAS_ROWS_HOURS_AT_ONCE) {
-      const queries = slices.slice(i, i + HAS_ROWS_HOURS_AT_ONCE).flatMap(({ hourMs, loMs, hiMs }) =>
-        Array.from({ length: EVENT_SHARDS }, (_, shard) => {
-          const input = this.partitionQuery(workspaceId, dataset, hourMs, shard, loMs, hiMs);
-          return this.client.send(
-            new QueryCommand({
-              ...input,
-              Limit: 1,
-              ProjectionExpression: '#sk',
-              ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
-            }),
-          );
-        }),
+      const found = await Promise.all(
+        slices
+          .slice(i, i + HAS_ROWS_HOURS_AT_ONCE)
+          .flatMap((slice) =>
+            Array.from({ length: EVENT_SHARDS }, (_, shard) =>
+              this.partitionHasRows(
+                this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk']),
+              ),
+            ),
+          ),
       );
-      const outputs = await Promise.all(queries);
-      if (outputs.some((output) => (output.Items?.length ?? 0) > 0)) return true;
+      if (found.includes(true)) return true;
     }
     return false;
   }
 
-  /** The number of rows in `(fromMs, toMs]` (Select COUNT per partition; for tests and tools). */
+  /** True when the Query returns at least one item, following pages that the expiry filter emptied. */
+  private async partitionHasRows(input: QueryCommandInput): Promise<boolean> {
+    let limit = HAS_ROWS_FIRST_LIMIT;
+    let startKey: Item | undefined;
+    do {
+      const output = await this.client.send(
+        new QueryCommand({ ...input, Limit: limit, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+      );
+      if ((output.Items?.length ?? 0) > 0) return true;
+      startKey = output.LastEvaluatedKey;
+      limit = Math.min(limit * 10, HAS_ROWS_MAX_LIMIT);
+    } while (startKey);
+    return false;
+  }
+
+  /** The number of rows in `(fromMs, toMs]` that have not expired (Select COUNT per partition; for tests and tools). */
   async countWindow(
     workspaceId: string,
     dataset: EventDataset,
@@ -268,25 +319,18 @@ export class EventLogReader implements EventSource {
   ): Promise<number> {
     assertWorkspaceId(workspaceId);
     if (!(toMs > fromMs)) return 0;
+    const nowSeconds = Math.floor(this.now() / 1000);
     let count = 0;
-    for (const { hourMs, loMs, hiMs } of EventLogReader.hours(fromMs, toMs)) {
+    for (const slice of EventLogReader.hours(fromMs, toMs)) {
       const counts = await Promise.all(
         Array.from({ length: EVENT_SHARDS }, async (_, shard) => {
-          const { ProjectionExpression: _projection, ...input } = this.partitionQuery(
-            workspaceId,
-            dataset,
-            hourMs,
-            shard,
-            loMs,
-            hiMs,
-          );
+          const input = this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, []);
           let total = 0;
           let startKey: Item | undefined;
           do {
             const output = await this.client.send(
               new QueryCommand({
                 ...input,
-                ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK' },
                 Select: 'COUNT',
                 ...(startKey ? { ExclusiveStartKey: startKey } : {}),
               }),
@@ -306,7 +350,10 @@ export class EventLogReader implements EventSource {
    * {@inheritDoc EventSource.readSubscribers} Order: by shard, then by subscriber id. A position is
    * `<shard>#<subscriberId>`.
    */
-  async *readSubscribers(workspaceId: string, afterKey?: string): AsyncGenerator<SourcePage, void, undefined> {
+  async *readSubscribers(
+    workspaceId: string,
+    afterKey?: string,
+  ): AsyncGenerator<SourcePage, void, undefined> {
     assertWorkspaceId(workspaceId);
     const tableName = resolveTableName(this.subscribersTable, 'subscribers');
     const separator = afterKey?.indexOf('#') ?? -1;
@@ -338,7 +385,10 @@ export class EventLogReader implements EventSource {
         const items = cursor.items.slice(cursor.index);
         cursor.index = cursor.items.length;
         if (items.length > 0) {
-          yield { lines: items.map((item) => item.line!.S!), keys: items.map((item) => `${shard}#${item.SK!.S!}`) };
+          yield {
+            lines: items.map((item) => item.line!.S!),
+            keys: items.map((item) => `${shard}#${item.SK!.S!}`),
+          };
         }
       }
     }

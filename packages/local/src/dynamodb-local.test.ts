@@ -1,10 +1,12 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ListTablesCommand } from '@aws-sdk/client-dynamodb';
+import { type DynamoDBClient, ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { describe, expect, it } from 'vitest';
-import { startDynamoDbLocal } from './dynamodb-local.js';
+import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, LOCAL_TABLES, localDynamoDbClient } from './local-tables.js';
 
 /** Resolves 'open' or the connection error code. */
@@ -63,6 +65,83 @@ describe('DynamoDB Local', () => {
       expect(isRunning(firstPid)).toBe(false);
       expect(isRunning(second.pid)).toBe(false);
       expect(await probe('127.0.0.1', second.port)).toBe('ECONNREFUSED');
+    } finally {
+      await rm(dbPath, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Events in the local events table (a Scan counting every page). */
+async function countEvents(client: DynamoDBClient): Promise<number> {
+  let count = 0;
+  let ExclusiveStartKey: Record<string, never> | undefined;
+  do {
+    const page = await client.send(
+      new ScanCommand({ TableName: LOCAL_TABLE_NAMES.events, Select: 'COUNT', ExclusiveStartKey }),
+    );
+    count += page.Count ?? 0;
+    ExclusiveStartKey = page.LastEvaluatedKey as typeof ExclusiveStartKey;
+  } while (ExclusiveStartKey);
+  return count;
+}
+
+/** Starts the no-sync server on `dbPath`, runs `use` with a client, and returns the server (still running). */
+async function withNoSyncServer(
+  dbPath: string,
+  use: (client: DynamoDBClient) => Promise<void>,
+): Promise<DynamoDbLocal> {
+  const server = await startDynamoDbLocal({ dbPath, syncWrites: false, quickStart: true });
+  const client = localDynamoDbClient(server.endpoint);
+  try {
+    await use(client);
+  } finally {
+    client.destroy();
+  }
+  return server;
+}
+
+describe('DynamoDB Local without a sync per write', () => {
+  it('keeps what EventLogWriter wrote through a stop and through a SIGKILL of the server', async () => {
+    // Prepare
+    const dbPath = await mkdtemp(join(tmpdir(), 'sluice-ddb-nosync-'));
+    const events = (seed: number) => [
+      ...generateEvents({
+        count: 600,
+        seed,
+        workspaceId: 'ws_persist',
+        from: Date.now() - 3_600_000,
+        to: Date.now(),
+      }),
+    ];
+    const ingest = (client: DynamoDBClient, seed: number) =>
+      new EventLogWriter({
+        client,
+        eventsTable: LOCAL_TABLE_NAMES.events,
+        explicitRecordedAt: 'unchecked',
+      }).ingestEvents('ws_persist', events(seed));
+    const written: number[] = [];
+    try {
+      // Act: write, stop; restart, write, SIGKILL; restart and count.
+      const first = await withNoSyncServer(dbPath, async (client) => {
+        await createLocalTables(client);
+        written.push((await ingest(client, 1)).accepted);
+      });
+      await first.stop();
+      const second = await withNoSyncServer(dbPath, async (client) => {
+        written.push((await ingest(client, 2)).accepted);
+      });
+      process.kill(second.pid as number, 'SIGKILL');
+      await second.stop();
+      let counted = 0;
+      const third = await withNoSyncServer(dbPath, async (client) => {
+        counted = await countEvents(client);
+      });
+      await third.stop();
+      // Assess
+      expect(written).toEqual([600, 600]);
+      expect(counted).toBe(1200);
+      // The journal file stays between transactions: the no-sync settings were applied.
+      expect(existsSync(join(dbPath, 'shared-local-instance.db-journal'))).toBe(true);
     } finally {
       await rm(dbPath, { recursive: true, force: true });
     }

@@ -6,8 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isPublicRoute } from '@sluice/api';
 import type {
   APIGatewayProxyEventV2,
+  APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
   APIGatewayRequestAuthorizerEventV2,
 } from 'aws-lambda';
@@ -34,6 +36,18 @@ export interface ApiServerOptions {
    * imported when the server starts (so their configuration is read from `process.env` then).
    */
   handlers?: { authorizer: AuthorizerFunction; api: ApiFunction };
+  /** Called once each answer is sent (`npm start` prints it). */
+  onRequest?: (call: ApiCall) => void;
+}
+
+/** One API call as {@link ApiServerOptions.onRequest} reports it. */
+export interface ApiCall {
+  method: string;
+  /** The path, without the query. */
+  path: string;
+  status: number;
+  /** From the request's arrival to the answer's last byte. */
+  ms: number;
 }
 
 /** A running server. */
@@ -188,12 +202,26 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
  * 1. read the body, refusing more than 10 MB (413) like API Gateway;
  * 2. build the payload 2.0 event (raw path and query, lower-cased headers, body base64 unless text);
  * 3. call the authorizer with the Authorization header as identity source; a denial or a failure is answered
- *    as API Gateway would (403 / 500), otherwise its context goes to `requestContext.authorizer.lambda`;
+ *    as API Gateway would (403 / 500), otherwise its context goes to `requestContext.authorizer.lambda`.
+ *    The public routes (`PUBLIC_ROUTES` of `@sluice/api`: `GET` of the OpenAPI document) skip the authorizer,
+ *    as they do in the CDK app;
  * 4. call the API function and write its structured result.
  */
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
   const handlers = options.handlers ?? (await loadHandlers());
   const server = createServer((req, res) => {
+    const onRequest = options.onRequest;
+    if (onRequest) {
+      const started = performance.now();
+      res.once('finish', () =>
+        onRequest({
+          method: req.method ?? 'GET',
+          path: (req.url ?? '/').split('?')[0] ?? '/',
+          status: res.statusCode,
+          ms: performance.now() - started,
+        }),
+      );
+    }
     void handle(req, res).catch(() => {
       if (!res.headersSent) gatewayError(res, 500, 'Internal Server Error');
       else res.destroy();
@@ -203,24 +231,29 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     if (body === 'too_large') return gatewayError(res, 413, 'Request Entity Too Large');
-    const event = toProxyEvent(req, body);
-    let authorization: Awaited<ReturnType<AuthorizerFunction>>;
-    try {
-      authorization = await handlers.authorizer(toAuthorizerEvent(event));
-    } catch {
-      return gatewayError(res, 500, 'Internal Server Error');
+    let event: APIGatewayProxyEventV2 | APIGatewayProxyEventV2WithLambdaAuthorizer<unknown> = toProxyEvent(
+      req,
+      body,
+    );
+    if (!isPublicRoute(event.requestContext.http.method, event.rawPath)) {
+      let authorization: Awaited<ReturnType<AuthorizerFunction>>;
+      try {
+        authorization = await handlers.authorizer(toAuthorizerEvent(event));
+      } catch {
+        return gatewayError(res, 500, 'Internal Server Error');
+      }
+      if (!authorization.isAuthorized) return gatewayError(res, 403, 'Forbidden');
+      event = {
+        ...event,
+        requestContext: {
+          ...event.requestContext,
+          authorizer: { lambda: authorization.context ?? {} },
+        },
+      };
     }
-    if (!authorization.isAuthorized) return gatewayError(res, 403, 'Forbidden');
-    const authorized = {
-      ...event,
-      requestContext: {
-        ...event.requestContext,
-        authorizer: { lambda: authorization.context ?? {} },
-      },
-    };
     let result: APIGatewayProxyStructuredResultV2;
     try {
-      result = await handlers.api(authorized);
+      result = await handlers.api(event);
     } catch {
       return gatewayError(res, 500, 'Internal Server Error');
     }

@@ -5,3 +5,4 @@ export * from './local-tables.js';
 export * from './runtime-config.js';
 export * from './s3-local.js';
 export * from './services.js';
+export * from './async-invoke.js';

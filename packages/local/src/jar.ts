@@ -25,6 +25,8 @@ export interface DynamoDbLocalInstall {
   jar: string;
   /** Native libraries (sqlite4java), passed as `java.library.path`. */
   libDir: string;
+  /** `sqlite4java.jar`, which the launcher compiles against. */
+  sqliteJar: string;
   /** Folder holding the compiled loopback launcher class `SluiceDynamoDbLocal`. */
   launcherDir: string;
   /** The launcher's main class name. */
@@ -39,11 +41,25 @@ const LAUNCHER_CLASS = 'SluiceDynamoDbLocal';
  * on the Jetty connector before starting (and the port from `-Dsluice.port`, which may be 0 for a free one: the
  * jar refuses `-port 0`), prints `SLUICE_DYNAMODB_READY <port>` (the bound port) and exits when its standard input closes, so the server never outlives the Node process that
  * started it, even one killed with SIGKILL.
+ *
+ * With `-Dsluice.sqlitePragmas=<statements separated by ;>` (and `-sharedDb`, which Sluice always uses) it runs
+ * those statements on the shared database's one SQLite connection before it reports ready, and prints
+ * `SLUICE_DYNAMODB_SQLITE <first column of each result>`. DynamoDB Local has no option for them: the launcher
+ * creates the shared database (the private `getHandler` the first request would call) and takes its
+ * `SQLiteQueue` by reflection. The queue runs every database job on that one connection, so the settings hold
+ * for the life of the server.
  */
 const LAUNCHER_SOURCE = `
+import com.almworks.sqlite4java.SQLiteConnection;
+import com.almworks.sqlite4java.SQLiteJob;
+import com.almworks.sqlite4java.SQLiteQueue;
+import com.almworks.sqlite4java.SQLiteStatement;
 import com.amazonaws.services.dynamodbv2.local.main.ServerRunner;
+import com.amazonaws.services.dynamodbv2.local.server.AbstractLocalDynamoDBServerHandler;
+import com.amazonaws.services.dynamodbv2.local.shared.access.sqlite.SQLiteDBAccess;
 import com.amazonaws.services.dynamodbv2.local.server.DynamoDBProxyServer;
 import java.lang.reflect.Field;
+import java.lang.reflect.Method;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
@@ -66,6 +82,10 @@ public final class ${LAUNCHER_CLASS} {
       }
     }
     proxy.start();
+    String pragmas = System.getProperty("sluice.sqlitePragmas", "");
+    if (!pragmas.isEmpty()) {
+      System.out.println("SLUICE_DYNAMODB_SQLITE " + runOnSharedDatabase(proxy, pragmas));
+    }
     for (Connector connector : server.getConnectors()) {
       if (connector instanceof ServerConnector) {
         port = ((ServerConnector) connector).getLocalPort();
@@ -87,6 +107,37 @@ public final class ${LAUNCHER_CLASS} {
     watchdog.start();
     proxy.join();
   }
+
+  private static Object read(Class<?> type, String name, Object target) throws Exception {
+    Field field = type.getDeclaredField(name);
+    field.setAccessible(true);
+    return field.get(target);
+  }
+
+  private static String runOnSharedDatabase(DynamoDBProxyServer proxy, String statements) throws Exception {
+    Object serverHandler = read(DynamoDBProxyServer.class, "serverHandler", proxy);
+    Object requestHandler = read(AbstractLocalDynamoDBServerHandler.class, "primaryHandler", serverHandler);
+    Method getHandler = requestHandler.getClass().getDeclaredMethod("getHandler", String.class);
+    getHandler.setAccessible(true);
+    Object dbClient = getHandler.invoke(requestHandler, "shared");
+    Object dbAccess = read(dbClient.getClass(), "dbAccess", dbClient);
+    SQLiteQueue queue = (SQLiteQueue) read(SQLiteDBAccess.class, "queue", dbAccess);
+    return queue.execute(new SQLiteJob<String>() {
+      protected String job(SQLiteConnection connection) throws Throwable {
+        StringBuilder results = new StringBuilder();
+        for (String sql : statements.split(";")) {
+          if (sql.trim().isEmpty()) continue;
+          SQLiteStatement statement = connection.prepare(sql);
+          try {
+            results.append(statement.step() ? statement.columnString(0) : "-").append(' ');
+          } finally {
+            statement.dispose();
+          }
+        }
+        return results.toString().trim();
+      }
+    }).complete();
+  }
 }
 `;
 
@@ -96,6 +147,7 @@ function install(): DynamoDbLocalInstall {
     emulatorDir,
     jar: join(emulatorDir, 'DynamoDBLocal.jar'),
     libDir: join(emulatorDir, 'DynamoDBLocal_lib'),
+    sqliteJar: join(emulatorDir, 'DynamoDBLocal_lib', 'sqlite4java.jar'),
     // Keyed by the source's hash, so a changed launcher is compiled afresh.
     launcherDir: join(
       DYNAMODB_LOCAL_CACHE,
@@ -148,7 +200,9 @@ export async function ensureDynamoDbLocal(
       await mkdir(out, { recursive: true });
       const file = join(src, `${LAUNCHER_CLASS}.java`);
       await writeFile(file, LAUNCHER_SOURCE);
-      await run('javac', ['-nowarn', '-cp', paths.jar, '-d', out, file], { maxBuffer: 16 * 1024 * 1024 });
+      await run('javac', ['-nowarn', '-cp', `${paths.jar}:${paths.sqliteJar}`, '-d', out, file], {
+        maxBuffer: 16 * 1024 * 1024,
+      });
       await moveIntoPlace(out, paths.launcherDir);
     } finally {
       await rm(work, { recursive: true, force: true });

@@ -1,4 +1,10 @@
-import { type DispatchOutcome, LocalWorkflows, type LocalWorkflowsOptions } from './stepfunctions.js';
+import {
+  causeMessage,
+  type DispatchOutcome,
+  type ExportRunOutcome,
+  LocalWorkflows,
+  type LocalWorkflowsOptions,
+} from './stepfunctions.js';
 
 /** Options of {@link startScheduler}. */
 export interface SchedulerOptions {
@@ -14,7 +20,10 @@ export interface SchedulerOptions {
   firstTickMs?: number;
   /** The runner. @default one over the synthesized definitions and the real handlers */
   workflows?: LocalWorkflows | LocalWorkflowsOptions;
-  /** One line per event. @default console.log */
+  /**
+   * One line per export run (see {@link formatRunLine}) and per scheduler event. The runner's own lines (task
+   * errors, prefixed `[sfn]`) go here too unless `workflows` brings its own `log`. @default console.log
+   */
   log?: (line: string) => void;
 }
 
@@ -103,23 +112,44 @@ function tickSecondsFromEnv(): number {
 }
 
 function report(outcome: DispatchOutcome, log: (line: string) => void): void {
-  if (outcome.runs.length === 0) return;
-  const count = (status: string) => outcome.runs.filter((run) => run.status === status).length;
-  const rows = outcome.runs.reduce((total, run) => total + run.rows, 0);
-  const files = outcome.runs.reduce((total, run) => total + run.files, 0);
-  const parts = [
-    `${outcome.runs.length} run(s)`,
-    `${count('succeeded')} succeeded`,
-    count('stopped') > 0 ? `${count('stopped')} stopped` : '',
-    count('skipped') > 0 ? `${count('skipped')} skipped` : '',
-    count('failed') > 0 ? `${count('failed')} failed` : '',
-    `${rows} rows in ${files} files`,
-  ].filter((part) => part !== '');
-  log(`[scheduler] ${parts.join(', ')}`);
-  for (const run of outcome.runs) {
-    if (run.status === 'failed' && run.error) {
-      const where = run.input as { workspaceId?: string; destinationId?: string };
-      log(`[scheduler]   ${where.workspaceId}/${where.destinationId}: ${run.error.Error}`);
-    }
+  for (const run of outcome.runs) log(formatRunLine(run));
+}
+
+/**
+ * One line for an export run: `[export] <workspace>/<destination> <datasets>: <rows> rows, <files> files,
+ * <bytes> in <duration>`, or why it stopped, was skipped or failed (the message RecordFailure recorded).
+ */
+export function formatRunLine(run: ExportRunOutcome): string {
+  const where = run.input as { workspaceId?: unknown; destinationId?: unknown } | null;
+  const destination = `${String(where?.workspaceId)}/${String(where?.destinationId)}`;
+  const took = formatDuration(run.durationMs);
+  const wrote = `${count(run.rows, 'row')}, ${count(run.files, 'file')}, ${formatBytes(run.bytes)}`;
+  switch (run.status) {
+    case 'succeeded':
+      if (run.items === 0) return `[export] ${destination} nothing to write yet (${took})`;
+      return `[export] ${destination} ${run.datasets.join(', ')}: ${wrote} in ${took}${run.runAgain ? ' (still behind: runs again now)' : ''}`;
+    case 'stopped':
+      return `[export] ${destination} stopped (paused, deleted or changed) after ${wrote} in ${took}`;
+    case 'skipped':
+      return `[export] ${destination} skipped${run.reason ? `: ${run.reason}` : ''}`;
+    case 'failed':
+      return `[export] ${destination} failed in ${took}: ${run.error ? `${run.error.Error}: ${causeMessage(run.error)}` : 'unknown error'}`;
   }
+}
+
+function count(value: number, noun: string): string {
+  return `${value.toLocaleString('en-US')} ${noun}${value === 1 ? '' : 's'}`;
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+function formatDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 59_950) return `${(ms / 1_000).toFixed(1)} s`;
+  const seconds = Math.round(ms / 1_000);
+  return `${Math.floor(seconds / 60)} min ${seconds % 60} s`;
 }

@@ -20,6 +20,11 @@ export interface LocalServicesOptions {
    * @default true without a dataDir, false with one
    */
   inMemory?: boolean;
+  /**
+   * With DynamoDB on disk: sync each write (see `syncWrites` of `startDynamoDbLocal`).
+   * @default true
+   */
+  dynamodbSyncWrites?: boolean;
   /** Receives one line per step with its duration. */
   log?: (line: string) => void;
 }
@@ -32,6 +37,8 @@ export interface LocalServicesEnv {
   SLUICE_KMS_KEY_ID: string;
   SLUICE_ALLOWED_ENDPOINTS: string;
   SLUICE_LOCAL_S3_ENDPOINT: string;
+  /** The stage the engine's metrics are published under: `local`. */
+  SLUICE_STAGE: string;
   AWS_ENDPOINT_URL_DYNAMODB: string;
   AWS_ENDPOINT_URL_KMS: string;
   AWS_REGION: string;
@@ -73,7 +80,9 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     timed('DynamoDB Local', () =>
       startDynamoDbLocal({
         port: options.ports?.dynamodb ?? 0,
-        ...(inMemory ? {} : { dbPath: join(dataDir, 'dynamodb') }),
+        ...(inMemory
+          ? {}
+          : { dbPath: join(dataDir, 'dynamodb'), syncWrites: options.dynamodbSyncWrites ?? true }),
       }),
     ),
     timed('s3rver', () => startS3Local({ directory: join(dataDir, 's3'), port: options.ports?.s3 ?? 0 })),
@@ -118,6 +127,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_KMS_KEY_ID: kms.keyArn,
       SLUICE_ALLOWED_ENDPOINTS: s3.endpoint,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
+      SLUICE_STAGE: 'local',
       AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
       AWS_ENDPOINT_URL_KMS: kms.endpoint,
       AWS_REGION: 'us-east-1',

@@ -10,6 +10,9 @@
  * 5. write `.sluice/local.json` and `.sluice/runtime.json` and print how to use it;
  * 6. on SIGINT / SIGTERM stop everything it started.
  *
+ * It prints one line per export run and one per API call; what the functions write (JSON logs, EMF metric
+ * lines) goes to `.sluice/logs/sluice-<time>.log`, or to the terminal with `--verbose`.
+ *
  * Environment: SLUICE_DATA_DIR (default `.sluice/data`), SLUICE_API_PORT (3000), SLUICE_S3_PORT (4569),
  * SLUICE_DYNAMODB_PORT (8000), SLUICE_KMS_PORT (4599).
  */
@@ -19,6 +22,7 @@ import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { formatRequestLine, routeLocalOutput } from './local-output.js';
 import { type LocalServices, startLocalServices } from './services.js';
 import {
   isProcessAlive,
@@ -100,7 +104,13 @@ interface Stoppable {
 async function main(): Promise<void> {
   // The SDK's notice about Node 22 would be the loudest line of the start-up output; the Lambdas run Node 22.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const { values } = parseArgs({ options: { fresh: { type: 'boolean', default: false } }, strict: true });
+  const { values } = parseArgs({
+    options: {
+      fresh: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
   const dataDir = resolve(process.env.SLUICE_DATA_DIR ?? join(STATE_DIR, 'data'));
   const ports = localPorts();
 
@@ -119,6 +129,9 @@ async function main(): Promise<void> {
     await rm(LOCAL_JSON, { force: true });
   }
 
+  // From here on, console output and whatever the functions write go to the log file; `print` to the terminal.
+  const output = routeLocalOutput({ verbose: values.verbose, logDir: join(STATE_DIR, 'logs') });
+  const { print } = output;
   const started: Stoppable[] = [];
   let stopping: Promise<void> | undefined;
   const stopAll = (): Promise<void> => {
@@ -127,16 +140,17 @@ async function main(): Promise<void> {
         try {
           await part.stop();
         } catch (error) {
-          console.error(`stopping ${part.name} failed: ${(error as Error).message}`);
+          output.printError(`stopping ${part.name} failed: ${(error as Error).message}`);
         }
       }
       await removeRuntimeJson();
+      await output.close();
     })();
     return stopping;
   };
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      console.log(`\n${signal}: stopping`);
+      print(`\n${signal}: stopping`);
       void stopAll().then(() => process.exit(0));
     });
   }
@@ -147,7 +161,9 @@ async function main(): Promise<void> {
       dataDir,
       ports: { dynamodb: ports.dynamodb, s3: ports.s3, kms: ports.kms },
       inMemory: false,
-      log: (line) => console.log(`  ${line}`),
+      // Local ingest at the in-memory emulator's speed; what a crash can lose: README, "Local ingest".
+      dynamodbSyncWrites: false,
+      log: (line) => print(`  ${line}`),
     });
     started.push({ name: 'local services', stop: () => services.stop() });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
@@ -165,17 +181,25 @@ async function main(): Promise<void> {
     const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
     if (existsSync(here('./http-adapter.ts')) || existsSync(here('./http-adapter.js'))) {
       const { startApiServer } = await import('./http-adapter.js');
-      const api = await startApiServer({ host: '127.0.0.1', port: ports.api });
+      const api = await startApiServer({
+        host: '127.0.0.1',
+        port: ports.api,
+        onRequest: (call) => print(formatRequestLine(call)),
+      });
       started.push({ name: 'API server', stop: () => api.close() });
     } else {
-      console.log('  (no packages/local/src/http-adapter.ts yet: the API server is not started)');
+      print('  (no packages/local/src/http-adapter.ts yet: the API server is not started)');
     }
     if (existsSync(here('./scheduler.ts')) || existsSync(here('./scheduler.js'))) {
       const { startScheduler } = await import('./scheduler.js');
-      const scheduler = startScheduler();
+      // One line per run on the terminal; the runner's task errors ([sfn]) beside the functions' logs.
+      const scheduler = startScheduler({
+        log: print,
+        workflows: { log: (line) => console.log(`[sfn] ${line}`) },
+      });
       started.push({ name: 'scheduler', stop: () => scheduler.stop() });
     } else {
-      console.log('  (no packages/local/src/scheduler.ts yet: exports are not scheduled)');
+      print('  (no packages/local/src/scheduler.ts yet: exports are not scheduled)');
     }
 
     const local: LocalJson = {
@@ -199,7 +223,7 @@ async function main(): Promise<void> {
     };
     await writeJsonFile(RUNTIME_JSON, runtime);
 
-    console.log(
+    print(
       [
         '',
         `Sluice is running (ready in ${Date.now() - t0} ms, data in ${dataDir})`,
@@ -209,6 +233,9 @@ async function main(): Promise<void> {
         `  Local bucket ${local.s3.bucket} at ${local.s3.endpoint}`,
         `               region ${local.s3.region}, access key ${local.s3.accessKeyId}, secret ${local.s3.secretAccessKey}`,
         `  DynamoDB     ${services.dynamodb.endpoint}   KMS ${services.kms.endpoint}`,
+        output.logFile
+          ? `  Logs         ${output.logFile}   (the functions' logs and metrics; --verbose shows them here)`
+          : '  Logs         here (--verbose)',
         '',
         'Create an export to the local bucket:',
         '',

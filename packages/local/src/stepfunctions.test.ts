@@ -279,6 +279,66 @@ describe('local Step Functions runner on the synthesized workflow definitions', 
     expect(claimed.sort()).toEqual(['a', 'b']);
   });
 
+  it('Dispatch pages: FindMoreDueDestinations with each next token until none, the same now, every start counted', async () => {
+    // Prepare: three pages, the last without next
+    const calls: { now?: string; next?: string }[] = [];
+    const pages: Record<string, { destinations: Json[]; next?: string }> = {
+      first: { destinations: [{ workspaceId: 'w', destinationId: 'a', trigger: 'schedule' }], next: 't1' },
+      t1: {
+        destinations: [
+          { workspaceId: 'w', destinationId: 'b', trigger: 'manual' },
+          { workspaceId: 'w', destinationId: 'c', trigger: 'schedule' },
+        ],
+        next: 't2',
+      },
+      t2: { destinations: [] },
+    };
+    const startedIds: string[] = [];
+    const workflows = await LocalWorkflows.create({
+      definitions,
+      functions: {
+        runControl: runControlStub([]),
+        writer: writerStub,
+        dispatch: async (event) => {
+          const { now, next } = event as { now?: string; next?: string };
+          calls.push({ now, next });
+          return pages[next ?? 'first'] as unknown as Json;
+        },
+      },
+    });
+    // Act
+    const outcome = await workflows.runDispatch({
+      onStart: (input) => {
+        startedIds.push((input as { destinationId: string }).destinationId);
+      },
+    });
+    // Assess
+    expect(calls.map((c) => c.next)).toEqual([undefined, 't1', 't2']);
+    expect(new Set(calls.map((c) => c.now)).size).toBe(1);
+    expect(outcome.started).toBe(3);
+    expect(outcome.runs).toEqual([]);
+    expect(startedIds.sort()).toEqual(['a', 'b', 'c']);
+    expect(outcome.largestStateBytes).toBeGreaterThan(0);
+    expect(outcome.largestStateBytes).toBeLessThan(1024);
+  });
+
+  it('fails a Dispatch whose page is over 256 KiB, as Step Functions would', async () => {
+    const big = Array.from({ length: 600 }, (_, i) => ({
+      workspaceId: 'w'.repeat(200),
+      destinationId: `${i}`.padStart(200, 'd'),
+      trigger: 'schedule',
+    }));
+    const workflows = await LocalWorkflows.create({
+      definitions,
+      functions: {
+        runControl: runControlStub([]),
+        writer: writerStub,
+        dispatch: async () => ({ destinations: big }),
+      },
+    });
+    await expect(workflows.runDispatch({ onStart: () => undefined })).rejects.toThrow(/256 KiB/);
+  });
+
   it('refuses a definition whose Task state has no local handler', async () => {
     const broken = structuredClone(definitions);
     const states = broken.exportRun.States as Record<string, { Resource?: string }>;
@@ -329,6 +389,11 @@ describe('startScheduler', () => {
     expect(c?.runs).toHaveLength(1);
     expect(ticks).toBe(2);
     expect(most).toBe(1);
-    expect(lines).toContain('[scheduler] 1 run(s), 1 succeeded, 15 rows in 3 files');
+    // One line per run: one run in each of the two ticks.
+    const runLine = /^\[export\] w\/d email_events, subscribers: 15 rows, 3 files, 300 B in \d+ ms$/;
+    expect(lines.filter((line) => line.startsWith('[export]'))).toEqual([
+      expect.stringMatching(runLine),
+      expect.stringMatching(runLine),
+    ]);
   });
 });

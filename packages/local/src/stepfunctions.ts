@@ -129,6 +129,10 @@ export interface ExportRunOutcome {
   runAgain: boolean;
   /** Windows and snapshots planned. */
   items: number;
+  /** The datasets of the planned items, in plan order. */
+  datasets: string[];
+  /** From the execution's start to its end. */
+  durationMs: number;
   rows: number;
   files: number;
   bytes: number;
@@ -139,10 +143,22 @@ export interface ExportRunOutcome {
 /** One Dispatch execution and every ExportRun it started. */
 export interface DispatchOutcome {
   executionArn: string;
-  /** FindDueDestinations' `destinations`. */
+  /** StartExportRun calls: the ExportRun executions it started, over every page. */
   started: number;
-  /** The ExportRuns it started, all finished. */
+  /** The ExportRuns it started, all finished (none when {@link DispatchOptions.onStart} replaced them). */
   runs: ExportRunOutcome[];
+  /** The largest state input or output of the execution, in UTF-8 bytes (Step Functions allows 256 KiB). */
+  largestStateBytes: number;
+}
+
+/** Options of {@link LocalWorkflows.runDispatch}. */
+export interface DispatchOptions {
+  /**
+   * Called with the input of each StartExportRun instead of running an ExportRun (tests and the bench count
+   * starts without running thousands of exports).
+   * @default each start runs the ExportRun definition locally
+   */
+  onStart?: (input: Json) => void | Promise<void>;
 }
 
 /** Options of {@link LocalWorkflows.create}. */
@@ -223,35 +239,31 @@ export class LocalWorkflows {
    * Runs one Dispatch execution, then waits for every ExportRun it started (in AWS they run on their own;
    * waiting keeps ticks from overlapping and tests deterministic).
    */
-  async runDispatch(): Promise<DispatchOutcome> {
+  async runDispatch(options: DispatchOptions = {}): Promise<DispatchOutcome> {
     const executionArn = this.executionArn('Dispatch');
     const runs: Promise<ExportRunOutcome>[] = [];
+    let started = 0;
     const startExportRun = async (parameters: Json): Promise<Json> => {
       // The startExecution parameters: { StateMachineArn, Input } (Input an object or a JSON string).
       const given = (parameters as { Input?: Json } | null)?.Input ?? null;
       const input = typeof given === 'string' ? (JSON.parse(given) as Json) : given;
-      const run = this.track(this.executeExportRun(input));
-      runs.push(run);
+      started += 1;
+      if (options.onStart) await options.onStart(input);
+      else runs.push(this.track(this.executeExportRun(input)));
       return { ExecutionArn: this.executionArn('ExportRun'), StartDate: new Date().toISOString() };
     };
     const handlers = { ...this.dispatchHandlers };
     for (const [state, resource] of taskStates(this.definitions.dispatch)) {
       if (resource === START_EXECUTION_RESOURCE) handlers[state] = startExportRun;
     }
-    let output: Json;
+    let largestStateBytes: number;
     try {
-      output = await this.execute(this.dispatchMachine, {}, executionArn, handlers);
+      ({ largestStateBytes } = await this.execute(this.dispatchMachine, {}, executionArn, handlers));
     } finally {
       // Runs already started keep going even when Dispatch failed after them; wait for them either way.
       await Promise.allSettled(runs);
     }
-    const outcomes = await Promise.all(runs);
-    const destinations = (output as { destinations?: unknown[] } | null)?.destinations;
-    return {
-      executionArn,
-      started: Array.isArray(destinations) ? destinations.length : runs.length,
-      runs: outcomes,
-    };
+    return { executionArn, started, runs: await Promise.all(runs), largestStateBytes };
   }
 
   /** Resolves when every ExportRun started so far has ended. */
@@ -267,9 +279,15 @@ export class LocalWorkflows {
 
   private async executeExportRun(input: Json): Promise<ExportRunOutcome> {
     const executionArn = this.executionArn('ExportRun');
+    const started = performance.now();
     try {
-      const output = await this.execute(this.exportRunMachine, input, executionArn, this.exportRunHandlers);
-      return summarize(executionArn, input, output);
+      const { output } = await this.execute(
+        this.exportRunMachine,
+        input,
+        executionArn,
+        this.exportRunHandlers,
+      );
+      return summarize(executionArn, input, output, performance.now() - started);
     } catch (error) {
       const statesError = toStatesError(error);
       this.options.log?.(
@@ -282,6 +300,8 @@ export class LocalWorkflows {
         error: statesError,
         runAgain: false,
         items: 0,
+        datasets: [],
+        durationMs: performance.now() - started,
         rows: 0,
         files: 0,
         bytes: 0,
@@ -294,7 +314,7 @@ export class LocalWorkflows {
     input: Json,
     executionArn: string,
     handlers: Record<string, (input: Json) => Promise<Json>>,
-  ): Promise<Json> {
+  ): Promise<{ output: Json; largestStateBytes: number }> {
     const name = executionArn.split(':').at(-2) ?? randomUUID();
     const options: RunOptions = {
       overrides: {
@@ -311,7 +331,12 @@ export class LocalWorkflows {
       },
     };
     const execution = machine.run(input, options);
-    return (await execution.result) as Json;
+    const measuring = largestState(execution.eventLogs);
+    const output = (await execution.result) as Json;
+    const largestStateBytes = await measuring;
+    // Step Functions fails the state that passes the limit; here the execution fails once it has ended.
+    checkSize(largestStateBytes, 'of a state');
+    return { output, largestStateBytes };
   }
 
   private executionArn(machine: 'ExportRun' | 'Dispatch'): string {
@@ -413,13 +438,30 @@ async function invokeLambda(
   return JSON.parse(checkSize(text, 'output')) as Json;
 }
 
-function checkSize(text: string, what: string): string {
-  if (Buffer.byteLength(text) > PAYLOAD_LIMIT_BYTES) {
+/** Throws `States.DataLimitExceeded` when `size` (a text, or its UTF-8 byte count) is over 256 KiB. */
+function checkSize<T extends string | number>(size: T, what: string): T {
+  if ((typeof size === 'number' ? size : Buffer.byteLength(size)) > PAYLOAD_LIMIT_BYTES) {
     const error = new Error(`the state ${what} is over Step Functions' 256 KiB limit`);
     error.name = 'States.DataLimitExceeded';
     throw error;
   }
-  return text;
+  return size;
+}
+
+/**
+ * The largest state input or output among an execution's events (Map iterations included), in UTF-8 bytes.
+ * Reading the events as they come also keeps the library from queueing them all until the end.
+ */
+async function largestState(events: ReturnType<StateMachine['run']>['eventLogs']): Promise<number> {
+  let largest = 0;
+  for await (const event of events) {
+    if (event.type !== 'StateEntered' && event.type !== 'StateExited') continue;
+    largest = Math.max(largest, Buffer.byteLength(JSON.stringify(event.state.input ?? null)));
+    if (event.type === 'StateExited') {
+      largest = Math.max(largest, Buffer.byteLength(JSON.stringify(event.state.output ?? null)));
+    }
+  }
+  return largest;
 }
 
 /** Marks an error already shaped as Step Functions reports a Lambda error. */
@@ -442,7 +484,7 @@ function toStatesError(error: unknown): StatesError {
 }
 
 /** The human part of a Cause: the Lambda's errorMessage when it is one. */
-function causeMessage(error: StatesError): string {
+export function causeMessage(error: StatesError): string {
   try {
     const parsed = JSON.parse(error.Cause) as { errorMessage?: unknown };
     if (typeof parsed.errorMessage === 'string') return parsed.errorMessage;
@@ -480,9 +522,9 @@ export function taskStates(definition: StateMachineDefinition): Map<string, stri
   return found;
 }
 
-function summarize(executionArn: string, input: Json, output: Json): ExportRunOutcome {
+function summarize(executionArn: string, input: Json, output: Json, durationMs: number): ExportRunOutcome {
   const state = (output ?? {}) as {
-    plan?: { outcome?: string; reason?: string; items?: unknown[] };
+    plan?: { outcome?: string; reason?: string; items?: { dataset?: unknown }[] };
     results?: { rows?: number; files?: number; bytes?: number }[];
     commit?: { status?: string; runAgain?: boolean };
   };
@@ -490,6 +532,10 @@ function summarize(executionArn: string, input: Json, output: Json): ExportRunOu
   const sum = (key: 'rows' | 'files' | 'bytes') =>
     results.reduce((total, r) => total + (typeof r[key] === 'number' ? r[key] : 0), 0);
   const planned = state.plan?.outcome === 'planned';
+  const items = Array.isArray(state.plan?.items) ? state.plan.items : [];
+  const datasets = [
+    ...new Set(items.flatMap((item) => (typeof item?.dataset === 'string' ? [item.dataset] : []))),
+  ];
   return {
     executionArn,
     input,
@@ -502,7 +548,9 @@ function summarize(executionArn: string, input: Json, output: Json): ExportRunOu
           : 'succeeded',
     ...(state.plan?.reason !== undefined ? { reason: state.plan.reason } : {}),
     runAgain: state.commit?.runAgain === true,
-    items: Array.isArray(state.plan?.items) ? state.plan.items.length : 0,
+    items: items.length,
+    datasets,
+    durationMs,
     rows: sum('rows'),
     files: sum('files'),
     bytes: sum('bytes'),

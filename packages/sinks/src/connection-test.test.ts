@@ -2,7 +2,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type BucketLocation, ConnectionFailedError, InvalidInputError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { bucketClientConfig } from './client.js';
-import { testConnection } from './connection-test.js';
+import { OVERWRITE_DENIED_MESSAGE, testConnection } from './connection-test.js';
 import type { Resolver } from './endpoint.js';
 
 const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
@@ -43,6 +43,40 @@ describe('testConnection', () => {
       testedAt: '2026-09-30T12:00:00.000Z',
     });
     expect(await readJson(result.key)).toEqual({ service: 'sluice', testedAt: '2026-09-30T12:00:00.000Z' });
+  });
+
+  it('writes the file twice, so a key that cannot overwrite fails at create, naming the role to grant', async () => {
+    // Prepare: s3rver behind a client that refuses the second PutObject as GCS does for objectCreator
+    const puts: string[] = [];
+    const client = new S3Client(bucketClientConfig(local, credentials));
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName !== 'PutObjectCommand') return next(args);
+        puts.push((args.input as { Key: string }).Key);
+        if (puts.length === 2) {
+          throw Object.assign(new Error('Access denied.'), {
+            name: 'AccessDenied',
+            $metadata: { httpStatusCode: 403 },
+          });
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'refuseOverwrite' },
+    );
+
+    // Act
+    const error = await failure(testConnection(local, credentials, { now, client }));
+    client.destroy();
+
+    // Assess
+    expect(puts).toEqual([
+      'connection-tests/acme/_sluice/connection-test.json',
+      'connection-tests/acme/_sluice/connection-test.json',
+    ]);
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect(error).toMatchObject({ code: 'connection_failed', retryable: false });
+    expect(error.message).toBe(OVERWRITE_DENIED_MESSAGE);
+    expect(error.message).toContain('roles/storage.objectUser');
   });
 
   it('writes _sluice/connection-test.json at the bucket root for an empty prefix', async () => {

@@ -12,6 +12,13 @@ import {
 import { connectionTestKey } from './keys.js';
 import { putSmallObject } from './upload.js';
 
+/** The message of a key that could create the test file but not overwrite it. */
+export const OVERWRITE_DENIED_MESSAGE =
+  'The key can create objects but not overwrite them, and Sluice rewrites files under the same names when ' +
+  'it retries. On Google Cloud Storage, grant the service account Storage Object User ' +
+  '(roles/storage.objectUser) or a role with storage.objects.delete, not only Storage Object Creator; on ' +
+  'other stores, allow replacing existing objects under the path.';
+
 /** Options of {@link testConnection}. */
 export interface ConnectionTestOptions {
   /** The clock for `testedAt`: a clock function or the time itself. */
@@ -36,7 +43,10 @@ export interface ConnectionTestResult {
  *    allow-listed origin is exempt);
  * 2. writes `<prefix>/_sluice/connection-test.json` = `{"service":"sluice","testedAt":<ISO>}` with a
  *    client that retries little (2 attempts);
- * 3. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
+ * 3. writes it again: Sluice rewrites fixed names (every retried window, every later connection test), so a
+ *    key that may create objects but not overwrite them (GCS `roles/storage.objectCreator`) must fail here,
+ *    with {@link OVERWRITE_DENIED_MESSAGE}, not at the first retry of an export;
+ * 4. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
  *
  * @throws InvalidInputError (`endpoint` issue) when the endpoint breaks the rules
  * @throws ConnectionFailedError with a message a person can act on, `cause` the original error
@@ -60,8 +70,8 @@ export async function testConnection(
     options.client ?? createBucketClient(location, credentials, { maxAttempts: 2, allowedEndpoints });
   const key = connectionTestKey(location.pathPrefix);
   const testedAt = (typeof options.now === 'function' ? options.now() : options.now).toISOString();
-  try {
-    await putSmallObject(
+  const put = () =>
+    putSmallObject(
       client,
       {
         bucket: location.bucket,
@@ -71,8 +81,19 @@ export async function testConnection(
       },
       location,
     );
+  try {
+    await put();
+    try {
+      await put();
+    } catch (error) {
+      if (classifyBucketError(error, location).reason === 'access_denied') {
+        throw new ConnectionFailedError(OVERWRITE_DENIED_MESSAGE, { cause: error, retryable: false });
+      }
+      throw error;
+    }
     return { key, testedAt };
   } catch (error) {
+    if (error instanceof ConnectionFailedError) throw error;
     const classified = classifyBucketError(error, location);
     throw new ConnectionFailedError(classified.message, {
       cause: error,

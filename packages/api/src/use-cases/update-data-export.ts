@@ -1,4 +1,4 @@
-import { type BucketLocation, NotFoundError } from '@sluice/core';
+import { type BucketLocation, type Dataset, NotFoundError } from '@sluice/core';
 import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
 import { parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
@@ -19,10 +19,15 @@ const LOCATION_FIELDS = [
  * 4. When the location or the credentials change: test the connection with the merged configuration (the
  *    stored secret opened when only the location changes); on failure `400 connection_failed`, nothing changed.
  * 5. Re-seal the secret when credentials change.
- * 6. Datasets added start now (`datasetStartedAt`); `isEnabled: false` pauses (off the due index),
- *    `true` resumes (due now when it had no next run).
- * 7. Write everything in one conditional update, bumping `configVersion` on a location or credential change,
- *    so a running export stops before its next file; return the view.
+ * 6. A location or credential change ends the failure backoff: `consecutiveFailures` 0, a failed status
+ *    back to idle, and the next run due now (a run in flight stops at the config version bump, and its
+ *    commit schedules the next one).
+ * 7. Datasets removed lose their cursor; datasets added start now (`datasetStartedAt`) with no cursor, so
+ *    one removed and added back does not resume from its old position (the reference: "Newly added event
+ *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
+ *    resumes (due now when it had no next run).
+ * 8. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
+ *    on a location or credential change, so a running export stops before its next file; return the view.
  */
 export async function updateDataExport(
   deps: UseCaseDeps,
@@ -60,9 +65,19 @@ export async function updateDataExport(
   if (update.name !== undefined && update.name !== stored.name) changes.name = update.name;
   if (update.frequency !== undefined && update.frequency !== stored.frequency)
     changes.frequency = update.frequency;
+  const bumpConfigVersion = locationChanged || update.credentials !== undefined;
+  if (bumpConfigVersion) {
+    changes.consecutiveFailures = 0;
+    changes.nextRunAt = now.toISOString();
+    if (stored.status === 'failed') changes.status = 'idle';
+  }
+  const clearCursorsOf: Dataset[] = [];
   if (update.datasets !== undefined) {
     changes.datasets = update.datasets;
     const added = update.datasets.filter((dataset) => !stored.datasets.includes(dataset));
+    const removed = stored.datasets.filter((dataset) => !update.datasets?.includes(dataset));
+    // An added dataset may have a cursor left from before it was removed (or from a run in flight then).
+    clearCursorsOf.push(...removed, ...added);
     if (added.length > 0) {
       const startedAt = { ...stored.datasetStartedAt };
       for (const dataset of added) startedAt[dataset] = now.toISOString();
@@ -74,10 +89,10 @@ export async function updateDataExport(
     if (update.isEnabled && stored.nextRunAt === null) changes.nextRunAt = now.toISOString();
   }
 
-  const bumpConfigVersion = locationChanged || update.credentials !== undefined;
   const updated = await deps.store.updateDestination(caller.workspaceId, id, changes, {
     bumpConfigVersion,
     now,
+    clearCursorsOf,
   });
   if (updated === undefined) throw new NotFoundError();
   return { success: true, dataExport: toDataExportView(updated) };

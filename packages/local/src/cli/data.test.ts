@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EventLogReader, EventLogWriter } from '@sluice/eventlog';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { ControlExportPositions, cursorSk, documentClient, workspacePk } from '@sluice/control';
+import { EventLogReader, EventLogWriter, type IngestMetrics, workspaceSource } from '@sluice/eventlog';
+import { MemoryDeadLetterQueue } from '../async-invoke.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createDataCommands } from './data.js';
@@ -18,13 +21,32 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
 });
 
-function cli(now?: () => number) {
+/** The CLI's writer, checking explicit recorded times against the cursors in DynamoDB Local. */
+function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadLetterQueue } = {}) {
   const out: string[] = [];
   const err: string[] = [];
+  const progress: string[] = [];
+  const queueUrls: string[] = [];
+  const queue = options.queue ?? new MemoryDeadLetterQueue();
+  const refusals: { workspaceId: string; dataset: string; count: number }[] = [];
+  const metrics: IngestMetrics = {
+    refusedBehindExport: (workspaceId, dataset, count) => refusals.push({ workspaceId, dataset, count }),
+  };
   const list = createDataCommands({
     out: (line) => out.push(line),
     err: (line) => err.push(line),
-    writer: () => new EventLogWriter({ logger }),
+    writer: () =>
+      new EventLogWriter({
+        logger,
+        metrics,
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions() },
+      }),
+    progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
+    deadLetterQueue: (url) => {
+      queueUrls.push(url);
+      return queue;
+    },
+    env: {},
     ...(now ? { now } : {}),
   });
   const run = (name: string, args: string[]) => {
@@ -32,7 +54,17 @@ function cli(now?: () => number) {
     if (!command) throw new Error(`no command ${name}`);
     return command.run(args);
   };
-  return { run, out, err };
+  return { run, out, err, progress, queueUrls, refusals };
+}
+
+/** A destination's cursor, as the engine leaves it. */
+async function putCursor(workspaceId: string, destinationId: string, dataset: string, item: object) {
+  await documentClient.send(
+    new PutCommand({
+      TableName: process.env.SLUICE_CONTROL_TABLE,
+      Item: { PK: workspacePk(workspaceId), SK: cursorSk(destinationId, dataset as 'email_events'), ...item },
+    }),
+  );
 }
 
 async function file(name: string, lines: string[]): Promise<string> {
@@ -47,10 +79,58 @@ async function readLines(iterable: AsyncIterable<{ lines: string[] }>): Promise<
   return all;
 }
 
+describe('events redrive', () => {
+  it('writes the queued bus events into the log, deletes them, and fails while unreadable ones stay', async () => {
+    // Prepare
+    const queue = new MemoryDeadLetterQueue();
+    const workspaceId = `ws_${randomUUID()}`;
+    const detail = {
+      workspaceId,
+      events: [
+        { dataset: 'custom_events', id: 'ce_r', event_name: 'x', occurred_at: new Date().toISOString() },
+      ],
+    };
+    const event = {
+      'detail-type': 'sluice.events',
+      source: workspaceSource(workspaceId),
+      time: new Date().toISOString(),
+      detail,
+    };
+    await queue.send(
+      JSON.stringify({ requestContext: { condition: 'RetriesExhausted' }, requestPayload: event }),
+    );
+    await queue.send('not json');
+    const { run, out, err, queueUrls } = cli(undefined, { queue });
+
+    // Act
+    const failure = await run('events redrive', ['--queue-url', 'https://sqs.example/dlq', '--json']).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess
+    expect(queueUrls).toEqual(['https://sqs.example/dlq']);
+    expect(JSON.parse(out[0]!)).toMatchObject({ messages: 2, redriven: 1, events: { accepted: 1 } });
+    expect(err).toEqual([expect.stringMatching(/^message .* left: not JSON$/)]);
+    expect((failure as Error).message).toMatch(/^1 messages stay in the queue/);
+    expect(queue.size).toBe(1);
+    const written = await readLines(
+      new EventLogReader().readWindow(workspaceId, 'custom_events', Date.now() - 60_000, Date.now()),
+    );
+    expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_r']);
+  });
+
+  it('asks for the queue URL when neither the option nor SLUICE_INGEST_DLQ_URL gives it', async () => {
+    const { run } = cli();
+
+    await expect(run('events redrive', [])).rejects.toBeInstanceOf(CliUsageError);
+  });
+});
+
 describe('data commands', () => {
   it('are exported under their names', () => {
     expect(commands.map((c) => c.name)).toEqual([
       'events ingest',
+      'events redrive',
       'subscribers upsert',
       'subscribers delete',
       'seed',
@@ -95,6 +175,7 @@ describe('data commands', () => {
       accepted: 2,
       duplicates: 0,
       dropped: { test: 1, history: 0, late: 0 },
+      refusedBehindExport: 0,
       invalid: [
         { line: 2, reason: '(line): not valid JSON' },
         { line: 4, reason: expect.stringMatching(/^event_type: /) },
@@ -108,6 +189,67 @@ describe('data commands', () => {
       )
     ).map((line) => JSON.parse(line).id);
     expect(ids).toEqual(['e4', 'e1']);
+  });
+
+  it('events ingest refuses recorded_at at or behind any destination’s committed or planned position, per line', async () => {
+    // Prepare: email_events committed through an hour ago by one destination, planned 10 minutes further by
+    // another; nothing exported yet for custom_events.
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const committed = now - 3_600_000;
+    const planned = committed + 600_000;
+    await putCursor(workspaceId, 'exp_a', 'email_events', { exportedThroughMs: committed });
+    await putCursor(workspaceId, 'exp_b', 'email_events', {
+      exportedThroughMs: committed - 3_600_000,
+      planned: [{ fromMs: committed - 3_600_000, toMs: planned, runId: 'run_1' }],
+    });
+    const line = (id: string, dataset: string, recordedMs?: number) =>
+      JSON.stringify({
+        dataset,
+        id,
+        ...(dataset === 'custom_events' ? { event_name: 'x' } : { event_type: 'opened', email_send_id: 's' }),
+        ...(dataset === 'email_events' ? { email: 'ada@example.com', message_type: 'campaign' } : {}),
+        occurred_at: new Date(committed - 3_600_000).toISOString(),
+        ...(recordedMs === undefined ? {} : { recorded_at: new Date(recordedMs).toISOString() }),
+      });
+    const path = await file('behind.jsonl', [
+      line('behind_commit', 'email_events', committed - 60_000),
+      line('at_plan', 'email_events', planned),
+      line('after_plan', 'email_events', planned + 1),
+      line('recorded_now', 'email_events'),
+      line('custom_old', 'custom_events', committed - 60_000),
+    ]);
+    const { run, out, err, refusals } = cli();
+
+    // Act
+    const failure = await run('events ingest', ['--workspace', workspaceId, '--file', path, '--json']).catch(
+      (e: Error) => e,
+    );
+
+    // Assess: two lines refused with the reason, counted, in the metric; the rest written.
+    expect(failure).toBeInstanceOf(Error);
+    const reason = `recorded_at: at or before ${new Date(planned).toISOString()}, which an export of this workspace has already reached for email_events`;
+    expect(JSON.parse(out[0]!)).toMatchObject({
+      lines: 5,
+      accepted: 3,
+      refusedBehindExport: 2,
+      invalid: [
+        { line: 1, reason: expect.stringContaining(reason) },
+        { line: 2, reason: expect.stringContaining(reason) },
+      ],
+    });
+    expect(err).toEqual([
+      expect.stringMatching(/^line 1: recorded_at: /),
+      expect.stringMatching(/^line 2: /),
+    ]);
+    expect(refusals).toEqual([{ workspaceId, dataset: 'email_events', count: 2 }]);
+    const reader = new EventLogReader();
+    const ids = async (dataset: 'email_events' | 'custom_events') =>
+      (await readLines(reader.readWindow(workspaceId, dataset, committed - 7_200_000, Date.now()))).map(
+        (text) => JSON.parse(text).id,
+      );
+    expect(await ids('email_events')).toEqual(['after_plan', 'recorded_now']);
+    expect(await ids('custom_events')).toEqual(['custom_old']);
   });
 
   it('events ingest prints a summary and succeeds when every line is good', async () => {
@@ -190,6 +332,24 @@ describe('data commands', () => {
     expect(await readLines(reader.readSubscribers(workspaceId))).toHaveLength(25);
   });
 
+  it('seed on a terminal draws a progress bar on its progress stream; --json output stays one line', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { run, out, err, progress } = cli(undefined, { isTTY: true });
+
+    // Act
+    await run('seed', ['--workspace', workspaceId, '--events', '2500', '--seed', '3', '--json']);
+
+    // Assess
+    expect(out).toHaveLength(1);
+    expect(JSON.parse(out[0]!)).toMatchObject({ workspaceId, events: 2500 });
+    expect(err).toEqual([]);
+    const last = progress.at(-1)!;
+    expect(last.startsWith('\r\x1b[2K')).toBe(true);
+    expect(last.slice(5)).toMatch(/^\[#{24}\] 2,500 of 2,500 events \(100%\), [\d,]+ rows\/s in \d+s\n$/);
+    expect(progress.every((text) => text.startsWith('\r\x1b[2K'))).toBe(true);
+  });
+
   it('seed --since spreads recorded times from then to now', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const now = Date.parse('2026-10-01T00:30:00.000Z');
@@ -207,7 +367,8 @@ describe('data commands', () => {
     ]);
 
     expect(out[0]).toMatch(/^Seeded workspace .* \(seed 1\): 200 events/);
-    const reader = new EventLogReader();
+    // Recorded further back than the retention: read at the CLI's clock, or the rows count as expired.
+    const reader = new EventLogReader({ now: () => now });
     const midnight = Date.parse('2026-10-01T00:00:00.000Z');
     const count = async (from: number, to: number) =>
       (await reader.countWindow(workspaceId, 'email_events', from, to)) +
@@ -216,6 +377,48 @@ describe('data commands', () => {
     expect(await count(midnight - 3_600_000, now)).toBe(200);
     expect(await count(midnight - 3_600_000, midnight)).toBeGreaterThan(80);
     expect(await count(midnight, now)).toBeGreaterThan(80);
+  });
+
+  it('seed --since refuses the events at or behind an export’s position, counts them and fails', async () => {
+    // Prepare: every event dataset exported through 30 minutes ago.
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const position = now - 1_800_000;
+    for (const dataset of ['email_events', 'sms_events', 'custom_events'])
+      await putCursor(workspaceId, 'exp_a', dataset, { exportedThroughMs: position });
+    const { run, out, refusals } = cli(() => now);
+
+    // Act
+    const failure = await run('seed', [
+      '--workspace',
+      workspaceId,
+      '--events',
+      '200',
+      '--since',
+      new Date(now - 3_600_000).toISOString(),
+      '--seed',
+      '3',
+      '--json',
+    ]).catch((e: Error) => e);
+
+    // Assess
+    expect((failure as Error).message).toMatch(
+      /events were refused: recorded at or behind an export's position/,
+    );
+    const summary = JSON.parse(out[0]!);
+    expect(summary.refusedBehindExport).toBeGreaterThan(50);
+    expect(summary.events + summary.refusedBehindExport).toBe(200);
+    expect(summary.invalid).toBe(0);
+    expect(refusals.reduce((sum, r) => sum + r.count, 0)).toBe(summary.refusedBehindExport);
+    const reader = new EventLogReader({ now: () => now });
+    let behind = 0;
+    let ahead = 0;
+    for (const dataset of ['email_events', 'sms_events', 'custom_events'] as const) {
+      behind += await reader.countWindow(workspaceId, dataset, now - 7_200_000, position);
+      ahead += await reader.countWindow(workspaceId, dataset, position, now);
+    }
+    expect(behind).toBe(0);
+    expect(ahead).toBe(summary.events);
   });
 
   it('refuses bad invocations as usage errors', async () => {
@@ -266,5 +469,8 @@ describe('data commands', () => {
     expect(stdout).toHaveLength(1);
     expect(JSON.parse(stdout[0]!)).toMatchObject({ accepted: 1, invalid: [{ line: 2 }] });
     expect(outcome.stderr).toMatch(/line 2: event_name: /);
+    // Not a terminal: the progress is a plain line on stderr.
+    expect(outcome.stderr).toMatch(/^2 lines \(100%\), [\d,]+ rows\/s in \d+s$/m);
+    expect(outcome.stderr).not.toContain('\r');
   });
 });

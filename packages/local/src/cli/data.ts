@@ -2,36 +2,56 @@
  * The data commands of the `npm run sluice` CLI, for platform teams and tests:
  *
  * - `events ingest --workspace <id> --file <f.jsonl> [--json]`: each line `{"dataset":"email_events", ...row}`,
- *   optionally with `recorded_at` (see the caveat in `@sluice/eventlog` ingest: rows recorded behind an export's
- *   cursor are never exported to it);
+ *   optionally with `recorded_at`. A `recorded_at` at or behind the position an export of the workspace has
+ *   reached for that dataset (committed or planned, over all its destinations) is refused with its reason, since
+ *   the row would never be exported; counted in `refusedBehindExport` and the `EventsRefusedBehindExport` metric
+ *   (an EMF line on stderr);
  * - `subscribers upsert --workspace <id> --file <f.jsonl> [--json]`: each line a subscriber row;
  * - `subscribers delete --workspace <id> --ids <a,b,...> [--json]`;
+ * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
+ *   dead-letter queue (`IngestDeadLetterQueueUrl` output, or `SLUICE_INGEST_DLQ_URL`) into the event log, the
+ *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue;
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
- *   `--since` they are recorded spread from that time to now: only an export whose cursor is still before them
- *   (for example one created with an earlier `startFrom`) exports them all.
+ *   `--since` they are recorded spread from that time to now, and those at or behind an export's position are
+ *   refused and counted (`refusedBehindExport`), as for `events ingest`.
  *
  * A bad line (not JSON, or refused by the ingest rules) is reported with its line number and reason; the other
  * lines are still written. The command then fails (exit code 1) after printing its counts, so a script notices.
  * Blank lines are skipped.
+ *
+ * `seed` and `events ingest` show their progress on stderr (`./progress.ts`): a bar with rows/s on a terminal,
+ * a plain line every few seconds otherwise. stdout carries only the result, one JSON line with `--json`.
+ * They keep {@link CALLS_IN_FLIGHT} writer calls of {@link LINES_PER_CALL} lines going at once, so the next
+ * lines are parsed and validated while the last ones are written.
  */
 import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ControlExportPositions } from '@sluice/control';
 import {
+  type DeadLetterQueue,
   EventLogWriter,
   generateEvents,
+  type RedriveSummary,
+  redriveDeadLetters,
+  SqsDeadLetterQueue,
   generateSubscribers,
   type IngestResult,
+  powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
 import { type CliCommand, CliUsageError } from './command.js';
+import { createProgress, type ProgressStream } from './progress.js';
 import { redactSecrets } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
+/** Writer calls running at once (chosen by `npm run bench`, README "Local ingest"). */
+export const CALLS_IN_FLIGHT = 2;
 
 /** What the data commands need, injectable for tests. */
 export interface DataCommandDeps {
@@ -43,6 +63,12 @@ export interface DataCommandDeps {
   err?: (line: string) => void;
   /** @default Date.now */
   now?: () => number;
+  /** Where progress goes. @default process.stderr */
+  progress?: ProgressStream;
+  /** The dead-letter queue at a URL. @default SQS */
+  deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
+  /** @default `process.env` */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A refused line of an input file. */
@@ -58,6 +84,8 @@ export interface EventsIngestSummary {
   duplicates: number;
   dropped: IngestResult['dropped'];
   invalid: RefusedLine[];
+  /** Of `invalid`: lines whose `recorded_at` is at or behind an export's position. */
+  refusedBehindExport: number;
 }
 
 /** What `subscribers upsert` did (its `--json` output). */
@@ -67,12 +95,21 @@ export interface SubscribersUpsertSummary {
   invalid: RefusedLine[];
 }
 
-/** Reads a JSON-lines file in chunks: parsed values with their line numbers, and the lines that are not JSON. */
-async function* readJsonLines(
-  file: string,
-): AsyncGenerator<{ values: unknown[]; lineNumbers: number[]; notJson: RefusedLine[] }, void, undefined> {
-  const lines = createInterface({ input: createReadStream(file, { encoding: 'utf8' }), crlfDelay: Infinity });
-  let chunk = { values: [] as unknown[], lineNumbers: [] as number[], notJson: [] as RefusedLine[] };
+/** A chunk of a JSON-lines file: parsed values with their line numbers, the lines that are not JSON. */
+interface JsonLinesChunk {
+  values: unknown[];
+  lineNumbers: number[];
+  notJson: RefusedLine[];
+  /** Bytes of the file read so far. */
+  bytesRead: number;
+}
+
+/** Reads a JSON-lines file in chunks of {@link LINES_PER_CALL} values. */
+async function* readJsonLines(file: string): AsyncGenerator<JsonLinesChunk, void, undefined> {
+  const input = createReadStream(file, { encoding: 'utf8' });
+  const lines = createInterface({ input, crlfDelay: Infinity });
+  const newChunk = (): JsonLinesChunk => ({ values: [], lineNumbers: [], notJson: [], bytesRead: 0 });
+  let chunk = newChunk();
   let number = 0;
   for await (const text of lines) {
     number++;
@@ -84,11 +121,41 @@ async function* readJsonLines(
       chunk.notJson.push({ line: number, reason: '(line): not valid JSON' });
     }
     if (chunk.values.length >= LINES_PER_CALL) {
+      chunk.bytesRead = input.bytesRead;
       yield chunk;
-      chunk = { values: [], lineNumbers: [], notJson: [] };
+      chunk = newChunk();
     }
   }
+  chunk.bytesRead = input.bytesRead;
   if (chunk.values.length > 0 || chunk.notJson.length > 0) yield chunk;
+}
+
+/**
+ * Runs async tasks with at most `limit` at once: `add` waits for a free slot, `drain` for every task; both
+ * rethrow the first failure (no task starts after it).
+ */
+function inFlight(limit: number) {
+  const running = new Set<Promise<void>>();
+  let failure: { error: unknown } | undefined;
+  const rethrow = () => {
+    if (failure) throw failure.error;
+  };
+  return {
+    async add(task: () => Promise<void>): Promise<void> {
+      while (running.size >= limit) await Promise.race(running);
+      rethrow();
+      const promise: Promise<void> = task()
+        .catch((error: unknown) => {
+          failure ??= { error };
+        })
+        .finally(() => running.delete(promise));
+      running.add(promise);
+    },
+    async drain(): Promise<void> {
+      await Promise.all(running);
+      rethrow();
+    },
+  };
 }
 
 function requireWorkspace(value: string | undefined): string {
@@ -122,14 +189,24 @@ function failIfRefused(invalid: readonly RefusedLine[], what: string): void {
 export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
-  // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on stdout.
+  const silentLogger = new Logger({
+    serviceName: 'sluice-cli',
+    jsonReplacerFn: redactSecrets,
+    logLevel: 'SILENT',
+  });
   const writer =
     deps.writer ??
     (() =>
       new EventLogWriter({
-        logger: new Logger({ serviceName: 'sluice-cli', jsonReplacerFn: redactSecrets, logLevel: 'SILENT' }),
+        // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on
+        // stdout, so its metrics go to stderr.
+        logger: silentLogger,
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions() },
+        metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
+  const env = deps.env ?? process.env;
+  const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
     for (const { line, reason } of invalid) err(`line ${line}: ${reason}`);
@@ -150,27 +227,40 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       });
       const workspaceId = requireWorkspace(values.workspace);
       const file = requireFile(values.file);
+      const fileBytes = (await stat(file)).size;
       const target = writer();
+      const progress = createProgress({ unit: 'lines', stream: deps.progress, now });
+      const calls = inFlight(CALLS_IN_FLIGHT);
+      let linesDone = 0;
       const summary: EventsIngestSummary = {
         lines: 0,
         accepted: 0,
         duplicates: 0,
         dropped: { test: 0, history: 0, late: 0 },
         invalid: [],
+        refusedBehindExport: 0,
       };
       for await (const chunk of readJsonLines(file)) {
         summary.lines += chunk.values.length + chunk.notJson.length;
         summary.invalid.push(...chunk.notJson);
-        if (chunk.values.length === 0) continue;
-        const result = await target.ingestEvents(workspaceId, chunk.values);
-        summary.accepted += result.accepted;
-        summary.duplicates += result.duplicates;
-        summary.dropped.test += result.dropped.test;
-        summary.dropped.history += result.dropped.history;
-        summary.dropped.late += result.dropped.late;
-        for (const { index, reason } of result.invalid)
-          summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
+        await calls.add(async () => {
+          if (chunk.values.length > 0) {
+            const result = await target.ingestEvents(workspaceId, chunk.values);
+            summary.accepted += result.accepted;
+            summary.duplicates += result.duplicates;
+            summary.dropped.test += result.dropped.test;
+            summary.dropped.history += result.dropped.history;
+            summary.dropped.late += result.dropped.late;
+            summary.refusedBehindExport += result.refusedBehindExport;
+            for (const { index, reason } of result.invalid)
+              summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
+          }
+          linesDone += chunk.values.length + chunk.notJson.length;
+          progress.update(linesDone, fileBytes > 0 ? chunk.bytesRead / fileBytes : 1);
+        });
       }
+      await calls.drain();
+      progress.finish();
       summary.invalid.sort((a, b) => a.line - b.line);
       if (values.json) out(JSON.stringify(summary));
       else {
@@ -178,11 +268,60 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           `Workspace ${workspaceId}: ${summary.lines} lines, ${summary.accepted} events written` +
             (summary.duplicates ? ` (${summary.duplicates} exact duplicates written once)` : '') +
             `, dropped ${summary.dropped.test} test, ${summary.dropped.history} history, ` +
-            `${summary.dropped.late} late, ${summary.invalid.length} refused`,
+            `${summary.dropped.late} late, ${summary.invalid.length} refused` +
+            (summary.refusedBehindExport
+              ? ` (${summary.refusedBehindExport} recorded at or behind an export's position)`
+              : ''),
         );
       }
       reportRefused(summary.invalid);
       failIfRefused(summary.invalid, 'lines were');
+    },
+  };
+
+  const eventsRedrive: CliCommand = {
+    name: 'events redrive',
+    usage: 'events redrive [--queue-url <url>] [--max <n>] [--json]',
+    async run(args) {
+      const { values } = parseArgs({
+        args,
+        options: {
+          'queue-url': { type: 'string' },
+          max: { type: 'string' },
+          json: { type: 'boolean', default: false },
+        },
+        strict: true,
+      });
+      const queueUrl = values['queue-url'] ?? env.SLUICE_INGEST_DLQ_URL;
+      if (queueUrl === undefined || queueUrl === '') {
+        throw new CliUsageError(
+          '--queue-url <url> is required (the IngestDeadLetterQueueUrl output), or set SLUICE_INGEST_DLQ_URL',
+        );
+      }
+      const maxMessages = positiveInteger('max', values.max, false);
+      const summary: RedriveSummary = await redriveDeadLetters(
+        deadLetterQueue(queueUrl),
+        // Bus events, written the ingest function's way: recorded at this clock.
+        deps.writer?.() ?? new EventLogWriter({ logger: silentLogger, explicitRecordedAt: 'ignore' }),
+        silentLogger,
+        maxMessages === undefined ? {} : { maxMessages },
+      );
+      if (values.json) out(JSON.stringify(summary));
+      else {
+        const { events, subscribers } = summary;
+        out(
+          `${summary.messages} messages: ${summary.redriven} redriven, ${summary.left.length} left in the queue. ` +
+            `Events: ${events.accepted} written, dropped ${events.dropped.test} test, ${events.dropped.history} ` +
+            `history, ${events.dropped.late} late (sent more than 7 days after they occurred), ` +
+            `${events.invalid} refused. Subscribers: ${subscribers.upserted} upserted, ${subscribers.deleted} deleted, ` +
+            `${subscribers.invalid} refused.`,
+        );
+      }
+      for (const { messageId, reason } of summary.refused) err(`message ${messageId} refused: ${reason}`);
+      for (const { messageId, reason } of summary.left) err(`message ${messageId} left: ${reason}`);
+      if (summary.left.length > 0) {
+        throw new Error(`${summary.left.length} messages stay in the queue (listed above); run again later`);
+      }
     },
   };
 
@@ -306,8 +445,11 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
       }
 
-      const totals = { accepted: 0, dropped: 0, invalid: 0 };
+      const totals = { accepted: 0, dropped: 0, invalid: 0, refusedBehindExport: 0 };
       const byDataset: Record<string, number> = { email_events: 0, sms_events: 0, custom_events: 0 };
+      const progress = createProgress({ unit: 'events', total: count, stream: deps.progress, now });
+      const calls = inFlight(CALLS_IN_FLIGHT);
+      let eventsDone = 0;
       const events = generateEvents({
         count,
         seed: seedValue,
@@ -318,12 +460,18 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           : { from: since, to: started, recordedAt: true }),
       });
       let batch: { dataset: string }[] = [];
-      const flush = async () => {
-        const result = await target.ingestEvents(workspaceId, batch);
-        totals.accepted += result.accepted;
-        totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
-        totals.invalid += result.invalid.length;
+      const flush = () => {
+        const inputs = batch;
         batch = [];
+        return calls.add(async () => {
+          const result = await target.ingestEvents(workspaceId, inputs);
+          totals.accepted += result.accepted;
+          totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
+          totals.invalid += result.invalid.length - result.refusedBehindExport;
+          totals.refusedBehindExport += result.refusedBehindExport;
+          eventsDone += inputs.length;
+          progress.update(eventsDone);
+        });
       };
       for (const event of events) {
         byDataset[event.dataset] = (byDataset[event.dataset] ?? 0) + 1;
@@ -331,6 +479,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         if (batch.length === LINES_PER_CALL) await flush();
       }
       if (batch.length > 0) await flush();
+      await calls.drain();
+      progress.finish();
 
       const seconds = Math.max(0.001, (now() - started) / 1000);
       const summary = {
@@ -341,6 +491,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         subscribers: subscribersWritten,
         dropped: totals.dropped,
         invalid: totals.invalid,
+        refusedBehindExport: totals.refusedBehindExport,
         recorded:
           since === undefined
             ? 'now'
@@ -360,16 +511,21 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         out(
           since === undefined
             ? 'Recorded now: a running export picks them up at its next run (exports trail real time by ~2 minutes).'
-            : `Recorded from ${new Date(since).toISOString()} to now: exports whose cursor ` +
-                'is already past a row do not export it.',
+            : `Recorded from ${new Date(since).toISOString()} to now; ${totals.refusedBehindExport} refused ` +
+                "for being at or behind an export's position (they would never be exported).",
         );
       }
       if (totals.invalid > 0)
         throw new Error(`${totals.invalid} generated events were refused (a generator bug)`);
+      if (totals.refusedBehindExport > 0)
+        throw new Error(
+          `${totals.refusedBehindExport} events were refused: recorded at or behind an export's position ` +
+            '(use a later --since, or none); the others were written',
+        );
     },
   };
 
-  return [eventsIngest, subscribersUpsert, subscribersDelete, seed];
+  return [eventsIngest, eventsRedrive, subscribersUpsert, subscribersDelete, seed];
 }
 
 /** The data commands of the `npm run sluice` CLI. */

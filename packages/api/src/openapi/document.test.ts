@@ -1,0 +1,103 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { RUN_STATUSES } from '@sluice/control';
+import { DATASETS, DESTINATION_STATUSES, FREQUENCIES, PROVIDERS } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { matchRoute, ROUTES } from '../http.js';
+import { type JsonObject, type JsonValue, openapiDocument } from './document.js';
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+/** Every operation of the document: method, path template and operationId. */
+function documentedOperations(): { method: string; path: string; operationId: string }[] {
+  const paths = openapiDocument.paths as Record<string, JsonObject>;
+  return Object.entries(paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => HTTP_METHODS.includes(method))
+      .map(([method, operation]) => ({
+        method: method.toUpperCase(),
+        path,
+        operationId: String((operation as JsonObject).operationId),
+      })),
+  );
+}
+
+/** Every `enum` of the document, with the property it constrains (the nearest name under `properties`). */
+function enums(
+  node: JsonValue,
+  property = '',
+  at = '',
+): { property: string; at: string; values: JsonValue[] }[] {
+  if (node === null || typeof node !== 'object') return [];
+  if (Array.isArray(node)) return node.flatMap((child, index) => enums(child, property, `${at}/${index}`));
+  const found = Array.isArray(node.enum) ? [{ property, at, values: node.enum }] : [];
+  for (const [key, child] of Object.entries(node)) {
+    if (key === 'enum') continue;
+    if (key === 'properties' && child !== null && typeof child === 'object' && !Array.isArray(child)) {
+      for (const [name, schema] of Object.entries(child)) {
+        found.push(...enums(schema, name, `${at}/properties/${name}`));
+      }
+    } else {
+      found.push(...enums(child, property, `${at}/${key}`));
+    }
+  }
+  return found;
+}
+
+describe('the OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    // Prepare
+    const validator = new Validator();
+
+    // Act
+    const result = await validator.validate(structuredClone(openapiDocument));
+
+    // Assess
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe('3.1');
+  });
+
+  it('documents exactly the operations the router serves, at their paths and methods', () => {
+    // Prepare: a path of each template, with an id of the API's shape
+    const sample = (template: string) => `/api/v1${template.replace('{id}', `exp_${'0'.repeat(24)}`)}`;
+
+    // Act
+    const documented = documentedOperations().filter((op) => op.operationId !== 'getOpenApiDocument');
+    const served = documented.map((op) => {
+      const match = matchRoute(sample(op.path));
+      return match && ROUTES[match.route]?.[op.method]?.operationId;
+    });
+    const routed = Object.values(ROUTES).flatMap((methods) =>
+      Object.values(methods).map((operation) => operation?.operationId),
+    );
+
+    // Assess
+    expect(served).toEqual(documented.map((op) => op.operationId));
+    expect(routed.sort()).toEqual(documented.map((op) => op.operationId).sort());
+  });
+
+  it('lists the same values as the code in every enum', () => {
+    // Prepare: the constant each enum mirrors, by the property it constrains
+    const byProperty: Record<string, readonly string[]> = {
+      datasets: DATASETS,
+      frequency: FREQUENCIES,
+      provider: PROVIDERS,
+    };
+
+    // Act
+    const found = enums(openapiDocument);
+
+    // Assess: a new enum needs its constant here, so that the two cannot drift apart
+    expect(found.length).toBeGreaterThan(0);
+    for (const { property, at, values } of found) {
+      const expected =
+        at === '/components/schemas/DataExport/properties/status'
+          ? DESTINATION_STATUSES
+          : at === '/components/schemas/DataExportRun/properties/status'
+            ? RUN_STATUSES
+            : byProperty[property];
+      expect(expected, `no constant for the enum at ${at}`).toBeDefined();
+      expect(values, at).toEqual([...(expected ?? [])]);
+    }
+  });
+});

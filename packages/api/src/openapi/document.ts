@@ -1,0 +1,496 @@
+/**
+ * Sluice's OpenAPI 3.1 document for the Data Exports API: the one source of truth. The API serves it at
+ * `GET /v1/openapi.json` and `GET /api/v1/openapi.json` (no API key), the contract suites check every
+ * response against it, and `scripts/openapi-diff.ts` compares it with the product contract it was written
+ * from (the reference `data-exports.openapi.yaml`).
+ *
+ * It matches the reference in paths, operations, schemas and status codes, and adds only what Sluice really
+ * does: the status codes every operation can answer (403, 413, 415, 422, 500, 503), the per-dataset shape of
+ * a run's `stats`, the error codes, and this document's own path.
+ *
+ * To change it:
+ * - add freely: a path, an operation, an optional property, a status code, an enum value. These pass the
+ *   diff against the reference as they are;
+ * - anything else (removing or renaming, a new required field, a changed type or constraint) is a deviation
+ *   from the reference: list it with its reason in `deviations.yaml` beside this file, or the diff fails;
+ * - an enum that mirrors a constant of the code (datasets, frequencies, statuses) is checked against that
+ *   constant by `document.test.ts`, and every operation against the router.
+ */
+
+/** A JSON value: what the document is made of, so that it serializes as written. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+/** A JSON object. */
+export type JsonObject = { [key: string]: JsonValue };
+
+const DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', 'subscribers'];
+const FREQUENCY_ENUM = ['every_5_minutes', 'every_15_minutes', 'hourly', 'daily'];
+const PROVIDER_ENUM = ['s3', 'gcs'];
+
+/** A response whose body is the `Error` schema. */
+function errorResponse(description: string): JsonObject {
+  return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+}
+
+/** A required JSON request body. */
+function requestBody(schema: JsonObject): JsonObject {
+  return { required: true, content: { 'application/json': { schema } } };
+}
+
+/** A `200`/`201` response: `{success: true, ...properties}`. */
+function successResponse(description: string, properties: JsonObject): JsonObject {
+  return {
+    description,
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          properties: { success: { type: 'boolean', example: true }, ...properties },
+        },
+      },
+    },
+  };
+}
+
+const ID_PARAMETER: JsonObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+const DATA_EXPORT_REF: JsonObject = { $ref: '#/components/schemas/DataExport' };
+const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
+  $ref: '#/components/responses/TransientDatabaseUnavailable',
+};
+const INTERNAL_ERROR: JsonObject = { $ref: '#/components/responses/InternalError' };
+
+const UNAUTHORIZED = 'Unauthorized';
+const FORBIDDEN = 'Missing scope, or the member role cannot manage workspace settings';
+const NOT_FOUND = 'Data export not found';
+const PAYLOAD_TOO_LARGE = 'The request body is over 64 KB (code payload_too_large)';
+const UNSUPPORTED_MEDIA_TYPE = 'The request body is not sent as JSON (code unsupported_media_type)';
+
+/** The responses every operation on one data export can give besides its own: 401, 403, 404, 500, 503. */
+function itemErrorResponses(): JsonObject {
+  return {
+    '401': errorResponse(UNAUTHORIZED),
+    '403': errorResponse(FORBIDDEN),
+    '404': errorResponse(NOT_FOUND),
+    '500': INTERNAL_ERROR,
+    '503': TRANSIENT_DATABASE_UNAVAILABLE,
+  };
+}
+
+export const openapiDocument: JsonObject = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Data Exports API',
+    description: 'Stream events and subscriber snapshots to your S3 or GCS bucket',
+    version: '1.0.0',
+  },
+  servers: [
+    { url: '/api/v1', description: 'This deployment' },
+    { url: '/v1', description: 'This deployment, legacy alias' },
+  ],
+  security: [{ bearerAuth: [] }],
+  tags: [
+    { name: 'Data Exports', description: 'Stream events and subscriber snapshots to your S3 or GCS bucket' },
+    { name: 'Meta', description: 'This document' },
+  ],
+  paths: {
+    '/data-exports': {
+      get: {
+        summary: 'List data exports',
+        description:
+          'Lists data export destinations with status, per-dataset progress and the last error. Credentials are never returned. Requires the data_exports:read scope.',
+        operationId: 'listDataExports',
+        tags: ['Data Exports'],
+        responses: {
+          '200': successResponse('Data exports returned', {
+            dataExports: { type: 'array', items: DATA_EXPORT_REF },
+          }),
+          '401': errorResponse(UNAUTHORIZED),
+          '403': errorResponse(FORBIDDEN),
+          '500': INTERNAL_ERROR,
+          '503': TRANSIENT_DATABASE_UNAVAILABLE,
+        },
+      },
+      post: {
+        summary: 'Create data export',
+        description:
+          'Adds an S3, Google Cloud Storage or S3-compatible bucket as a data export destination. A small test file is first written under the path prefix; the request fails with 400 when that write fails. The first export starts immediately and later exports follow the frequency. Requires data_exports:write, subscribers:read and analytics:read.',
+        operationId: 'createDataExport',
+        tags: ['Data Exports'],
+        requestBody: requestBody({
+          type: 'object',
+          properties: {
+            name: { type: 'string', maxLength: 255 },
+            provider: {
+              type: 'string',
+              enum: PROVIDER_ENUM,
+              description:
+                's3 for Amazon S3 or any S3-compatible service; gcs for Google Cloud Storage (HMAC keys).',
+            },
+            bucket: { type: 'string', description: 'Bucket name, not a URL.' },
+            region: {
+              type: ['string', 'null'],
+              description:
+                'Bucket region. Required for Amazon S3 without a custom endpoint; defaults to auto otherwise.',
+            },
+            endpoint: {
+              type: ['string', 'null'],
+              description:
+                'HTTPS origin of an S3-compatible service (R2, MinIO, Backblaze). Must resolve to a public address. Not allowed for gcs.',
+            },
+            pathPrefix: {
+              type: ['string', 'null'],
+              description:
+                "Folder inside the bucket. Leading and trailing slashes are removed. Letters, digits, / and ! _ . * ' ( ) = - only, no empty, . or .. segment, at most 512 characters.",
+            },
+            accessKeyId: { type: 'string', description: 'Access key ID (GCS HMAC access ID).' },
+            secretAccessKey: {
+              type: 'string',
+              description: 'Secret access key. Stored encrypted and never returned.',
+            },
+            datasets: {
+              type: 'array',
+              minItems: 1,
+              items: { type: 'string', enum: DATASET_ENUM },
+              default: ['email_events', 'custom_events', 'subscribers'],
+            },
+            frequency: { type: 'string', enum: FREQUENCY_ENUM, default: 'every_15_minutes' },
+            startFrom: {
+              type: ['string', 'null'],
+              format: 'date-time',
+              description: 'Include events recorded since this time, at most 30 days ago. Defaults to now.',
+            },
+          },
+          required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
+        }),
+        responses: {
+          '201': successResponse('Data export created and first run queued', { dataExport: DATA_EXPORT_REF }),
+          '400': errorResponse(
+            'Validation error (code invalid_input), a body that is empty or not JSON (code invalid_json), or the test write failed (code connection_failed, with the reason: missing bucket, access denied, wrong region, unknown key or unsafe endpoint)',
+          ),
+          '401': errorResponse(UNAUTHORIZED),
+          '403': errorResponse(FORBIDDEN),
+          '413': errorResponse(PAYLOAD_TOO_LARGE),
+          '415': errorResponse(UNSUPPORTED_MEDIA_TYPE),
+          '422': errorResponse(
+            'Request body does not match the schema (for example an unknown dataset), code unprocessable_entity',
+          ),
+          '500': INTERNAL_ERROR,
+          '503': TRANSIENT_DATABASE_UNAVAILABLE,
+        },
+      },
+    },
+    '/data-exports/{id}': {
+      get: {
+        summary: 'Get data export',
+        description: 'Returns one data export with status and per-dataset progress.',
+        operationId: 'getDataExport',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        responses: {
+          '200': successResponse('Data export returned', { dataExport: DATA_EXPORT_REF }),
+          ...itemErrorResponses(),
+        },
+      },
+      patch: {
+        summary: 'Update data export',
+        description:
+          'Renames, changes datasets or frequency, pauses or resumes, moves the destination, or rotates credentials. Location and credential changes are verified with a test write first. Newly added event datasets start from the time of the change. Changing the bucket or prefix continues from the current progress in the new location.',
+        operationId: 'updateDataExport',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        requestBody: requestBody({
+          type: 'object',
+          properties: {
+            name: { type: 'string', maxLength: 255 },
+            bucket: { type: 'string' },
+            region: { type: ['string', 'null'] },
+            endpoint: {
+              type: ['string', 'null'],
+              description: 'Send null or an empty string to clear a custom endpoint.',
+            },
+            pathPrefix: { type: ['string', 'null'] },
+            accessKeyId: { type: 'string', description: 'Must be sent together with secretAccessKey.' },
+            secretAccessKey: { type: 'string', description: 'Must be sent together with accessKeyId.' },
+            datasets: {
+              type: 'array',
+              minItems: 1,
+              items: { type: 'string', enum: DATASET_ENUM },
+            },
+            frequency: { type: 'string', enum: FREQUENCY_ENUM },
+            isEnabled: { type: 'boolean', description: 'false pauses the export, true resumes it.' },
+          },
+        }),
+        responses: {
+          '200': successResponse('Data export updated', { dataExport: DATA_EXPORT_REF }),
+          '400': errorResponse(
+            'Validation error (code invalid_input; an empty body or an unknown field included), a body that is not JSON (code invalid_json), or the test write failed (code connection_failed)',
+          ),
+          ...itemErrorResponses(),
+          '413': errorResponse(PAYLOAD_TOO_LARGE),
+          '415': errorResponse(UNSUPPORTED_MEDIA_TYPE),
+          '422': errorResponse(
+            'Request body does not match the schema (for example an unknown dataset), code unprocessable_entity',
+          ),
+        },
+      },
+      delete: {
+        summary: 'Delete data export',
+        description:
+          'Stops exporting to the destination and deletes its run history. Files already written stay in the bucket.',
+        operationId: 'deleteDataExport',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        responses: {
+          '200': successResponse('Data export deleted', { dataExportId: { type: 'string' } }),
+          ...itemErrorResponses(),
+        },
+      },
+    },
+    '/data-exports/{id}/test': {
+      post: {
+        summary: 'Test data export connection',
+        description: 'Writes a small test file with the stored credentials.',
+        operationId: 'testDataExport',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        responses: {
+          '200': successResponse('Test file written', { testedAt: { type: 'string', format: 'date-time' } }),
+          '400': errorResponse('The test write failed (code connection_failed)'),
+          ...itemErrorResponses(),
+        },
+      },
+    },
+    '/data-exports/{id}/run': {
+      post: {
+        summary: 'Run data export now',
+        description:
+          'Queues an export immediately instead of waiting for the schedule. If a run is already queued or running, no second run starts.',
+        operationId: 'runDataExport',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        responses: {
+          '200': successResponse('Export queued', {
+            queued: { type: 'boolean', example: true },
+            dataExport: DATA_EXPORT_REF,
+          }),
+          ...itemErrorResponses(),
+          '409': errorResponse('The data export is paused (code destination_disabled)'),
+        },
+      },
+    },
+    '/data-exports/{id}/runs': {
+      get: {
+        summary: 'List data export runs',
+        description: 'Lists recent runs from the last 14 days, newest first.',
+        operationId: 'listDataExportRuns',
+        tags: ['Data Exports'],
+        parameters: [
+          ID_PARAMETER,
+          {
+            name: 'limit',
+            in: 'query',
+            required: false,
+            schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+          },
+        ],
+        responses: {
+          '200': successResponse('Runs returned', {
+            runs: { type: 'array', items: { $ref: '#/components/schemas/DataExportRun' } },
+          }),
+          '400': errorResponse('limit is not an integer from 1 to 100 (code invalid_input)'),
+          ...itemErrorResponses(),
+        },
+      },
+    },
+    '/openapi.json': {
+      get: {
+        summary: 'Get this OpenAPI document',
+        description:
+          'Returns this document as JSON. Needs no API key. Cacheable: send If-None-Match with the ETag to get 304 when it has not changed.',
+        operationId: 'getOpenApiDocument',
+        tags: ['Meta'],
+        security: [],
+        responses: {
+          '200': {
+            description: 'The OpenAPI document',
+            headers: { ETag: { schema: { type: 'string' } } },
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  properties: {
+                    openapi: { type: 'string' },
+                    info: { type: 'object' },
+                    paths: { type: 'object' },
+                  },
+                  required: ['openapi', 'info', 'paths'],
+                },
+              },
+            },
+          },
+          '304': { description: 'The document has not changed since the ETag sent in If-None-Match' },
+        },
+      },
+    },
+  },
+  components: {
+    headers: {
+      RetryAfter: {
+        description: 'Number of seconds to wait before retrying the request.',
+        schema: { type: 'integer', minimum: 1, example: 1 },
+      },
+    },
+    responses: {
+      TransientDatabaseUnavailable: {
+        description:
+          'The database was temporarily unavailable. The request may be retried after the delay in Retry-After.',
+        headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/Error' },
+            example: {
+              success: false,
+              error: 'The service could not reach its database for a moment. Retry the request.',
+              code: 'SERVICE_UNAVAILABLE',
+            },
+          },
+        },
+      },
+      InternalError: {
+        description:
+          'An unexpected error. The message is always generic; the details are in the service logs, never in the response.',
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/Error' },
+            example: { success: false, error: 'Internal error', code: 'internal_error', retryable: true },
+          },
+        },
+      },
+    },
+    schemas: {
+      DataExport: {
+        type: 'object',
+        description: 'A bucket that workspace data is streamed to as gzipped JSON lines.',
+        properties: {
+          id: { type: 'string' },
+          name: { type: 'string' },
+          provider: { type: 'string', enum: PROVIDER_ENUM },
+          bucket: { type: 'string' },
+          region: { type: 'string' },
+          endpoint: { type: ['string', 'null'] },
+          pathPrefix: { type: 'string' },
+          accessKeyId: {
+            type: 'string',
+            description: 'Masked access key ID, for example AKIA…WXYZ. The secret is never returned.',
+          },
+          datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
+          frequency: { type: 'string', enum: FREQUENCY_ENUM },
+          isEnabled: { type: 'boolean' },
+          status: {
+            type: 'string',
+            enum: ['idle', 'queued', 'running', 'failed'],
+            description: 'failed means the last run failed; it retries automatically with backoff.',
+          },
+          startFrom: { type: 'string', format: 'date-time' },
+          exportedThrough: {
+            type: 'object',
+            description:
+              'Per dataset. Event datasets: everything recorded up to this timestamp has been written. subscribers: date of the last complete snapshot. null until the first export of that dataset.',
+            additionalProperties: { type: ['string', 'null'] },
+          },
+          nextRunAt: { type: ['string', 'null'], format: 'date-time' },
+          lastRunAt: { type: ['string', 'null'], format: 'date-time' },
+          lastSuccessAt: { type: ['string', 'null'], format: 'date-time' },
+          lastError: { type: ['string', 'null'] },
+          lastErrorAt: { type: ['string', 'null'], format: 'date-time' },
+          consecutiveFailures: { type: 'integer' },
+          totalRowsExported: { type: 'integer' },
+          createdAt: { type: 'string', format: 'date-time' },
+          updatedAt: { type: 'string', format: 'date-time' },
+        },
+      },
+      Error: {
+        type: 'object',
+        properties: {
+          success: { type: 'boolean', example: false },
+          error: { type: 'string', example: 'Error message' },
+          code: {
+            type: 'string',
+            description:
+              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); internal_error (500); SERVICE_UNAVAILABLE (503).',
+          },
+          retryable: {
+            type: 'boolean',
+            description: 'Whether retrying the request can recover from the error.',
+          },
+          issues: {
+            type: 'array',
+            description:
+              'Field-level problems with the request, when the endpoint reports them. Up to ten entries; `error` summarizes the first three.',
+            items: { $ref: '#/components/schemas/InputIssue' },
+          },
+        },
+        required: ['error'],
+      },
+      InputIssue: {
+        type: 'object',
+        properties: {
+          path: {
+            type: 'string',
+            description:
+              'Dotted field path, such as `audience.subscriberIds[0]`. Empty when the problem is with the request body itself.',
+          },
+          message: { type: 'string', description: 'What is wrong with the field.' },
+          allowedValues: {
+            type: 'array',
+            description: 'Accepted values when the field only takes a fixed set of values.',
+            items: {},
+          },
+        },
+        required: ['path', 'message'],
+      },
+      DataExportRun: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' },
+          destinationId: { type: 'string' },
+          status: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
+          isManual: { type: 'boolean' },
+          rowCount: { type: 'integer' },
+          fileCount: { type: 'integer' },
+          byteCount: { type: 'integer' },
+          stats: {
+            type: 'object',
+            description: 'Per-dataset rows, files, bytes and the window exported.',
+            additionalProperties: {
+              type: 'object',
+              properties: {
+                rows: { type: 'integer' },
+                files: { type: 'integer' },
+                bytes: { type: 'integer' },
+                fromMs: {
+                  type: 'integer',
+                  description: 'Event datasets: start of the window exported, in epoch ms, exclusive.',
+                },
+                toMs: {
+                  type: 'integer',
+                  description: 'Event datasets: end of the window exported, in epoch ms, inclusive.',
+                },
+                snapshotDate: {
+                  type: 'string',
+                  format: 'date',
+                  description: 'subscribers: the UTC day of the snapshot written.',
+                },
+              },
+            },
+          },
+          error: { type: ['string', 'null'] },
+          startedAt: { type: 'string', format: 'date-time' },
+          finishedAt: { type: ['string', 'null'], format: 'date-time' },
+        },
+      },
+    },
+    securitySchemes: {
+      bearerAuth: { type: 'http', scheme: 'bearer', description: 'API key passed as Bearer token' },
+    },
+  },
+};

@@ -1,0 +1,344 @@
+import { powertoolsFailureMetrics } from '@sluice/engine';
+import type { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { emfOf, logicalIdOf, type Synthesized, show, synthesize } from './helpers.js';
+
+/**
+ * What a platform team relies on in production (issue 10), asserted in the synthesized templates of a `dev`
+ * stage with the defaults and a `prod` stage configured as docs/deploy.md suggests.
+ */
+const PROD_CONTEXT = {
+  stage: 'prod',
+  account: '123456789012',
+  region: 'eu-west-1',
+  domainName: 'exports.example.com',
+  certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
+  producerAccounts: '222222222222,333333333333',
+  apiRateLimit: '200',
+  reservedConcurrency: 'writer=20,ingest=5',
+  maxReadRequestUnits: '4000',
+  maxWriteRequestUnits: '2000',
+};
+
+type Resource = { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string };
+
+const stages: Record<'dev' | 'prod', Synthesized> = {} as Record<'dev' | 'prod', Synthesized>;
+beforeAll(() => {
+  stages.dev = synthesize();
+  stages.prod = synthesize(PROD_CONTEXT);
+});
+
+function resourcesOf(template: Template, type: string): Record<string, Resource> {
+  return template.findResources(type) as Record<string, Resource>;
+}
+
+/** An alarm's resource, by its key in `observability.alarms`. */
+function alarmOf(built: Synthesized, name: string): Resource {
+  const alarm = built.stateless.observability.alarms[name];
+  if (!alarm) throw new Error(`no alarm ${name}`);
+  return built.statelessTemplate.toJSON().Resources[logicalIdOf(alarm)] as Resource;
+}
+
+/** Every metric an alarm reads: `{ namespace, name, dimensions, stat }`. */
+function alarmMetrics(
+  alarm: Resource,
+): { namespace: string; name: string; dimensions: Record<string, unknown>; stat: string }[] {
+  const props = alarm.Properties as {
+    Namespace?: string;
+    MetricName?: string;
+    Dimensions?: { Name: string; Value: unknown }[];
+    Statistic?: string;
+    Metrics?: {
+      MetricStat?: {
+        Metric: { Namespace: string; MetricName: string; Dimensions?: { Name: string; Value: unknown }[] };
+        Stat: string;
+      };
+    }[];
+  };
+  const dims = (list: { Name: string; Value: unknown }[] = []) =>
+    Object.fromEntries(list.map((d) => [d.Name, d.Value]));
+  if (props.MetricName) {
+    return [
+      {
+        namespace: props.Namespace!,
+        name: props.MetricName,
+        dimensions: dims(props.Dimensions),
+        stat: props.Statistic ?? '',
+      },
+    ];
+  }
+  return (props.Metrics ?? []).flatMap((m) =>
+    m.MetricStat
+      ? [
+          {
+            namespace: m.MetricStat.Metric.Namespace,
+            name: m.MetricStat.Metric.MetricName,
+            dimensions: dims(m.MetricStat.Metric.Dimensions),
+            stat: m.MetricStat.Stat,
+          },
+        ]
+      : [],
+  );
+}
+
+describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
+  const built = () => stages[stage];
+  const stateless = () => built().statelessTemplate;
+  const stateful = () => built().statefulTemplate;
+
+  describe('ingest loses nothing', () => {
+    it('retries a failed event twice, then sends it with its error to the dead-letter queue', () => {
+      // Act
+      const [config] = Object.values(resourcesOf(stateless(), 'AWS::Lambda::EventInvokeConfig'));
+      const queueId = logicalIdOf(built().stateless.ingestDeadLetters);
+
+      // Assess
+      expect(config?.Properties).toMatchObject({
+        FunctionName: { Ref: logicalIdOf(built().stateless.functions.ingest) },
+        MaximumRetryAttempts: 2,
+        MaximumEventAgeInSeconds: 6 * 3600,
+        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
+      });
+    });
+
+    it('sends events EventBridge cannot deliver to the same queue, which holds 14 days of 1 MiB messages', () => {
+      // Act
+      const queueId = logicalIdOf(built().stateless.ingestDeadLetters);
+      const queue = stateless().toJSON().Resources[queueId] as Resource;
+      const rule = Object.values(resourcesOf(stateless(), 'AWS::Events::Rule')).find(
+        (r) => r.Properties.EventBusName !== undefined,
+      );
+
+      // Assess
+      expect(queue.Properties).toMatchObject({
+        MessageRetentionPeriod: 14 * 86_400,
+        MaximumMessageSize: 1_048_576,
+        SqsManagedSseEnabled: true,
+      });
+      expect(queue.DeletionPolicy).toBe('Retain');
+      expect(show(rule?.Properties.Targets)).toContain(
+        `"DeadLetterConfig":{"Arn":{"Fn::GetAtt":["${queueId}","Arn"]}}`,
+      );
+    });
+
+    it('alarms on ingest errors and on any message in the queue, and outputs the queue URL', () => {
+      // Act
+      const errors = alarmMetrics(alarmOf(built(), 'IngestErrors'));
+      const letters = alarmMetrics(alarmOf(built(), 'IngestDeadLetters'));
+      const outputs = stateless().toJSON().Outputs as Record<string, { Value: unknown }>;
+
+      // Assess
+      expect(errors).toEqual([
+        {
+          namespace: 'AWS/Lambda',
+          name: 'Errors',
+          dimensions: { FunctionName: { Ref: logicalIdOf(built().stateless.functions.ingest) } },
+          stat: 'Sum',
+        },
+      ]);
+      expect(letters[0]).toMatchObject({ namespace: 'AWS/SQS', name: 'ApproximateNumberOfMessagesVisible' });
+      expect(show(outputs.IngestDeadLetterQueueUrl?.Value)).toContain(
+        logicalIdOf(built().stateless.ingestDeadLetters),
+      );
+      expect(outputs.EventLogRetentionDays?.Value).toBe('35');
+    });
+  });
+
+  describe('producers', () => {
+    it('takes only workspace sources on the ingest rule, from this account and the producer accounts', () => {
+      // Act
+      const rule = Object.values(resourcesOf(stateless(), 'AWS::Events::Rule')).find(
+        (r) => r.Properties.EventBusName !== undefined,
+      );
+
+      // Assess
+      expect(rule?.Properties.EventPattern).toEqual({
+        account: stage === 'prod' ? ['123456789012', '222222222222', '333333333333'] : ['111111111111'],
+        source: [{ prefix: 'sluice.workspace.' }],
+        'detail-type': ['sluice.events', 'sluice.subscribers'],
+      });
+    });
+
+    it('retains the bus and outputs its ARN', () => {
+      // Act
+      const bus = stateful().toJSON().Resources.EventBus as Resource & { UpdateReplacePolicy?: string };
+
+      // Assess
+      expect(bus.DeletionPolicy).toBe('Retain');
+      expect(bus.UpdateReplacePolicy).toBe('Retain');
+      expect(show(stateful().toJSON().Outputs.EventBusArn.Value)).toContain('EventBus');
+    });
+
+    it('lets producer accounts put events on the bus under workspace sources only (prod); no policy without them', () => {
+      // Act
+      const policies = Object.values(resourcesOf(stateful(), 'AWS::Events::EventBusPolicy'));
+
+      // Assess
+      if (stage === 'dev') {
+        expect(policies).toEqual([]);
+        return;
+      }
+      expect(policies).toHaveLength(1);
+      expect(policies[0]?.Properties.Statement).toMatchObject({
+        Sid: 'cdk-ProducerAccountsPutWorkspaceEvents',
+        Effect: 'Allow',
+        Action: 'events:PutEvents',
+        Principal: { AWS: ['arn:aws:iam::222222222222:root', 'arn:aws:iam::333333333333:root'] },
+        Condition: { StringLike: { 'events:source': 'sluice.workspace.*' } },
+      });
+    });
+  });
+
+  describe('alarms an operator can act on', () => {
+    it('pages for no customer-caused failure: no alarm reads failed ExportRun executions or writer errors', () => {
+      // Act
+      const read = Object.keys(built().stateless.observability.alarms).flatMap((name) =>
+        alarmMetrics(alarmOf(built(), name)).map((m) => `${m.namespace}/${m.name} ${show(m.dimensions)}`),
+      );
+      const writerId = logicalIdOf(built().stateless.functions.writer);
+      const exportRunId = logicalIdOf(built().stateless.exportRun.stateMachine);
+
+      // Assess
+      expect(read.filter((m) => m.includes(writerId))).toEqual([]);
+      expect(
+        read.filter((m) => m.startsWith('AWS/States/ExecutionsFailed') && m.includes(exportRunId)),
+      ).toEqual([]);
+      expect(alarmMetrics(alarmOf(built(), 'SluiceRunFailures'))).toEqual([
+        {
+          namespace: 'Sluice',
+          name: 'RunsFailed',
+          dimensions: { Cause: 'sluice', Stage: stage, service: 'sluice-engine' },
+          stat: 'Sum',
+        },
+      ]);
+    });
+
+    it('watches the dimensions the engine publishes RunsFailed under, with the cause it classifies', () => {
+      // Act
+      const [sluiceFailure, customerFailure] = emfOf(() => {
+        const metrics = powertoolsFailureMetrics({ stage });
+        metrics.recordFailure('States.Timeout');
+        metrics.recordFailure('BucketAccessDenied');
+      });
+      const alarmed = alarmMetrics(alarmOf(built(), 'SluiceRunFailures'))[0]!.dimensions;
+
+      // Assess
+      const { _aws, RunsFailed, errorName, ...dimensions } = sluiceFailure as Record<string, unknown>;
+      expect(dimensions).toEqual(alarmed);
+      expect(RunsFailed).toBe(1);
+      expect(errorName).toBe('States.Timeout');
+      expect(customerFailure).toMatchObject({ Cause: 'destination', Stage: stage });
+    });
+
+    it('notices Dispatch not running: missing data breaches', () => {
+      // Act
+      const alarm = alarmOf(built(), 'DispatchNotRunning');
+
+      // Assess
+      expect(alarm.Properties).toMatchObject({
+        Namespace: 'AWS/States',
+        MetricName: 'ExecutionsSucceeded',
+        Dimensions: [
+          { Name: 'StateMachineArn', Value: { Ref: logicalIdOf(built().stateless.dispatch.stateMachine) } },
+        ],
+        ComparisonOperator: 'LessThanThreshold',
+        Threshold: 1,
+        TreatMissingData: 'breaching',
+      });
+    });
+
+    it('counts throttles on the due index as well as on every table', () => {
+      // Act
+      const metrics = alarmMetrics(alarmOf(built(), 'DynamoDbThrottles'));
+      const onDueIndex = metrics.filter((m) => m.dimensions.GlobalSecondaryIndexName === 'due');
+
+      // Assess
+      expect(onDueIndex.map((m) => m.name).sort()).toEqual(['ReadThrottleEvents', 'WriteThrottleEvents']);
+      expect(show(onDueIndex[0]?.dimensions.TableName)).toContain('ControlTable');
+      expect(metrics).toHaveLength(8);
+    });
+
+    it('puts the stage dimension on every engine metric an alarm reads', () => {
+      // Act
+      const engine = Object.keys(built().stateless.observability.alarms)
+        .flatMap((name) => alarmMetrics(alarmOf(built(), name)))
+        .filter((m) => m.namespace === 'Sluice');
+
+      // Assess
+      expect(engine.length).toBeGreaterThan(0);
+      expect(engine.every((m) => m.dimensions.Stage === stage)).toBe(true);
+    });
+  });
+
+  describe('costs and limits', () => {
+    it('logs the state machines at ALL in dev and ERROR in prod', () => {
+      // Act
+      const levels = Object.values(resourcesOf(stateless(), 'AWS::StepFunctions::StateMachine')).map(
+        (m) => (m.Properties.LoggingConfiguration as { Level: string }).Level,
+      );
+
+      // Assess
+      expect(levels).toEqual(stage === 'prod' ? ['ERROR', 'ERROR'] : ['ALL', 'ALL']);
+    });
+
+    it('traces every function, and reserves concurrency only where the setting says', () => {
+      // Act
+      const functions = Object.entries(built().stateless.functions).map(([name, f]) => ({
+        name,
+        props: (stateless().toJSON().Resources[logicalIdOf(f)] as Resource).Properties,
+      }));
+
+      // Assess
+      expect(functions.every((f) => show(f.props.TracingConfig) === '{"Mode":"Active"}')).toBe(true);
+      expect(
+        Object.fromEntries(
+          functions
+            .filter((f) => f.props.ReservedConcurrentExecutions !== undefined)
+            .map((f) => [f.name, f.props.ReservedConcurrentExecutions]),
+        ),
+      ).toEqual(stage === 'prod' ? { writer: 20, ingest: 5 } : {});
+    });
+
+    it('throttles the API stage as set', () => {
+      // Assess
+      stateless().hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+        DefaultRouteSettings:
+          stage === 'prod'
+            ? { ThrottlingRateLimit: 200, ThrottlingBurstLimit: 200 }
+            : { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
+      });
+    });
+
+    it('caps on-demand throughput of each table and index when set (prod)', () => {
+      // Act
+      const tables = Object.values(resourcesOf(stateful(), 'AWS::DynamoDB::Table'));
+      const due = (
+        tables.find((t) => t.Properties.GlobalSecondaryIndexes)?.Properties.GlobalSecondaryIndexes as
+          | {
+              OnDemandThroughput?: unknown;
+            }[]
+          | undefined
+      )?.[0];
+
+      // Assess
+      expect(tables).toHaveLength(3);
+      const expected =
+        stage === 'prod' ? { MaxReadRequestUnits: 4000, MaxWriteRequestUnits: 2000 } : undefined;
+      for (const table of tables) expect(table.Properties.OnDemandThroughput).toEqual(expected);
+      expect(due?.OnDemandThroughput).toEqual(expected);
+    });
+
+    it('closes the execute-api endpoint when a custom domain is set (prod)', () => {
+      // Act
+      const [api] = Object.values(resourcesOf(stateless(), 'AWS::ApiGatewayV2::Api'));
+
+      // Assess
+      expect(api?.Properties.DisableExecuteApiEndpoint).toBe(stage === 'prod' ? true : undefined);
+    });
+  });
+
+  it('protects the stateful stack from termination by default', () => {
+    // Assess
+    expect(built().stateful.terminationProtection).toBe(true);
+  });
+});
