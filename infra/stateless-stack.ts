@@ -261,16 +261,20 @@ export class StatelessStack extends Stack {
         timeout: Duration.seconds(60),
       },
     );
-    // Leases (put, conditional delete), cursors (query; fenced transactions of condition checks and
-    // updates), run records (put, update) and the destination's run state (update).
+    // Leases (put, conditional delete), cursors and window progress (query; fenced transactions of
+    // condition checks and updates; progress deleted in batches once committed), run records (put, update)
+    // and the destination's run state (update).
     useTable(runControlFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
       DDB.get,
       DDB.query,
       DDB.put,
       DDB.update,
       DDB.delete,
+      DDB.batchWrite,
       DDB.conditionCheck,
     ]);
+    // Rows behind the event log's retention are reported lost by the plan: the same retention as ingest.
+    runControlFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
 
     const writerFunction = fn('writer', 'WriterFunction', 'writer', 'functions/writer/handler.ts', {
       description: 'Sluice writer: one (dataset, window) to the customer bucket',
@@ -278,8 +282,13 @@ export class StatelessStack extends Stack {
       memorySize: 1769,
       timeout: Duration.minutes(4),
     });
-    // Reads only: the destination with its cursors (one Query), the window's rows, the snapshot.
-    useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.query]);
+    // The destination with its cursors and window progress (queries), and the progress saved after each
+    // file: a transaction of condition checks (the lease, the destination) and a put.
+    useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
+      DDB.query,
+      DDB.put,
+      DDB.conditionCheck,
+    ]);
     useTable(writerFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);
     useTable(writerFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.query]);
     // The writer opens the destination's secret; it never seals one.
@@ -290,13 +299,14 @@ export class StatelessStack extends Stack {
       memorySize: 512,
       timeout: Duration.seconds(60),
     });
-    // The due index, destinations and cursors (queries), the lease (get), and settling a destination with
-    // nothing new: fenced cursor advance (condition checks, updates), nextRunAt and run state (updates).
+    // The due index, destinations and cursors (queries), the lease (get), settling a run that died holding
+    // its lease (run record update; lease delete with the destination's update, one transaction), and
+    // settling a destination with nothing new: fenced cursor advance (condition checks, updates), nextRunAt and run state (updates).
     useTable(
       dispatchFunction,
       'SLUICE_CONTROL_TABLE',
       props.controlTable,
-      [DDB.get, DDB.query, DDB.update, DDB.conditionCheck],
+      [DDB.get, DDB.query, DDB.update, DDB.delete, DDB.conditionCheck],
       ['due'],
     );
     useTable(dispatchFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);

@@ -127,6 +127,7 @@ describe('stateless stack: least privilege', () => {
         ownLogGroup: LOGS,
         '*': XRAY,
         control: [
+          'dynamodb:BatchWriteItem',
           'dynamodb:ConditionCheckItem',
           'dynamodb:DeleteItem',
           'dynamodb:GetItem',
@@ -141,7 +142,7 @@ describe('stateless stack: least privilege', () => {
       {
         ownLogGroup: LOGS,
         '*': XRAY,
-        control: ['dynamodb:Query'],
+        control: ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
         secretsKey: ['kms:Decrypt'],
@@ -152,7 +153,13 @@ describe('stateless stack: least privilege', () => {
       {
         ownLogGroup: LOGS,
         '*': XRAY,
-        control: ['dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+        control: [
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
         'control/index/due': ['dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],

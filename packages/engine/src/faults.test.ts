@@ -1,0 +1,378 @@
+import { randomUUID } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  ControlStore,
+  CursorStore,
+  documentClient,
+  LeaseStore,
+  RunStore,
+  runsPk,
+  workspacePk,
+} from '@sluice/control';
+import {
+  type Destination,
+  HOUR_MS,
+  newDestination,
+  snapshotFileKey,
+  snapshotSuccessKey,
+  startOfUtcDay,
+  utcDate,
+} from '@sluice/core';
+import { EventLogReader, EventLogWriter, type EventSource, generateEvents } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { commitRun } from './commit.js';
+import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import type { ExpiredRowsFigures } from './metrics.js';
+import type { ItemResult, RunRef, WorkItem } from './payloads.js';
+import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
+import { EXPIRED_RUN_MESSAGE, settleExpiredRun } from './settle.js';
+import { writeWindow } from './write.js';
+
+/**
+ * The fault matrix of the export engine, on DynamoDB Local and the local bucket: each case ends with the
+ * rows in the bucket exactly once per window, a contiguous cursor, and nothing left `running`.
+ */
+
+const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
+const BUCKET = 'local-exports';
+const s3 = new S3Client({
+  endpoint,
+  region: 'us-east-1',
+  forcePathStyle: true,
+  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  requestChecksumCalculation: 'WHEN_REQUIRED',
+  responseChecksumValidation: 'WHEN_REQUIRED',
+});
+const controlStore = new ControlStore();
+const cursorStore = new CursorStore();
+const leaseStore = new LeaseStore();
+const runStore = new RunStore();
+const sealer = new SecretSealer();
+const workspaceId = `ws_${randomUUID()}`;
+const MIDNIGHT = startOfUtcDay(Date.now());
+/** Two hours of hourly windows before NOW's limit, 3,000 custom events in them. */
+const START = MIDNIGHT - 2 * HOUR_MS;
+const NOW = MIDNIGHT + 5 * 60_000;
+const LIMIT = MIDNIGHT - 1;
+const EVENTS = 3_000;
+const expired: ExpiredRowsFigures[] = [];
+
+function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
+  return {
+    controlStore,
+    cursors: cursorStore,
+    leases: leaseStore,
+    runs: runStore,
+    sealer,
+    eventSource: new EventLogReader(),
+    bucketWriterFactory: defaultBucketWriterFactory,
+    metrics: { recordRun: () => undefined, recordExpiredRows: (f) => expired.push(f) },
+    now: () => new Date(NOW),
+    ...overrides,
+  };
+}
+
+async function createDestination(overrides: Partial<Destination> = {}): Promise<Destination> {
+  const id = `exp_${randomUUID().replaceAll('-', '')}`;
+  return controlStore.createDestination({
+    ...newDestination({
+      workspaceId,
+      id,
+      name: 'Fault matrix',
+      provider: 's3',
+      bucket: BUCKET,
+      region: 'us-east-1',
+      endpoint,
+      pathPrefix: `engine-faults/${id}`,
+      accessKeyId: 'S3RVER',
+      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
+      datasets: overrides.datasets ?? ['custom_events'],
+      frequency: 'hourly',
+      startFrom: new Date(START).toISOString(),
+      now: new Date(START),
+    }),
+    status: 'idle',
+    manualRunQueued: false,
+    exportedThrough: {},
+    nextRunAt: null,
+    ...overrides,
+  });
+}
+
+async function listKeys(prefix: string): Promise<string[]> {
+  const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${prefix}/` }));
+  return (page.Contents ?? []).map((object) => object.Key as string).sort();
+}
+
+async function readLines(key: string): Promise<string[]> {
+  const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+  const bytes = await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray();
+  return gunzipSync(bytes).toString('utf8').split('\n').filter(Boolean);
+}
+
+/** Every row id in the event files of a prefix, with how often it appears. */
+async function eventIds(prefix: string): Promise<Map<string, number>> {
+  const ids = new Map<string, number>();
+  for (const key of (await listKeys(prefix)).filter((k) => k.includes('/custom_events/'))) {
+    for (const line of await readLines(key)) {
+      const id = (JSON.parse(line) as { id: string }).id;
+      ids.set(id, (ids.get(id) ?? 0) + 1);
+    }
+  }
+  return ids;
+}
+
+async function claim(destination: Destination, nowMs = NOW, overrides: Partial<EngineDeps> = {}) {
+  const planned = await claimAndPlan(
+    { workspaceId, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+    deps({ now: () => new Date(nowMs), ...overrides }),
+  );
+  if (planned.outcome !== 'planned') throw new Error(`skipped: ${planned.reason}`);
+  return { run: planned.run as RunRef, items: planned.items as WorkItem[] };
+}
+
+/** A whole run in-process, the Map's per-item Catch included. */
+async function runOnce(destination: Destination, nowMs = NOW, overrides: Partial<EngineDeps> = {}) {
+  const { run, items } = await claim(destination, nowMs, overrides);
+  const results: ItemResult[] = [];
+  for (const item of items) {
+    results.push(
+      await writeWindow({ run, item }, deps({ now: () => new Date(nowMs), ...overrides })).catch(
+        (error: Error) => ({
+          status: 'failed' as const,
+          item,
+          error: {
+            Error: error.name,
+            Cause: JSON.stringify({ errorType: error.name, errorMessage: error.message }),
+          },
+        }),
+      ),
+    );
+  }
+  const committed = await commitRun({ run, results }, deps({ now: () => new Date(nowMs), ...overrides }));
+  return { run, items, results, committed };
+}
+
+const runKeyOf = (run: RunRef) => ({
+  workspaceId: run.workspaceId,
+  destinationId: run.destinationId,
+  id: run.runId,
+  startedAt: run.startedAt,
+});
+
+beforeAll(async () => {
+  const events = [
+    ...generateEvents({
+      count: EVENTS,
+      workspaceId,
+      seed: 5,
+      from: START,
+      to: LIMIT - 60_000,
+      mix: { custom_events: 1 },
+    }),
+  ];
+  const result = await new EventLogWriter({ explicitRecordedAt: 'unchecked' }).ingestEvents(
+    workspaceId,
+    events,
+  );
+  expect(result.accepted).toBe(EVENTS);
+}, 120_000);
+
+describe('the fault matrix', () => {
+  it('an execution that dies after writing (timeout, lost invocation): settled when its lease expires, then resumed', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    await writeWindow({ run, item: items[0] as WorkItem }, deps());
+    // Act 1: no Commit, no RecordFailure; the lease expires and dispatch (or the next claim) settles it
+    const lease = await leaseStore.get(workspaceId, destination.id);
+    expect(lease).toBeDefined();
+    const later = NOW + LEASE_DURATION_MS + 60_000;
+    expect(await settleExpiredRun(lease!, deps({ now: () => new Date(later) }) as EngineDeps)).toBe(true);
+    // Assess 1
+    expect(await runStore.get(runKeyOf(run))).toMatchObject({ status: 'failed', error: EXPIRED_RUN_MESSAGE });
+    expect(await controlStore.getDestination(workspaceId, destination.id)).toMatchObject({
+      status: 'failed',
+      consecutiveFailures: 1,
+      lastError: EXPIRED_RUN_MESSAGE,
+    });
+    expect(await leaseStore.get(workspaceId, destination.id)).toBeUndefined();
+    // A second settle of the same death changes nothing.
+    expect(await settleExpiredRun(lease!, deps({ now: () => new Date(later) }) as EngineDeps)).toBe(false);
+    expect((await controlStore.getDestination(workspaceId, destination.id))?.consecutiveFailures).toBe(1);
+    // Act 2: the next run
+    const next = await runOnce(destination, later);
+    // Assess 2: every row once, the cursor at the limit, nothing running
+    expect(next.committed.status).toBe('succeeded');
+    const ids = await eventIds(destination.pathPrefix);
+    expect(ids.size).toBe(EVENTS);
+    expect([...ids.values()].every((n) => n === 1)).toBe(true);
+    expect((await cursorStore.get(workspaceId, destination.id)).get('custom_events')?.exportedThroughMs).toBe(
+      LIMIT,
+    );
+    expect(await controlStore.getDestination(workspaceId, destination.id)).toMatchObject({
+      status: 'idle',
+      consecutiveFailures: 0,
+    });
+  }, 120_000);
+
+  it('a Commit retried (a transient error after it wrote, a duplicate): the same outcome, counts kept', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    const results = [] as ItemResult[];
+    for (const item of items) results.push(await writeWindow({ run, item }, deps()));
+    // Act
+    const first = await commitRun({ run, results }, deps());
+    const recorded = await runStore.get(runKeyOf(run));
+    const again = await commitRun({ run, results }, deps());
+    const late = await commitRun({ run, results: [] }, deps({ now: () => new Date(NOW + HOUR_MS) }));
+    // Assess
+    expect(first).toEqual({ status: 'succeeded', runAgain: false });
+    expect(again).toEqual(first);
+    expect(late).toEqual(first);
+    expect(recorded).toMatchObject({ status: 'succeeded', rowCount: EVENTS });
+    expect(await runStore.get(runKeyOf(run))).toEqual(recorded);
+  }, 120_000);
+
+  it('a RecordFailure of a run that lost its lease cannot mark the destination failed', async () => {
+    // Prepare: run A's lease expired and run B holds the destination now
+    const destination = await createDestination();
+    const a = await claim(destination);
+    const b = await claim(destination, NOW + LEASE_DURATION_MS + 1);
+    const before = await controlStore.getDestination(workspaceId, destination.id);
+    // Act: A's late RecordFailure
+    const { recordFailure } = await import('./failure.js');
+    const outcome = await recordFailure(
+      {
+        workspaceId,
+        destinationId: destination.id,
+        run: a.run,
+        error: { Error: 'States.Timeout', Cause: 'x' },
+      },
+      deps({ now: () => new Date(NOW + LEASE_DURATION_MS + 2) }),
+    );
+    // Assess: B's destination is untouched, B still holds the lease, A's record is failed
+    expect(outcome.nextRunAt).toBeNull();
+    const view = await controlStore.getDestination(workspaceId, destination.id);
+    expect(view?.status).toBe('running');
+    // (B's claim settled A's expired run once; A's own late report counts nothing more.)
+    expect(view?.consecutiveFailures).toBe(before?.consecutiveFailures);
+    expect(view?.lastError).toBe(EXPIRED_RUN_MESSAGE);
+    expect((await leaseStore.get(workspaceId, destination.id))?.runId).toBe(b.run.runId);
+    expect((await runStore.get(runKeyOf(a.run)))?.status).toBe('failed');
+  }, 60_000);
+
+  it('a destination deleted mid-run: no lease, cursor, progress or run record is left behind', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    const first = await writeWindow({ run, item: items[0] as WorkItem }, deps());
+    // Act
+    await controlStore.deleteDestination(workspaceId, destination.id);
+    const rest = await writeWindow({ run, item: items[1] as WorkItem }, deps());
+    const committed = await commitRun({ run, results: [first, rest] }, deps());
+    // Assess
+    expect(rest).toMatchObject({ status: 'stopped', stopReason: 'deleted' });
+    expect(committed).toEqual({ status: 'stopped', runAgain: false });
+    const left = await documentClient.send(
+      new QueryCommand({
+        TableName: process.env.SLUICE_CONTROL_TABLE,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :sk)',
+        ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':sk': `DEST#${destination.id}` },
+      }),
+    );
+    expect(left.Items).toEqual([]);
+    const runs = await documentClient.send(
+      new QueryCommand({
+        TableName: process.env.SLUICE_CONTROL_TABLE,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': runsPk(workspaceId, destination.id) },
+      }),
+    );
+    expect(runs.Items).toEqual([]);
+  }, 60_000);
+
+  it('an export behind the event log retention: the lost span is reported, the cursor moves on', async () => {
+    // Prepare: a retention of one hour; the export starts two hours back
+    const destination = await createDestination();
+    const settings = { settings: { runBudgetMs: 180_000, eventRetentionMs: HOUR_MS } };
+    // Act
+    const { run, committed } = await runOnce(destination, NOW, settings);
+    // Assess
+    expect(committed.status).toBe('succeeded');
+    const lost = expired.filter((f) => f.destinationId === destination.id);
+    expect(lost).toEqual([
+      expect.objectContaining({ dataset: 'custom_events', fromMs: START - 1, toMs: MIDNIGHT - HOUR_MS - 1 }),
+    ]);
+    const record = await runStore.get(runKeyOf(run));
+    expect(record?.error).toMatch(/custom_events from .* left the event log/);
+    const view = await controlStore.getDestination(workspaceId, destination.id);
+    expect(view?.lastError).toBe(record?.error);
+    expect(view?.exportedThrough.custom_events).toBe(new Date(LIMIT).toISOString());
+  }, 60_000);
+
+  it('a snapshot retried with fewer subscribers: no file of the earlier attempt stays readable as data, _SUCCESS last', async () => {
+    // Prepare: 120,000 subscribers (three files), an attempt that crashes after uploading its third file
+    // (before it could save that), then a retry with 90,000.
+    const destination = await createDestination({ datasets: ['subscribers'] });
+    const lines = (count: number) => {
+      const page = { lines: [] as string[], keys: [] as string[] };
+      for (let i = 0; i < count; i++) {
+        page.lines.push(`{"id":"sub_${String(i).padStart(6, '0')}","email":"s${i}@example.com"}`);
+        page.keys.push(`0#sub_${String(i).padStart(6, '0')}`);
+      }
+      return page;
+    };
+    const source = (count: number): EventSource => ({
+      readWindow: async function* () {},
+      hasRowsAfter: async () => false,
+      readSubscribers: async function* (_workspaceId, afterKey) {
+        const page = lines(count);
+        const start = afterKey === undefined ? 0 : page.keys.findIndex((key) => key > afterKey);
+        if (start >= 0 && start < count)
+          yield { lines: page.lines.slice(start), keys: page.keys.slice(start) };
+      },
+    });
+    let uploads = 0;
+    const crashing: BucketWriterFactory = (location, credentials) => {
+      const real = defaultBucketWriterFactory(location, credentials);
+      return {
+        ...real,
+        writeFile: async (key, l, options) => {
+          const file = await real.writeFile(key, l, options);
+          if (++uploads === 3) throw new Error('the writer was lost');
+          return file;
+        },
+      };
+    };
+    const today = utcDate(NOW);
+    const { run, items } = await claim(destination);
+    const snapshot = items.find((item) => item.kind === 'snapshot') as WorkItem;
+    const crashed = await writeWindow(
+      { run, item: snapshot },
+      deps({ eventSource: source(120_000), bucketWriterFactory: crashing }),
+    ).catch((error: Error) => error);
+    expect(crashed).toBeInstanceOf(Error);
+    expect(await listKeys(destination.pathPrefix)).toContain(
+      snapshotFileKey(destination.pathPrefix, today, 2),
+    );
+    // Act: the retry, by the same run (as the workflow's Retry does)
+    const retried = await writeWindow({ run, item: snapshot }, deps({ eventSource: source(90_000) }));
+    const committed = await commitRun({ run, results: [retried] }, deps());
+    // Assess: file 2 holds no line; the data files hold 100,000 lines, each subscriber once; _SUCCESS is there
+    expect(committed.status).toBe('succeeded');
+    const prefix = destination.pathPrefix;
+    expect(await readLines(snapshotFileKey(prefix, today, 2))).toEqual([]);
+    const all = [
+      ...(await readLines(snapshotFileKey(prefix, today, 0))),
+      ...(await readLines(snapshotFileKey(prefix, today, 1))),
+    ];
+    expect(new Set(all).size).toBe(all.length);
+    expect(await listKeys(prefix)).toContain(snapshotSuccessKey(prefix, today));
+    expect((await cursorStore.get(workspaceId, destination.id)).get('subscribers')?.snapshotDate).toBe(today);
+  }, 180_000);
+});
