@@ -1,4 +1,4 @@
-import { eventFileKey, gridStartOf, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
+import { eventFileKey, gridStartOf, spanWindows, splitAtBoundaries, startOfUtcDay } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,14 +195,19 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     expect(results.filter((r) => r.status === 'written')).toHaveLength(1);
     expect(results.filter((r) => r.status === 'stopped').every((r) => r.stopReason === 'paused')).toBe(true);
     const keys = (await h.list(prefix)).map((o) => o.key).filter((k) => k.endsWith('.jsonl.gz'));
-    expect(keys).toEqual([eventFileKey(prefix, firstItem!.dataset, firstItem as never, 0)]);
+    // The first item is a span of hourly windows: one file for each of its windows holding rows.
+    const dataset = firstItem!.dataset as 'email_events' | 'custom_events';
+    const expected = spanWindows(firstItem as never)
+      .filter((w) => recorded[dataset].some((ms) => ms > w.fromMs && ms <= w.toMs))
+      .map((w) => eventFileKey(prefix, dataset, w, 0));
+    expect(keys).toEqual(expected.sort());
     const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
     expect(view.isEnabled).toBe(false);
     expect(view.consecutiveFailures).toBe(0);
     // Only the written window may be behind a cursor; nothing beyond it.
     const through = view.exportedThrough as Record<string, string | null>;
     for (const [dataset, value] of Object.entries(through)) {
-      if (dataset === firstItem!.dataset && firstItem!.fromMs === startFromMs) {
+      if (dataset === firstItem!.dataset && firstItem!.fromMs === gridStartOf(startFromMs, HOUR_MS)) {
         expect(value === null || Date.parse(value) === firstItem!.toMs).toBe(true);
       } else {
         expect(value).toBeNull();

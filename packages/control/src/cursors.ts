@@ -203,10 +203,16 @@ export class CursorStore {
   /**
    * Advances cursors (new position and remaining planned work) in one transaction fenced by the lease (or
    * by "no live lease", for the dispatcher) and by each cursor's expected old position, so of two
-   * executions at most one moves a cursor. Returns false when the fence or an expected position fails.
+   * executions at most one moves a cursor. `alsoWrite` items (the run record's outcome) go in the same
+   * transaction. Returns false when the fence, an expected position or an item's condition fails.
    */
-  advance(fence: LeaseFence, writes: CursorWrite[], now: Date): Promise<boolean> {
-    return this.write(fence, writes, now);
+  advance(
+    fence: LeaseFence,
+    writes: CursorWrite[],
+    now: Date,
+    alsoWrite: TransactItem[] = [],
+  ): Promise<boolean> {
+    return this.write(fence, writes, now, alsoWrite);
   }
 
   /** Every window progress of a destination, keyed by {@link progressKey}. Consistent read. */
@@ -303,12 +309,18 @@ export class CursorStore {
     return items;
   }
 
-  private async write(fence: LeaseFence, writes: CursorWrite[], now: Date): Promise<boolean> {
-    if (writes.length === 0) return this.fenceHolds(fence);
+  private async write(
+    fence: LeaseFence,
+    writes: CursorWrite[],
+    now: Date,
+    alsoWrite: TransactItem[] = [],
+  ): Promise<boolean> {
+    if (writes.length === 0 && alsoWrite.length === 0) return this.fenceHolds(fence);
     const { workspaceId, destinationId } = fencedDestination(fence);
     const pk = workspacePk(workspaceId);
     const items: TransactItem[] = [leaseCondition(this.table.tableName, fence)];
     for (const write of writes) items.push(this.cursorUpdate(pk, destinationId, write, now));
+    items.push(...alsoWrite);
     return (await transact(this.table, items)) === true;
   }
 

@@ -9,7 +9,7 @@ import {
 } from './client.js';
 import { isKeySafeId, oldestRunSk, runExpiresAt, runSk, runsPk } from './items.js';
 import { type LeaseFence, leaseCondition } from './leases.js';
-import { transact } from './transactions.js';
+import { type TransactItem, transact } from './transactions.js';
 
 /** The statuses of a run, as the API reports them. */
 export const RUN_STATUSES = ['running', 'succeeded', 'failed'] as const;
@@ -193,41 +193,55 @@ export class RunStore {
     options: { createIfMissing?: boolean } = {},
   ): Promise<boolean> {
     try {
-      await this.table.client.send(
-        new UpdateCommand({
-          TableName: this.table.tableName,
-          Key: { PK: runsPk(key.workspaceId, key.destinationId), SK: runSk(key.startedAt, key.id) },
-          UpdateExpression:
-            'SET id = :id, destinationId = :destinationId, workspaceId = :workspaceId, startedAt = :startedAt, ' +
-            'isManual = if_not_exists(isManual, :isManual), #status = :status, rowCount = :rowCount, ' +
-            'fileCount = :fileCount, byteCount = :byteCount, stats = :stats, #error = :error, ' +
-            'finishedAt = :finishedAt, expiresAt = :expiresAt',
-          ConditionExpression: options.createIfMissing
-            ? 'attribute_not_exists(PK) OR #status = :running'
-            : '#status = :running',
-          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
-          ExpressionAttributeValues: {
-            ':id': key.id,
-            ':destinationId': key.destinationId,
-            ':workspaceId': key.workspaceId,
-            ':startedAt': key.startedAt,
-            ':isManual': key.isManual ?? false,
-            ':status': outcome.status,
-            ':running': 'running',
-            ':rowCount': outcome.rowCount,
-            ':fileCount': outcome.fileCount,
-            ':byteCount': outcome.byteCount,
-            ':stats': outcome.stats,
-            ':error': outcome.error,
-            ':finishedAt': outcome.finishedAt,
-            ':expiresAt': runExpiresAt(key.startedAt),
-          },
-        }),
-      );
+      await this.table.client.send(new UpdateCommand(this.finishUpdate(key, outcome, options)));
       return true;
     } catch (error) {
       if (isConditionFailed(error)) return false;
       return mapDynamoError(error);
     }
+  }
+
+  /**
+   * The update of {@link finish} as a transaction item, so a run's outcome can be written together with the
+   * cursor moves it reports (Commit): a retry then never reports the same windows as zero rows.
+   */
+  finishItem(key: RunKey & { isManual?: boolean }, outcome: RunOutcome): TransactItem {
+    return { Update: this.finishUpdate(key, outcome, {}) };
+  }
+
+  private finishUpdate(
+    key: RunKey & { isManual?: boolean },
+    outcome: RunOutcome,
+    options: { createIfMissing?: boolean },
+  ) {
+    return {
+      TableName: this.table.tableName,
+      Key: { PK: runsPk(key.workspaceId, key.destinationId), SK: runSk(key.startedAt, key.id) },
+      UpdateExpression:
+        'SET id = :id, destinationId = :destinationId, workspaceId = :workspaceId, startedAt = :startedAt, ' +
+        'isManual = if_not_exists(isManual, :isManual), #status = :status, rowCount = :rowCount, ' +
+        'fileCount = :fileCount, byteCount = :byteCount, stats = :stats, #error = :error, ' +
+        'finishedAt = :finishedAt, expiresAt = :expiresAt',
+      ConditionExpression: options.createIfMissing
+        ? 'attribute_not_exists(PK) OR #status = :running'
+        : '#status = :running',
+      ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+      ExpressionAttributeValues: {
+        ':id': key.id,
+        ':destinationId': key.destinationId,
+        ':workspaceId': key.workspaceId,
+        ':startedAt': key.startedAt,
+        ':isManual': key.isManual ?? false,
+        ':status': outcome.status,
+        ':running': 'running',
+        ':rowCount': outcome.rowCount,
+        ':fileCount': outcome.fileCount,
+        ':byteCount': outcome.byteCount,
+        ':stats': outcome.stats,
+        ':error': outcome.error,
+        ':finishedAt': outcome.finishedAt,
+        ':expiresAt': runExpiresAt(key.startedAt),
+      },
+    };
   }
 }

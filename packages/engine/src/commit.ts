@@ -1,4 +1,11 @@
-import type { CursorState, CursorWrite, DatasetRunStats, PlannedSpan, WindowProgress } from '@sluice/control';
+import type {
+  CursorState,
+  CursorWrite,
+  DatasetRunStats,
+  PlannedSpan,
+  RunOutcome,
+  WindowProgress,
+} from '@sluice/control';
 import { progressKey } from '@sluice/control';
 import {
   commitEventSpans,
@@ -40,6 +47,7 @@ export const SUPERSEDED_NOTE = STOP_NOTES.lease_lost;
 /** What the committed state of a run says, per dataset (pure: see {@link planCommit}). */
 export interface CommitPlan {
   writes: CursorWrite[];
+  /** Rows, files and bytes of the windows (and snapshot) this commit moves over, from their progress. */
   stats: Record<string, DatasetRunStats>;
   /** Seconds between now and each event dataset's export position after the commit. */
   lagSecondsByDataset: Record<string, number>;
@@ -70,9 +78,19 @@ export function planCommit(
     const entry = progress.get(progressKey(dataset, window));
     return entry?.done === true && entry.configVersion === run.configVersion;
   };
+  const countsOf = (dataset: Dataset, windows: readonly string[]) => {
+    const counts = { rows: 0, files: 0, bytes: 0 };
+    for (const window of windows) {
+      const entry = progress.get(progressKey(dataset, window));
+      if (entry === undefined) continue;
+      counts.rows += entry.rows;
+      counts.files += entry.files;
+      counts.bytes += entry.bytes;
+    }
+    return counts;
+  };
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
-    const counts = sumOf(written.filter((result) => result.dataset === dataset));
     if (isEventDataset(dataset)) {
       const startMs = eventCursorMs(destination, cursor, dataset);
       const reported = written.filter((result) => result.dataset === dataset && result.kind === 'events');
@@ -99,12 +117,11 @@ export function planCommit(
       }
       plan.lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
       if (commit.cursorMs < gridExportLimit(nowMs, destination.frequency)) plan.behind = true;
-      if (counts.files > 0 || commit.committed.length > 0) {
+      if (commit.committed.length > 0) {
         plan.stats[dataset] = {
-          ...counts,
-          ...(commit.committed.length > 0
-            ? { fromMs: (commit.committed[0] as Window).fromMs, toMs: commit.cursorMs }
-            : {}),
+          ...countsOf(dataset, commit.committed.map(windowKey)),
+          fromMs: (commit.committed[0] as Window).fromMs,
+          toMs: commit.cursorMs,
         };
       }
     } else {
@@ -123,16 +140,18 @@ export function planCommit(
           plannedSnapshot: null,
         });
         plan.finished.push({ dataset, window: date });
-        plan.stats[dataset] = { ...counts, snapshotDate: date };
-      } else if (counts.files > 0) {
-        plan.stats[dataset] = counts;
+        plan.stats[dataset] = { ...countsOf(dataset, [date]), snapshotDate: date };
       }
     }
   }
   return plan;
 }
 
-function sumOf(results: readonly WindowResult[]): { rows: number; files: number; bytes: number } {
+function sumOf(results: readonly { rows: number; files: number; bytes: number }[]): {
+  rows: number;
+  files: number;
+  bytes: number;
+} {
   return results.reduce(
     (sum, r) => ({ rows: sum.rows + r.rows, files: sum.files + r.files, bytes: sum.bytes + r.bytes }),
     { rows: 0, files: 0, bytes: 0 },
@@ -144,11 +163,13 @@ function sumOf(results: readonly WindowResult[]): { rows: number; files: number;
  * same result, and never overwrites a finished run.
  * 1. A run already finished whose lease is gone: nothing to do (a duplicate). A deleted destination:
  *    release the lease, write nothing (no run record is left behind).
- * 2. Move the cursors over the complete windows ({@link planCommit}), in one transaction fenced by the lease
- *    and the old positions; the windows written before a failure, a stop or the end of the time budget are
- *    committed too. Fenced out: another execution took over, the run is recorded as superseded.
- * 3. Finish the run record, once: counts and per-dataset stats of what this run wrote; `failed` with the
- *    first writer failure's message, else `succeeded` (a stop or expired rows are a note).
+ * 2. Move the cursors over the complete windows ({@link planCommit}) and finish the run record, in one
+ *    transaction fenced by the lease and the old positions: the counts and per-dataset stats of the windows
+ *    committed (from their progress, so files of an earlier attempt count once, when committed); `failed`
+ *    with the first writer failure's message, else `succeeded` (a stop or expired rows are a note). The
+ *    windows written before a failure, a stop or the end of the time budget are committed too. Fenced out:
+ *    another execution took over, the run is recorded as superseded.
+ * 3. Forget the progress of the committed windows.
  * 4. The destination, in one transaction with the release of the lease: on failure `failed`, `lastError`,
  *    failures + 1 and backoff; otherwise `idle`, `nextRunAt` now when still behind or out of time (else the
  *    next slot), `lastSuccessAt`, failures reset. Then the run's metrics.
@@ -185,27 +206,36 @@ export async function commitRun(
       deps.cursors.getProgress(run.workspaceId, run.destinationId),
     ]);
     const plan = planCommit(destination, run, cursors, progress, results, nowMs);
-    if (!(await deps.cursors.advance({ lease }, plan.writes, now))) {
+    const totals = sumOf(Object.values(plan.stats));
+    const failure = results.find((result): result is FailedItemResult => result.status === 'failed');
+    const stopReason = written(results).find((result) => result.status === 'stopped')?.stopReason;
+    const note = record?.status === 'running' ? record.error : null;
+    const outcome: RunOutcome = {
+      status: failure !== undefined ? 'failed' : 'succeeded',
+      ...rowFields(totals),
+      stats: plan.stats,
+      error:
+        failure !== undefined
+          ? describeFailure(failure.error)
+          : stopReason !== undefined
+            ? STOP_NOTES[stopReason]
+            : note,
+      finishedAt: now.toISOString(),
+    };
+    // The run's outcome is written with the cursor moves it reports, so a retry can never report them as
+    // zero rows (once the cursors moved, the same windows are no longer there to count).
+    const finish = record?.status === 'running' ? [deps.runs.finishItem(runKey, outcome)] : [];
+    if (!(await deps.cursors.advance({ lease }, plan.writes, now, finish))) {
       if (await deps.leases.holds({ lease })) {
-        // Still ours, yet a position moved: a duplicate of this Commit got there first. Retried, this
-        // Commit reads the moved cursors and finds nothing left to move.
+        // Still ours, yet a position or the record moved: a duplicate of this Commit got there first.
+        // Retried, this Commit reads the moved cursors and the finished record and finds nothing left.
         throw new DatabaseUnavailableError(new Error('cursor moved by a concurrent commit of the same run'));
       }
-      await deps.runs.finish(runKey, {
-        status: 'failed',
-        ...rowFields(sumOf(written(results))),
-        stats: plan.stats,
-        error: SUPERSEDED_NOTE,
-        finishedAt: now.toISOString(),
-      });
+      await deps.runs.finish(runKey, { ...outcome, status: 'failed', error: SUPERSEDED_NOTE });
       return { status: 'stopped', runAgain: false };
     }
     await deps.cursors.deleteProgress(run.workspaceId, run.destinationId, plan.finished);
 
-    const totals = sumOf(written(results));
-    const failure = results.find((result): result is FailedItemResult => result.status === 'failed');
-    const stopReason = written(results).find((result) => result.status === 'stopped')?.stopReason;
-    const note = record?.status === 'running' ? record.error : null;
     const figures = {
       workspaceId: run.workspaceId,
       destinationId: run.destinationId,
@@ -216,13 +246,6 @@ export async function commitRun(
 
     if (failure !== undefined) {
       const message = describeFailure(failure.error);
-      await deps.runs.finish(runKey, {
-        status: 'failed',
-        ...rowFields(totals),
-        stats: plan.stats,
-        error: message,
-        finishedAt: now.toISOString(),
-      });
       await recordDestinationFailure(
         { workspaceId: run.workspaceId, destinationId: run.destinationId, run },
         message,
@@ -233,13 +256,6 @@ export async function commitRun(
       return { status: 'failed', runAgain: false };
     }
 
-    await deps.runs.finish(runKey, {
-      status: 'succeeded',
-      ...rowFields(totals),
-      stats: plan.stats,
-      error: stopReason !== undefined ? STOP_NOTES[stopReason] : note,
-      finishedAt: now.toISOString(),
-    });
     const outOfTime = written(results).some((result) => result.status === 'partial');
     const runAgain = stopReason === undefined && (plan.behind || outOfTime);
     const nextRunAt =

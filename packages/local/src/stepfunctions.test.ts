@@ -60,7 +60,10 @@ function runControlStub(calls: Json[], fail: { action?: string; error?: Error } 
         ],
       };
     }
-    if (payload.action === 'commit') return { status: 'succeeded', runAgain: false };
+    if (payload.action === 'commit') {
+      const results = (event as { results?: { status?: string }[] }).results ?? [];
+      return { status: results.some((r) => r.status === 'failed') ? 'failed' : 'succeeded', runAgain: false };
+    }
     return { recorded: true };
   };
 }
@@ -170,7 +173,7 @@ describe('local Step Functions runner on the synthesized workflow definitions', 
     expect(outcome).toMatchObject({ status: 'skipped', reason: 'lease_held', items: 0 });
   });
 
-  it('retries a transient writer error, then records a permanent one with its name and message', async () => {
+  it('retries a transient writer error; a permanent one becomes its item's result, and Commit records it', async () => {
     // Prepare: the first write throttled once, the snapshot's bucket missing.
     const calls: Json[] = [];
     const attempts = new Map<string, number>();
@@ -207,19 +210,21 @@ describe('local Step Functions runner on the synthesized workflow definitions', 
     expect(attempts.get('subscribers:undefined')).toBe(1);
     expect(outcome.status).toBe('failed');
     expect(outcome.error?.Error).toBe('BucketNotFound');
-    const recorded = calls.find((c) => (c as { action: string }).action === 'recordFailure') as {
+    // The other items were written; the failed one is a result; Commit gets them all, RecordFailure is not called.
+    const commit = calls.find((c) => (c as { action: string }).action === 'commit') as {
       run: Json;
-      error: { Error: string; Cause: string };
-      workspaceId: string;
+      results: { status: string; item?: Json; error?: { Error: string; Cause: string } }[];
     };
-    expect(recorded.workspaceId).toBe('ws_1');
-    expect(recorded.run).toEqual(RUN);
-    expect(recorded.error.Error).toBe('BucketNotFound');
-    expect(JSON.parse(recorded.error.Cause)).toEqual({
+    expect(commit.run).toEqual(RUN);
+    expect(commit.results.map((r) => r.status)).toEqual(['written', 'written', 'failed']);
+    const failed = commit.results[2]!;
+    expect(failed.item).toEqual({ dataset: 'subscribers', kind: 'snapshot', date: '2026-01-01' });
+    expect(failed.error?.Error).toBe('BucketNotFound');
+    expect(JSON.parse(failed.error!.Cause)).toEqual({
       errorType: 'BucketNotFound',
       errorMessage: 'The bucket "b" does not exist.',
     });
-    expect(calls.some((c) => (c as { action: string }).action === 'commit')).toBe(false);
+    expect(calls.some((c) => (c as { action: string }).action === 'recordFailure')).toBe(false);
     expect(logs.some((line) => line.includes('BucketNotFound') && line.includes('does not exist'))).toBe(
       true,
     );

@@ -123,7 +123,7 @@ export interface ExportRunOutcome {
   status: 'succeeded' | 'stopped' | 'skipped' | 'failed';
   /** Why it was skipped (ClaimAndPlan's `reason`). */
   reason?: string;
-  /** The Fail state's error, for runs that failed in a task (a writer's failure is recorded by Commit instead). */
+  /** For failed runs: the Fail state's error, or the first writer failure Commit recorded. */
   error?: StatesError;
   /** Commit's `runAgain`: the destination is still behind. */
   runAgain: boolean;
@@ -525,10 +525,12 @@ export function taskStates(definition: StateMachineDefinition): Map<string, stri
 function summarize(executionArn: string, input: Json, output: Json, durationMs: number): ExportRunOutcome {
   const state = (output ?? {}) as {
     plan?: { outcome?: string; reason?: string; items?: { dataset?: unknown }[] };
-    results?: { rows?: number; files?: number; bytes?: number }[];
+    results?: { status?: string; rows?: number; files?: number; bytes?: number; error?: StatesError }[];
     commit?: { status?: string; runAgain?: boolean };
   };
   const results = Array.isArray(state.results) ? state.results : [];
+  // A writer that failed after its retries: its Map item's result, recorded by Commit.
+  const failed = results.find((r) => r.status === 'failed')?.error;
   const sum = (key: 'rows' | 'files' | 'bytes') =>
     results.reduce((total, r) => total + (typeof r[key] === 'number' ? r[key] : 0), 0);
   const planned = state.plan?.outcome === 'planned';
@@ -547,6 +549,7 @@ function summarize(executionArn: string, input: Json, output: Json, durationMs: 
           ? 'failed'
           : 'succeeded',
     ...(state.plan?.reason !== undefined ? { reason: state.plan.reason } : {}),
+    ...(state.commit?.status === 'failed' && failed !== undefined ? { error: failed } : {}),
     runAgain: state.commit?.runAgain === true,
     items: items.length,
     datasets,
