@@ -323,13 +323,11 @@ describe('a whole export on the local runtime, through the synthesized state mac
         if (state !== 'WriteWindow' || !covers) return invoke(input);
         attempts += 1;
         // The real writer, with a bucket connection that breaks 500 lines into the second file (of 1,000).
-        let files = 0;
         const factory: typeof engine.defaultBucketWriterFactory = (location, credentials) => {
           const real = engine.defaultBucketWriterFactory(location, credentials);
           return {
             ...real,
             writeFile: (key, lines, options) => {
-              files += 1;
               // Every attempt at file 1 breaks (a retry resumes there, after file 0).
               if (key !== file1) return real.writeFile(key, lines, options);
               uploads.created += 1;

@@ -24,7 +24,12 @@ import { EventLogReader, EventLogWriter, type EventSource, generateEvents } from
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import {
+  type BucketWriterFactory,
+  defaultBucketWriterFactory,
+  type EngineDeps,
+  resolveDeps,
+} from './deps.js';
 import type { ExpiredRowsFigures } from './metrics.js';
 import type { ItemResult, RunRef, WorkItem } from './payloads.js';
 import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
@@ -191,7 +196,7 @@ describe('the fault matrix', () => {
     const lease = await leaseStore.get(workspaceId, destination.id);
     expect(lease).toBeDefined();
     const later = NOW + LEASE_DURATION_MS + 60_000;
-    expect(await settleExpiredRun(lease!, deps({ now: () => new Date(later) }) as EngineDeps)).toBe(true);
+    expect(await settleExpiredRun(lease!, resolveDeps(deps({ now: () => new Date(later) })))).toBe(true);
     // Assess 1
     expect(await runStore.get(runKeyOf(run))).toMatchObject({ status: 'failed', error: EXPIRED_RUN_MESSAGE });
     expect(await controlStore.getDestination(workspaceId, destination.id)).toMatchObject({
@@ -201,7 +206,7 @@ describe('the fault matrix', () => {
     });
     expect(await leaseStore.get(workspaceId, destination.id)).toBeUndefined();
     // A second settle of the same death changes nothing.
-    expect(await settleExpiredRun(lease!, deps({ now: () => new Date(later) }) as EngineDeps)).toBe(false);
+    expect(await settleExpiredRun(lease!, resolveDeps(deps({ now: () => new Date(later) })))).toBe(false);
     expect((await controlStore.getDestination(workspaceId, destination.id))?.consecutiveFailures).toBe(1);
     // Act 2: the next run
     const next = await runOnce(destination, later);

@@ -173,7 +173,7 @@ describe('local Step Functions runner on the synthesized workflow definitions', 
     expect(outcome).toMatchObject({ status: 'skipped', reason: 'lease_held', items: 0 });
   });
 
-  it('retries a transient writer error; a permanent one becomes its item's result, and Commit records it', async () => {
+  it('retries a transient writer error; a permanent one becomes the result of its item, and Commit records it', async () => {
     // Prepare: the first write throttled once, the snapshot's bucket missing.
     const calls: Json[] = [];
     const attempts = new Map<string, number>();
