@@ -145,6 +145,19 @@ export class SluiceObservability extends Construct {
       period: fiveMinutes,
       label: 'Median export lag of runs, worst dataset (s)',
     });
+    // Rows that left the event log before an export wrote them (the engine reports the span lost, in seconds
+    // of recorded time): each is data a customer will never get, whoever caused the pause or the failure.
+    const expiredUnexported = new cloudwatch.MathExpression({
+      expression: `SUM([${EVENT_DATASETS.map((_, i) => `expired${i}`).join(', ')}])`,
+      usingMetrics: Object.fromEntries(
+        EVENT_DATASETS.map((dataset, i) => [
+          `expired${i}`,
+          engineMetric('ExpiredUnexportedSeconds', { stage, statistic: 'Sum', period: fiveMinutes, dataset }),
+        ]),
+      ),
+      period: fiveMinutes,
+      label: 'Recorded time expired unexported (s)',
+    });
     const worstLagByDataset = EVENT_DATASETS.map((dataset) =>
       engineMetric(EXPORT_LAG_METRIC, {
         stage,
@@ -242,6 +255,15 @@ export class SluiceObservability extends Construct {
           '(many destinations lagging, not one).',
         threshold: props.exportLagAlarmMinutes * 60,
         evaluationPeriods: 3,
+        comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      ExpiredUnexportedRows: expiredUnexported.createAlarm(this, 'ExpiredUnexportedRows', {
+        alarmDescription:
+          'Rows left the event log before an export wrote them: an export was paused or failing for longer ' +
+          'than the event log retention. The run records and lastError of the destination name the span lost.',
+        threshold: 0,
+        evaluationPeriods: 1,
         comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
         treatMissingData: missing.NOT_BREACHING,
       }),

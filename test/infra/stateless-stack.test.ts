@@ -243,7 +243,7 @@ describe('stateless stack: functions', () => {
     ['api', ['SLUICE_CONTROL_TABLE', 'SLUICE_KMS_KEY_ID']],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],
     ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
-    ['runControl', ['SLUICE_CONTROL_TABLE']],
+    ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_RETENTION_DAYS']],
     [
       'writer',
       ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_KMS_KEY_ID', 'SLUICE_SUBSCRIBERS_TABLE'],
@@ -282,6 +282,10 @@ describe('stateless stack: functions', () => {
     expect(show(env.SLUICE_SUBSCRIBERS_TABLE)).toMatch(/SubscribersTable/);
     expect(show(env.SLUICE_KMS_KEY_ID)).toMatch(/SecretsKeyArn/);
     expect(functionResource('ingest').Properties.Environment.Variables.SLUICE_EVENT_RETENTION_DAYS).toBe(
+      '35',
+    );
+    // The plan reports rows behind the same retention as lost.
+    expect(functionResource('runControl').Properties.Environment.Variables.SLUICE_EVENT_RETENTION_DAYS).toBe(
       '35',
     );
   });
@@ -460,6 +464,7 @@ describe('stateless stack: alarms and outputs', () => {
       'DispatchFailures',
       'DispatchNotRunning',
       'DynamoDbThrottles',
+      'ExpiredUnexportedRows',
       'ExportLag',
       'ExportRunTimeouts',
       'IngestDeadLetters',
