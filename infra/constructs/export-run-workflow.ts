@@ -36,7 +36,7 @@ export interface ExportRunWorkflowProps {
 }
 
 /**
- * The ExportRun state machine (docs: `../shared/DESIGN.md` "Orchestration and cost", and the contract in
+ * The ExportRun state machine (docs: the state machines and the cost reasoning in
  * `docs/internals.md`): claim the destination's lease and plan, write every (dataset, window) item through
  * the writer Lambda with bounded concurrency, commit the cursors; any failure is recorded and fails the run.
  *

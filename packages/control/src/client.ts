@@ -1,5 +1,5 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import {
   isTransientServiceError,
@@ -129,4 +129,35 @@ function hasCancellationReason(error: unknown, code: string): boolean {
     Array.isArray(candidate.CancellationReasons) &&
     candidate.CancellationReasons.some((reason) => reason?.Code === code)
   );
+}
+
+const BATCH_SIZE = 25;
+const MAX_BATCH_ATTEMPTS = 8;
+
+/**
+ * Deletes items by their `PK`/`SK` in BatchWriteItem calls of 25, retrying unprocessed items with backoff and jitter;
+ * still unprocessed after 8 attempts: {@link ServiceUnavailableError}. Deleting a missing key is a no-op.
+ */
+export async function deleteKeys(
+  table: ControlTable,
+  keys: readonly Record<string, unknown>[],
+): Promise<void> {
+  for (let start = 0; start < keys.length; start += BATCH_SIZE) {
+    let requests = keys
+      .slice(start, start + BATCH_SIZE)
+      .map((key) => ({ DeleteRequest: { Key: { PK: key.PK, SK: key.SK } } }));
+    for (let attempt = 0; requests.length > 0; attempt++) {
+      if (attempt >= MAX_BATCH_ATTEMPTS) {
+        throw new ServiceUnavailableError(new Error('BatchWriteItem left items unprocessed'));
+      }
+      if (attempt > 0) {
+        const delay = Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+      const result = await withDynamoErrors(() =>
+        table.client.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: requests } })),
+      );
+      requests = (result.UnprocessedItems?.[table.tableName] ?? []) as typeof requests;
+    }
+  }
 }

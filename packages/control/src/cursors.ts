@@ -1,14 +1,9 @@
-import {
-  BatchWriteCommand,
-  type BatchWriteCommandInput,
-  type BatchWriteCommandOutput,
-  paginateQuery,
-  type QueryCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { type Dataset, DATASETS, isDataset } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
+  deleteKeys,
   mapDynamoError,
   resolveControlTable,
 } from './client.js';
@@ -271,24 +266,10 @@ export class CursorStore {
     entries: readonly Pick<WindowProgress, 'dataset' | 'window'>[],
   ): Promise<void> {
     const pk = workspacePk(workspaceId);
-    for (let i = 0; i < entries.length; i += 25) {
-      let requests: BatchWriteCommandInput['RequestItems'] = {
-        [this.table.tableName]: entries.slice(i, i + 25).map((entry) => ({
-          DeleteRequest: { Key: { PK: pk, SK: progressSk(destinationId, entry.dataset, entry.window) } },
-        })),
-      };
-      for (let attempt = 0; requests && Object.keys(requests).length > 0 && attempt < 8; attempt++) {
-        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 25 * 2 ** attempt));
-        try {
-          const output: BatchWriteCommandOutput = await this.table.client.send(
-            new BatchWriteCommand({ RequestItems: requests }),
-          );
-          requests = output.UnprocessedItems;
-        } catch (error) {
-          mapDynamoError(error);
-        }
-      }
-    }
+    await deleteKeys(
+      this.table,
+      entries.map((entry) => ({ PK: pk, SK: progressSk(destinationId, entry.dataset, entry.window) })),
+    );
   }
 
   private async query(workspaceId: string, prefix: string): Promise<Item[]> {

@@ -1,5 +1,4 @@
 import {
-  BatchWriteCommand,
   DeleteCommand,
   GetCommand,
   PutCommand,
@@ -21,6 +20,7 @@ import { ApiKeyStore, type ApiKeyRecord, type CreateApiKeyInput } from './api-ke
 import {
   type ControlTable,
   type ControlTableOptions,
+  deleteKeys,
   isConditionFailed,
   isTransactionConditionFailed,
   isTransactionConflict,
@@ -163,8 +163,6 @@ function cursorDataset(sk: string, destinationId: string): string | undefined {
   return (DATASETS as readonly string[]).includes(dataset) ? dataset : undefined;
 }
 
-const BATCH_SIZE = 25;
-const MAX_BATCH_ATTEMPTS = 8;
 const MAX_UPDATE_ATTEMPTS = 5;
 
 function sleep(ms: number): Promise<void> {
@@ -474,13 +472,16 @@ export class ControlStore {
       ExpressionAttributeValues: { ':pk': pk, ':from': `${sk}#`, ':to': `${sk}#\uffff` },
       ProjectionExpression: 'PK, SK',
     });
-    await this.deleteKeys(children.filter((item) => String(item.SK).startsWith(`${sk}#`)));
+    await deleteKeys(
+      this.table,
+      children.filter((item) => String(item.SK).startsWith(`${sk}#`)),
+    );
     const runs = await this.queryAll({
       KeyConditionExpression: 'PK = :pk',
       ExpressionAttributeValues: { ':pk': runsPk(workspaceId, destinationId) },
       ProjectionExpression: 'PK, SK',
     });
-    await this.deleteKeys(runs);
+    await deleteKeys(this.table, runs);
     return deleted.Attributes !== undefined;
   }
 
@@ -595,26 +596,5 @@ export class ControlStore {
       startKey = page.LastEvaluatedKey;
     } while (startKey !== undefined);
     return items;
-  }
-
-  /** Deletes items by key in BatchWriteItem calls of 25, retrying unprocessed items with backoff. */
-  private async deleteKeys(items: Item[]): Promise<void> {
-    for (let start = 0; start < items.length; start += BATCH_SIZE) {
-      let requests = items
-        .slice(start, start + BATCH_SIZE)
-        .map((item) => ({ DeleteRequest: { Key: { PK: item.PK, SK: item.SK } } }));
-      for (let attempt = 0; requests.length > 0; attempt++) {
-        if (attempt >= MAX_BATCH_ATTEMPTS) {
-          throw new ServiceUnavailableError(new Error('BatchWriteItem left items unprocessed'));
-        }
-        if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
-        const result = await withDynamoErrors(() =>
-          this.table.client.send(
-            new BatchWriteCommand({ RequestItems: { [this.table.tableName]: requests } }),
-          ),
-        );
-        requests = (result.UnprocessedItems?.[this.table.tableName] ?? []) as typeof requests;
-      }
-    }
   }
 }

@@ -167,34 +167,19 @@ export function leaseCondition(
   options: { release?: boolean } = {},
 ): TransactItem {
   const { workspaceId, destinationId } = fencedDestination(fence);
-  const Key = { PK: workspacePk(workspaceId), SK: leaseSk(destinationId) };
-  if (options.release === true && 'lease' in fence) {
-    return {
-      Delete: {
-        TableName: tableName,
-        Key,
-        ConditionExpression: '#token = :token',
-        ExpressionAttributeNames: { '#token': 'token' },
-        ExpressionAttributeValues: { ':token': fence.lease.token },
-      },
-    };
-  }
-  return 'lease' in fence
-    ? {
-        ConditionCheck: {
-          TableName: tableName,
-          Key,
+  const check = {
+    TableName: tableName,
+    Key: { PK: workspacePk(workspaceId), SK: leaseSk(destinationId) },
+    ...('lease' in fence
+      ? {
           ConditionExpression: '#token = :token',
           ExpressionAttributeNames: { '#token': 'token' },
           ExpressionAttributeValues: { ':token': fence.lease.token },
-        },
-      }
-    : {
-        ConditionCheck: {
-          TableName: tableName,
-          Key,
+        }
+      : {
           ConditionExpression: 'attribute_not_exists(PK) OR expiresAtMs < :now',
           ExpressionAttributeValues: { ':now': fence.noLiveLeaseAt },
-        },
-      };
+        }),
+  };
+  return options.release === true && 'lease' in fence ? { Delete: check } : { ConditionCheck: check };
 }

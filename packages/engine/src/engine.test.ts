@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStore } from '@sluice/control';
 import {
   DAY_MS,
@@ -27,18 +25,18 @@ import type { RunFigures } from './metrics.js';
 import type { DueDestination, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { EXPIRED_RUN_MESSAGE } from './settle.js';
+import {
+  LOCAL_BUCKET,
+  LOCAL_S3_ENDPOINT,
+  listKeys,
+  readBytes,
+  readLines,
+  runKeyOf,
+} from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
 
-const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
-const BUCKET = 'local-exports';
-const s3 = new S3Client({
-  endpoint,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-});
+const endpoint = LOCAL_S3_ENDPOINT;
+const BUCKET = LOCAL_BUCKET;
 const controlStore = new ControlStore();
 const cursorStore = new CursorStore();
 const leaseStore = new LeaseStore();
@@ -112,42 +110,9 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
   return controlStore.createDestination(destination);
 }
 
-async function listKeys(prefix: string): Promise<string[]> {
-  const keys: string[] = [];
-  let token: string | undefined;
-  do {
-    const page = await s3.send(
-      new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${prefix}/`, ContinuationToken: token }),
-    );
-    for (const object of page.Contents ?? []) keys.push(object.Key as string);
-    token = page.NextContinuationToken;
-  } while (token !== undefined);
-  return keys.sort();
-}
-
-async function readBytes(key: string): Promise<Buffer> {
-  const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
-  return Buffer.from(
-    await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
-  );
-}
-
-async function readLines(key: string): Promise<Record<string, unknown>[]> {
-  const text = gunzipSync(await readBytes(key)).toString('utf8');
-  return text
-    .split('\n')
-    .filter((line) => line !== '')
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-
-/** The key of a run's record. */
-function runKeyOf(run: RunRef) {
-  return {
-    workspaceId: run.workspaceId,
-    destinationId: run.destinationId,
-    id: run.runId,
-    startedAt: run.startedAt,
-  };
+/** The rows of a `.jsonl.gz` object. */
+async function readRows(key: string): Promise<Record<string, unknown>[]> {
+  return (await readLines(key)).map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /** Runs the whole ExportRun in-process: claim, write every item, commit. */
@@ -228,9 +193,9 @@ describe('an export run end to end on the local services', () => {
     ].sort();
     expect(await listKeys(prefix)).toEqual(expectedKeys);
     expect(expectedKeys[0]).toContain(`/email_events/date=${DAY_BEFORE}/`);
-    const file0 = await readLines(eventFileKey(prefix, 'email_events', before, 0));
-    const file1 = await readLines(eventFileKey(prefix, 'email_events', before, 1));
-    const file2 = await readLines(eventFileKey(prefix, 'email_events', after, 0));
+    const file0 = await readRows(eventFileKey(prefix, 'email_events', before, 0));
+    const file1 = await readRows(eventFileKey(prefix, 'email_events', before, 1));
+    const file2 = await readRows(eventFileKey(prefix, 'email_events', after, 0));
     expect([file0.length, file1.length, file2.length]).toEqual([50_000, 1_000, AFTER_MIDNIGHT_ROWS]);
     const all = [...file0, ...file1, ...file2];
     const recorded = all.map((row) => Date.parse(row.recorded_at as string));
@@ -241,7 +206,7 @@ describe('an export run end to end on the local services', () => {
     expect(file2.every((row) => (row.recorded_at as string).startsWith(DAY_AFTER))).toBe(true);
     expect(new Set(all.map((row) => row.id)).size).toBe(all.length);
     expect(all.every((row) => row.schema_version === 1)).toBe(true);
-    const subscribers = await readLines(snapshotFileKey(prefix, DAY_AFTER, 0));
+    const subscribers = await readRows(snapshotFileKey(prefix, DAY_AFTER, 0));
     expect(subscribers).toHaveLength(SUBSCRIBERS);
     expect(subscribers.every((row) => row.snapshot_date === DAY_AFTER && typeof row.email === 'string')).toBe(
       true,
@@ -369,7 +334,7 @@ describe('an export run end to end on the local services', () => {
     expect(retry.items).toEqual(planned.items);
     expect(retry.results.map((r) => r.files)).toEqual([1, 0]);
     expect(await readBytes(eventFileKey(prefix, 'email_events', BEFORE, 0))).toEqual(firstBytes);
-    expect((await readLines(eventFileKey(prefix, 'email_events', BEFORE, 1))).length).toBe(1_000);
+    expect((await readRows(eventFileKey(prefix, 'email_events', BEFORE, 1))).length).toBe(1_000);
     cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
     expect(cursor?.exportedThroughMs).toBe(LIMIT);
     const healed = await controlStore.getDestination(workspaceId, destination.id);

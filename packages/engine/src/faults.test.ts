@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { gunzipSync } from 'node:zlib';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ControlStore,
@@ -34,6 +32,13 @@ import type { ExpiredRowsFigures } from './metrics.js';
 import type { ItemResult, RunRef, WorkItem } from './payloads.js';
 import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
 import { EXPIRED_RUN_MESSAGE, settleExpiredRun } from './settle.js';
+import {
+  LOCAL_BUCKET,
+  LOCAL_S3_ENDPOINT,
+  listKeys,
+  readLines,
+  runKeyOf,
+} from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
 
 /**
@@ -41,16 +46,8 @@ import { writeWindow } from './write.js';
  * rows in the bucket exactly once per window, a contiguous cursor, and nothing left `running`.
  */
 
-const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
-const BUCKET = 'local-exports';
-const s3 = new S3Client({
-  endpoint,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-});
+const endpoint = LOCAL_S3_ENDPOINT;
+const BUCKET = LOCAL_BUCKET;
 const controlStore = new ControlStore();
 const cursorStore = new CursorStore();
 const leaseStore = new LeaseStore();
@@ -107,17 +104,6 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
   });
 }
 
-async function listKeys(prefix: string): Promise<string[]> {
-  const page = await s3.send(new ListObjectsV2Command({ Bucket: BUCKET, Prefix: `${prefix}/` }));
-  return (page.Contents ?? []).map((object) => object.Key as string).sort();
-}
-
-async function readLines(key: string): Promise<string[]> {
-  const object = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
-  const bytes = await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray();
-  return gunzipSync(bytes).toString('utf8').split('\n').filter(Boolean);
-}
-
 /** Every row id in the event files of a prefix, with how often it appears. */
 async function eventIds(prefix: string): Promise<Map<string, number>> {
   const ids = new Map<string, number>();
@@ -160,13 +146,6 @@ async function runOnce(destination: Destination, nowMs = NOW, overrides: Partial
   const committed = await commitRun({ run, results }, deps({ now: () => new Date(nowMs), ...overrides }));
   return { run, items, results, committed };
 }
-
-const runKeyOf = (run: RunRef) => ({
-  workspaceId: run.workspaceId,
-  destinationId: run.destinationId,
-  id: run.runId,
-  startedAt: run.startedAt,
-});
 
 beforeAll(async () => {
   const events = [
