@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createAuthorizer } from './authorize.js';
 
 const record: ApiKeyRecord = {
+  keyId: 'key_0123456789abcdef01234567',
   keyHash: 'h',
   workspaceId: 'ws_1',
   role: 'admin',
