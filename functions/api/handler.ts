@@ -7,7 +7,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
 } from 'aws-lambda';
 import { type AuthorizerContext, createApiHandler } from '@sluice/api';
-import { ControlStore } from '@sluice/control';
+import { ApiKeyMeter, ControlStore } from '@sluice/control';
 import { SecretSealer } from '@sluice/secrets';
 import { createAuthorizer } from '../authorizer/authorize.js';
 import { config } from './config.js';
@@ -18,7 +18,8 @@ const authorizeAgain = createAuthorizer(store);
 const api = createApiHandler({
   store,
   sealer: new SecretSealer({ keyId: config.kmsKeyId }),
-  // The gateway caches a verdict for up to 5 minutes: a cached "store unavailable" is checked again here.
+  keyMeter: new ApiKeyMeter({ tableName: config.controlTable, limit: config.apiKeyRateLimit }),
+  // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.
   recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
 });
 

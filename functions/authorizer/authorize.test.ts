@@ -34,7 +34,12 @@ describe('createAuthorizer', () => {
     const result = await authorize({ identitySource: [`Bearer ${key}`] });
     expect(result).toEqual({
       isAuthorized: true,
-      context: { workspaceId: 'ws_1', role: 'admin', scopes: 'data_exports:read,analytics:read' },
+      context: {
+        keyId: 'key_0123456789abcdef01234567',
+        workspaceId: 'ws_1',
+        role: 'admin',
+        scopes: 'data_exports:read,analytics:read',
+      },
     });
     expect(lines.join('\n')).not.toContain(key);
   });

@@ -7,6 +7,18 @@ export interface Caller {
   scopes: readonly string[];
 }
 
+/** One request's use of its API key (`ApiKeyMeter` of `@sluice/control` gives it). */
+export type KeyUse =
+  | { outcome: 'allowed'; record: { workspaceId: string; role: string; scopes: readonly string[] } }
+  /** Malformed, never issued, revoked or deleted. */
+  | { outcome: 'unknown' }
+  | { outcome: 'limited'; retryAfterSeconds: number };
+
+/** Counts each request against its key's rate limit and reads the key as it is stored now. */
+export interface KeyMeter {
+  use(apiKey: string): Promise<KeyUse>;
+}
+
 /**
  * Fields of a destination that an update may change (the store bumps `configVersion` when asked, and deletes
  * the cursors of `clearCursorsOf` in the same write).

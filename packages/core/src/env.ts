@@ -9,6 +9,18 @@ export function requiredEnv(name: string): string {
 }
 
 /**
+ * Reads a required whole number from 1, for limits that must never be switched off by a typo.
+ * @throws Error naming the variable when it is missing, empty or not a whole number from 1.
+ */
+export function requiredPositiveIntegerEnv(name: string): number {
+  const value = requiredEnv(name);
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1)
+    throw new Error(`${name} must be a whole number from 1, got ${value}`);
+  return number;
+}
+
+/**
  * Reads an optional positive number from the environment (fractions allowed: tests use short budgets and
  * retentions), or `fallback` when unset.
  * @throws Error naming the variable when it is set but not a positive number.

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { assertRateLimit, nextRateStep, type RateLimit, rateIntervalMs, retryAfterSeconds } from './rate-limit.js';
+import {
+  assertRateLimit,
+  nextRateStep,
+  type RateLimit,
+  rateIntervalMs,
+  retryAfterSeconds,
+} from './rate-limit.js';
 
 /** Applies a step as the store does; returns the new TAT, or undefined when refused. */
 function apply(tat: number | undefined, nowMs: number, limit: RateLimit): number | undefined {
@@ -64,18 +70,22 @@ describe('nextRateStep', () => {
 
   it('always allows a request spaced one interval after the last allowed one (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 50 }), (ratePerSecond, burst) => {
-        const rate = { ratePerSecond, burst };
-        let now = t0;
-        let tat: number | undefined;
-        for (let i = 0; i < 20; i++) {
-          const next = apply(tat, now, rate);
-          if (next === undefined) return false;
-          tat = next;
-          now += rateIntervalMs(rate);
-        }
-        return true;
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 1000 }),
+        fc.integer({ min: 1, max: 50 }),
+        (ratePerSecond, burst) => {
+          const rate = { ratePerSecond, burst };
+          let now = t0;
+          let tat: number | undefined;
+          for (let i = 0; i < 20; i++) {
+            const next = apply(tat, now, rate);
+            if (next === undefined) return false;
+            tat = next;
+            now += rateIntervalMs(rate);
+          }
+          return true;
+        },
+      ),
     );
   });
 });

@@ -29,6 +29,9 @@ export interface LocalServicesOptions {
   log?: (line: string) => void;
 }
 
+/** The per-key rate limit of the local API (the deployed default is far lower: `apiKeyRateLimit`). */
+export const LOCAL_API_KEY_RATE_LIMIT = { ratePerSecond: 1000, burst: 1000 } as const;
+
 /** The environment of docs/internals.md for code running against the local services. */
 export interface LocalServicesEnv {
   SLUICE_CONTROL_TABLE: string;
@@ -39,6 +42,9 @@ export interface LocalServicesEnv {
   SLUICE_LOCAL_S3_ENDPOINT: string;
   /** The stage the engine's metrics are published under: `local`. */
   SLUICE_STAGE: string;
+  /** The API's per-key limit, requests a second and burst: high locally, so suites and benches never meet it. */
+  SLUICE_API_KEY_RATE_LIMIT: string;
+  SLUICE_API_KEY_BURST_LIMIT: string;
   AWS_ENDPOINT_URL_DYNAMODB: string;
   AWS_ENDPOINT_URL_KMS: string;
   AWS_REGION: string;
@@ -128,6 +134,8 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_ALLOWED_ENDPOINTS: s3.endpoint,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
       SLUICE_STAGE: 'local',
+      SLUICE_API_KEY_RATE_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.ratePerSecond),
+      SLUICE_API_KEY_BURST_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.burst),
       AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
       AWS_ENDPOINT_URL_KMS: kms.endpoint,
       AWS_REGION: 'us-east-1',

@@ -5,7 +5,7 @@
  * from (the reference `data-exports.openapi.yaml`).
  *
  * It matches the reference in paths, operations, schemas and status codes, and adds only what Sluice really
- * does: the status codes every operation can answer (403, 413, 415, 422, 500, 503), the per-dataset shape of
+ * does: the status codes every operation can answer (403, 413, 415, 422, 429, 500, 503), the per-dataset shape of
  * a run's `stats`, the error codes, and this document's own path.
  *
  * To change it:
@@ -29,6 +29,15 @@ const PROVIDER_ENUM = ['s3', 'gcs'];
 /** A response whose body is the `Error` schema. */
 function errorResponse(description: string): JsonObject {
   return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+}
+
+/** An error response with a `Retry-After` header, and its example body. */
+function retryAfterResponse(description: string, example: JsonObject): JsonObject {
+  return {
+    description,
+    headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example } },
+  };
 }
 
 /** A required JSON request body. */
@@ -57,6 +66,7 @@ const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
   $ref: '#/components/responses/TransientDatabaseUnavailable',
 };
 const INTERNAL_ERROR: JsonObject = { $ref: '#/components/responses/InternalError' };
+const RATE_LIMITED: JsonObject = { $ref: '#/components/responses/RateLimited' };
 
 const UNAUTHORIZED = 'Unauthorized';
 const FORBIDDEN = 'Missing scope, or the member role cannot manage workspace settings';
@@ -64,12 +74,13 @@ const NOT_FOUND = 'Data export not found';
 const PAYLOAD_TOO_LARGE = 'The request body is over 64 KB (code payload_too_large)';
 const UNSUPPORTED_MEDIA_TYPE = 'The request body is not sent as JSON (code unsupported_media_type)';
 
-/** The responses every operation on one data export can give besides its own: 401, 403, 404, 500, 503. */
+/** The responses every operation on one data export can give besides its own: 401, 403, 404, 429, 500, 503. */
 function itemErrorResponses(): JsonObject {
   return {
     '401': errorResponse(UNAUTHORIZED),
     '403': errorResponse(FORBIDDEN),
     '404': errorResponse(NOT_FOUND),
+    '429': RATE_LIMITED,
     '500': INTERNAL_ERROR,
     '503': TRANSIENT_DATABASE_UNAVAILABLE,
   };
@@ -105,6 +116,7 @@ export const openapiDocument: JsonObject = {
           }),
           '401': errorResponse(UNAUTHORIZED),
           '403': errorResponse(FORBIDDEN),
+          '429': RATE_LIMITED,
           '500': INTERNAL_ERROR,
           '503': TRANSIENT_DATABASE_UNAVAILABLE,
         },
@@ -173,6 +185,7 @@ export const openapiDocument: JsonObject = {
           '422': errorResponse(
             'Request body does not match the schema (for example an unknown dataset), code unprocessable_entity',
           ),
+          '429': RATE_LIMITED,
           '500': INTERNAL_ERROR,
           '503': TRANSIENT_DATABASE_UNAVAILABLE,
         },
@@ -340,21 +353,23 @@ export const openapiDocument: JsonObject = {
       },
     },
     responses: {
-      TransientDatabaseUnavailable: {
-        description:
-          'The database was temporarily unavailable. The request may be retried after the delay in Retry-After.',
-        headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
-        content: {
-          'application/json': {
-            schema: { $ref: '#/components/schemas/Error' },
-            example: {
-              success: false,
-              error: 'The service could not reach its database for a moment. Retry the request.',
-              code: 'SERVICE_UNAVAILABLE',
-            },
-          },
+      TransientDatabaseUnavailable: retryAfterResponse(
+        'The database was temporarily unavailable. The request may be retried after the delay in Retry-After.',
+        {
+          success: false,
+          error: 'The service could not reach its database for a moment. Retry the request.',
+          code: 'SERVICE_UNAVAILABLE',
         },
-      },
+      ),
+      RateLimited: retryAfterResponse(
+        'Too many requests with this API key (code rate_limited): each key may send a steady number of requests a second with a burst, set by the deployment. Retry after the delay in Retry-After.',
+        {
+          success: false,
+          error: 'Too many requests with this API key. Retry after 1 s.',
+          code: 'rate_limited',
+          retryable: true,
+        },
+      ),
       InternalError: {
         description:
           'An unexpected error. The message is always generic; the details are in the service logs, never in the response.',
@@ -416,7 +431,7 @@ export const openapiDocument: JsonObject = {
           code: {
             type: 'string',
             description:
-              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); internal_error (500); SERVICE_UNAVAILABLE (503).',
+              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); rate_limited (429, with a Retry-After header); internal_error (500); SERVICE_UNAVAILABLE (503).',
           },
           retryable: {
             type: 'boolean',
