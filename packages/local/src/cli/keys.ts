@@ -3,22 +3,49 @@ import {
   API_KEY_ROLES,
   API_KEY_SCOPES,
   type ApiKeyScope,
+  type ApiKeySummary,
   ControlStore,
+  isApiKeyId,
   isApiKeyRole,
   isApiKeyScope,
   isKeySafeId,
 } from '@sluice/control';
 import { type CliCommand, CliUsageError } from './command.js';
 
-/** What `keys create` needs, injectable for tests. */
+/** What the `keys` commands need, injectable for tests. */
 export interface KeysCommandDeps {
   /** @default a `ControlStore` on the environment the dispatcher set (created when the command runs) */
-  store?: () => Pick<ControlStore, 'ensureWorkspace' | 'createApiKey'>;
+  store?: () => Pick<ControlStore, 'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey'>;
   /** @default a line on stdout */
   out?: (line: string) => void;
 }
 
 const USAGE = `keys create --workspace <id> --role <${API_KEY_ROLES.join('|')}> [--scopes a,b] [--json]`;
+const LIST_USAGE = 'keys list --workspace <id> [--json]';
+const REVOKE_USAGE = 'keys revoke --workspace <id> <keyId>';
+
+/** `--workspace <id>`, required and usable as a key. */
+function workspaceOption(value: string | undefined): string {
+  if (value === undefined || value === '') throw new CliUsageError('--workspace <id> is required');
+  if (!isKeySafeId(value)) {
+    throw new CliUsageError('--workspace must be 1-200 characters without "#" or control characters');
+  }
+  return value;
+}
+
+/** One key as a line of `keys list`: id, role, state, dates, scopes. */
+function keyLine(key: ApiKeySummary): string {
+  const state = key.revokedAt ? `revoked ${key.revokedAt}` : 'active';
+  return [
+    key.keyId,
+    key.role.padEnd(6),
+    `${key.keyPrefix}…`,
+    state,
+    `created ${key.createdAt}`,
+    `last used ${key.lastUsedAt ?? 'never'}`,
+    key.scopes.join(','),
+  ].join('  ');
+}
 
 /** Parses `--scopes a,b`: known scopes only, at least one, duplicates dropped. */
 function parseScopes(value: string): ApiKeyScope[] {
@@ -40,10 +67,16 @@ function parseScopes(value: string): ApiKeyScope[] {
 }
 
 /**
- * The `keys` commands. `keys create`:
- * 1. validate `--workspace`, `--role` and `--scopes` (default: every scope);
- * 2. ensure the workspace exists; 3. create the key; 4. print it, once (with `--json`,
- *    exactly `{"apiKey": "...", "workspaceId": "..."}`).
+ * The `keys` commands, on the control table directly (operators, not customers).
+ *
+ * `keys create`: 1. validate `--workspace`, `--role` and `--scopes` (default: every scope); 2. ensure the
+ * workspace exists; 3. create the key; 4. print it, once (with `--json`, exactly
+ * `{"apiKey": "...", "keyId": "...", "workspaceId": "..."}`).
+ *
+ * `keys list`: every key of the workspace, revoked ones included: public id, role, display prefix, state,
+ * creation, last use, scopes (with `--json`, `{"workspaceId": "...", "keys": [...]}`). Never the key.
+ *
+ * `keys revoke`: revokes one key by its public id; the API refuses it from its next request.
  */
 export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -65,12 +98,7 @@ export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
           strict: true,
         });
         if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
-        const workspaceId = values.workspace;
-        if (workspaceId === undefined || workspaceId === '')
-          throw new CliUsageError('--workspace <id> is required');
-        if (!isKeySafeId(workspaceId)) {
-          throw new CliUsageError('--workspace must be 1-200 characters without "#" or control characters');
-        }
+        const workspaceId = workspaceOption(values.workspace);
         if (values.role === undefined) {
           throw new CliUsageError(`--role is required: one of ${API_KEY_ROLES.join(', ')}`);
         }
@@ -85,14 +113,60 @@ export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
         const { apiKey, record } = await control.createApiKey({ workspaceId, role, scopes });
 
         if (values.json) {
-          out(JSON.stringify({ apiKey, workspaceId }));
+          out(JSON.stringify({ apiKey, keyId: record.keyId, workspaceId }));
           return;
         }
-        out(`Created a ${role} API key for workspace ${workspaceId}.`);
+        out(`Created a ${role} API key ${record.keyId} for workspace ${workspaceId}.`);
         out(`Scopes: ${record.scopes.join(', ')}`);
         out('Store it now: it is shown only once.');
         out('');
         out(`  ${apiKey}`);
+      },
+    },
+    {
+      name: 'keys list',
+      usage: LIST_USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
+          allowPositionals: true,
+          strict: true,
+        });
+        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+        const workspaceId = workspaceOption(values.workspace);
+        const keys = await store().listApiKeys(workspaceId);
+        if (values.json) {
+          out(JSON.stringify({ workspaceId, keys }));
+          return;
+        }
+        if (keys.length === 0) {
+          out(`Workspace ${workspaceId} has no API keys.`);
+          return;
+        }
+        for (const key of keys) out(keyLine(key));
+      },
+    },
+    {
+      name: 'keys revoke',
+      usage: REVOKE_USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: { workspace: { type: 'string' } },
+          allowPositionals: true,
+          strict: true,
+        });
+        const workspaceId = workspaceOption(values.workspace);
+        const [keyId, ...rest] = positionals;
+        if (keyId === undefined) throw new CliUsageError('Give the key id to revoke (keys list shows them)');
+        if (rest.length > 0) throw new CliUsageError(`Unexpected argument: ${rest.join(' ')}`);
+        if (!isApiKeyId(keyId))
+          throw new CliUsageError(`"${keyId}" is not a key id like key_0123456789abcdef01234567`);
+        const revoked = await store().revokeApiKey(workspaceId, keyId);
+        if (revoked === undefined) throw new Error(`Workspace ${workspaceId} has no API key ${keyId}`);
+        out(`Revoked ${keyId} (${revoked.role}) of workspace ${workspaceId} at ${revoked.revokedAt}.`);
+        out('The API refuses it from its next request.');
       },
     },
   ];
