@@ -168,6 +168,9 @@ export class StatelessStack extends Stack {
       DDB.delete,
       DDB.batchWrite,
     ]);
+    // Every request meters its key: one conditional UpdateItem of the key item (see ApiKeyMeter).
+    apiFunction.addEnvironment('SLUICE_API_KEY_RATE_LIMIT', String(settings.apiKeyRateLimit));
+    apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
 

@@ -12,8 +12,12 @@ import { Construct } from 'constructs';
 /** The route prefixes of the Data Exports API; both serve the same operations. */
 export const API_ROUTE_PATHS = ['/v1/{proxy+}', '/api/v1/{proxy+}'] as const;
 
-/** How long API Gateway caches the authorizer's answer for one Authorization header (at most 5 minutes). */
-export const AUTHORIZER_CACHE_TTL = Duration.minutes(5);
+/**
+ * How long API Gateway caches the authorizer's answer for one Authorization header. A minute at most, so a
+ * verdict never outlives a revoked, deleted or narrowed key by more; the API function reads the key again on
+ * every request anyway (its per-key rate limit's write), so in practice such a change applies at once.
+ */
+export const AUTHORIZER_CACHE_TTL = Duration.seconds(60);
 
 /** Properties of {@link SluiceHttpApi}. */
 export interface SluiceHttpApiProps {
@@ -42,9 +46,11 @@ export interface SluiceHttpApiProps {
  * configured (then the routes are GET, POST, PATCH and DELETE, so preflights never meet the authorizer), and
  * an optional custom domain.
  *
- * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer.
- * The price: a request without that header never reaches the authorizer; API Gateway answers it with
- * `401 {"message":"Unauthorized"}` itself, not with Sluice's error body.
+ * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer
+ * ({@link AUTHORIZER_CACHE_TTL}). The price: a request without that header never reaches the authorizer;
+ * API Gateway answers it with `401 {"message":"Unauthorized"}` itself, not with Sluice's error body. A value
+ * that cannot be a Sluice key (wrong prefix, length, characters or checksum) reaches the authorizer, which
+ * refuses it without a database read; an HTTP API has no way to match a header's shape before that.
  */
 export class SluiceHttpApi extends Construct {
   /** The HTTP API. */

@@ -15,6 +15,8 @@ const PROD_CONTEXT = {
   certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
   producerAccounts: '222222222222,333333333333',
   apiRateLimit: '200',
+  apiKeyRateLimit: '20',
+  apiKeyBurstLimit: '60',
   reservedConcurrency: 'writer=20,ingest=5',
   maxReadRequestUnits: '4000',
   maxWriteRequestUnits: '2000',
@@ -307,6 +309,17 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
             ? { ThrottlingRateLimit: 200, ThrottlingBurstLimit: 200 }
             : { ThrottlingRateLimit: 50, ThrottlingBurstLimit: 100 },
       });
+    });
+
+    it('gives the API function the per-key rate limit as set', () => {
+      // Act
+      const api = stateless().toJSON().Resources[logicalIdOf(built().stateless.functions.api)] as Resource;
+      const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+
+      // Assess
+      expect([env.SLUICE_API_KEY_RATE_LIMIT, env.SLUICE_API_KEY_BURST_LIMIT]).toEqual(
+        stage === 'prod' ? ['20', '60'] : ['10', '40'],
+      );
     });
 
     it('caps on-demand throughput of each table and index when set (prod)', () => {

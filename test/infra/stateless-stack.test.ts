@@ -240,7 +240,15 @@ describe('stateless stack: least privilege', () => {
 
 describe('stateless stack: functions', () => {
   it.each<[FunctionName, string[]]>([
-    ['api', ['SLUICE_CONTROL_TABLE', 'SLUICE_KMS_KEY_ID']],
+    [
+      'api',
+      [
+        'SLUICE_API_KEY_BURST_LIMIT',
+        'SLUICE_API_KEY_RATE_LIMIT',
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_KMS_KEY_ID',
+      ],
+    ],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],
     ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
     ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_RETENTION_DAYS']],
@@ -308,7 +316,7 @@ describe('stateless stack: functions', () => {
 });
 
 describe('stateless stack: HTTP API', () => {
-  it('caches the authorizer at most 5 minutes, keyed on the Authorization header, with simple responses', () => {
+  it('caches the authorizer at most 60 s, keyed on the Authorization header, with simple responses', () => {
     // Act
     const [authorizer] = Object.values(t.findResources('AWS::ApiGatewayV2::Authorizer')) as {
       Properties: Record<string, unknown>;
@@ -321,7 +329,7 @@ describe('stateless stack: HTTP API', () => {
       EnableSimpleResponses: true,
       IdentitySource: ['$request.header.Authorization'],
     });
-    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeLessThanOrEqual(300);
+    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeLessThanOrEqual(60);
     expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeGreaterThan(0);
     expect(show(authorizer?.Properties.AuthorizerUri)).toContain(
       logicalIdOf(built.stateless.functions.authorizer),
