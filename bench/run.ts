@@ -12,6 +12,8 @@
  * (`encode,writer,whole,ingest,dispatch`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+ * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
+ *    of one key through several instances: allowed, refused, DynamoDB calls.
 
  */
 import { existsSync } from 'node:fs';
@@ -36,7 +38,8 @@ async function main(): Promise<void> {
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
+  const needsServices =
+    !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch') || !skip.has('keys');
   if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
@@ -105,6 +108,11 @@ async function benches(): Promise<void> {
         `engine alone ${(d.directMs / 1000).toFixed(1)} s: ${fmt(d.directDestinationsPerSecond)} destinations/s; ` +
         `ratio ${(d.destinationsPerSecond / d.directDestinationsPerSecond).toFixed(2)}x`,
     );
+  }
+  if (!skip.has('keys')) {
+    log('\nAPI keys: the per-key rate limit against DynamoDB Local');
+    const { runApiKeyBench, printApiKeyBench } = await import('./api-keys.js');
+    printApiKeyBench(await runApiKeyBench(), log);
   }
 }
 
