@@ -5,8 +5,9 @@
  * 2. a flood: one key sending as fast as it can through several meters (API function instances) with the
  *    default limit; how many requests were allowed and refused, and how many DynamoDB calls that cost.
  */
-import { type DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { API_KEY_SK, ApiKeyMeter, apiKeyPk, ControlStore, documentClient } from '@sluice/control';
+import { countingDocumentClient } from '../packages/control/src/counting-client.test-support.js';
 
 /** What {@link runApiKeyBench} measured. */
 export interface ApiKeyBench {
@@ -56,17 +57,11 @@ export async function runApiKeyBench(
 
   // 2. The flood: one key, several instances, each sending its share in sequence, all at once.
   const flooded = await store.createApiKey({ workspaceId, role: 'owner' });
-  let calls = 0;
-  const counting = {
-    send: (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
-      calls++;
-      return documentClient.send(command);
-    },
-  } as unknown as DynamoDBDocumentClient;
+  const counted = countingDocumentClient();
   const instances = 4;
   const meters = Array.from(
     { length: instances },
-    () => new ApiKeyMeter({ client: counting, tableName, limit: DEFAULT_LIMIT }),
+    () => new ApiKeyMeter({ client: counted.client, tableName, limit: DEFAULT_LIMIT }),
   );
   let allowed = 0;
   let limited = 0;
@@ -84,7 +79,7 @@ export async function runApiKeyBench(
   return {
     getItemP50Ms: p50(getTimes),
     meterP50Ms: p50(meterTimes),
-    flood: { instances, requests: floodRequests, allowed, limited, calls, seconds },
+    flood: { instances, requests: floodRequests, allowed, limited, calls: counted.calls(), seconds },
   };
 }
 

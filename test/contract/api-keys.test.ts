@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { DeleteCommand, type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createApiHandler } from '@sluice/api';
 import {
   API_KEY_SK,
@@ -13,6 +13,7 @@ import {
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/authorize.js';
+import { countingDocumentClient } from '../../packages/control/src/counting-client.test-support.js';
 import type { ApiFunction, AuthorizerFunction } from '../../packages/local/src/http-adapter.js';
 import {
   type ContractHarness,
@@ -25,13 +26,7 @@ const LIMIT = { ratePerSecond: 1, burst: 3 };
 const UNKNOWN_ID = 'exp_000000000000000000000000';
 
 /** Every DynamoDB call the authorizer and the API make goes through here, so the test can count them. */
-let databaseCalls = 0;
-const countingClient = {
-  send: (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
-    databaseCalls++;
-    return documentClient.send(command);
-  },
-} as unknown as DynamoDBDocumentClient;
+const counted = countingDocumentClient();
 
 /** API Gateway's authorizer cache at its worst: every verdict kept for the whole suite. */
 const verdicts = new Map<string, ReturnType<AuthorizerFunction>>();
@@ -41,7 +36,7 @@ let harness: ContractHarness;
 let ws: TestWorkspace;
 
 beforeAll(async () => {
-  const store = new ControlStore({ client: countingClient, tableName });
+  const store = new ControlStore({ client: counted.client, tableName });
   const authorize = createAuthorizer(store);
   const cachingAuthorizer: AuthorizerFunction = (event) => {
     const identity = event.identitySource?.[0] ?? '';
@@ -56,7 +51,7 @@ beforeAll(async () => {
   const api = createApiHandler({
     store,
     sealer: new SecretSealer(),
-    keyMeter: new ApiKeyMeter({ client: countingClient, tableName, limit: LIMIT, now: () => frozen }),
+    keyMeter: new ApiKeyMeter({ client: counted.client, tableName, limit: LIMIT, now: () => frozen }),
   }) as unknown as ApiFunction;
   harness = await startContractHarness({ handlers: { authorizer: cachingAuthorizer, api } });
   ws = await harness.newWorkspace();
@@ -164,7 +159,7 @@ describe('Authorization values that cannot be a Sluice key', () => {
       'Bearer',
       randomBytes(64).toString('hex'),
     ];
-    const before = databaseCalls;
+    const before = counted.calls();
 
     // Act
     const statuses = [];
@@ -176,6 +171,6 @@ describe('Authorization values that cannot be a Sluice key', () => {
 
     // Assess
     expect(statuses).toEqual(values.map(() => 401));
-    expect(databaseCalls).toBe(before);
+    expect(counted.calls()).toBe(before);
   });
 });

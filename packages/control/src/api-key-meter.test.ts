@@ -1,27 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { ApiKeyMeter } from './api-key-meter.js';
 import { generateApiKey, hashApiKey } from './api-keys.js';
 import { documentClient } from './client.js';
+import { countingDocumentClient } from './counting-client.test-support.js';
 import { ControlStore } from './destinations.js';
 import { API_KEY_SK, apiKeyPk } from './items.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
 const store = new ControlStore();
 const limit = { ratePerSecond: 10, burst: 3 };
-
-/** The local document client, counting the calls made through it. */
-function countingClient(): { client: DynamoDBDocumentClient; calls: () => number } {
-  let calls = 0;
-  const client = {
-    send: (command: Parameters<DynamoDBDocumentClient['send']>[0]) => {
-      calls++;
-      return documentClient.send(command);
-    },
-  } as unknown as DynamoDBDocumentClient;
-  return { client, calls: () => calls };
-}
 
 /** A clock the test moves by hand. */
 function manualClock(start = Date.parse('2026-12-03T12:00:00.000Z')) {
@@ -58,7 +47,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     // Prepare
     const { apiKey } = await newKey();
     const clock = manualClock();
-    const { client, calls } = countingClient();
+    const { client, calls } = countingDocumentClient();
     const meter = new ApiKeyMeter({ client, tableName, limit, now: clock.now });
     for (let i = 0; i < 4; i++) await meter.use(apiKey);
     const before = calls();
@@ -78,7 +67,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     const clock = manualClock();
     const first = new ApiKeyMeter({ limit, now: clock.now });
     for (let i = 0; i < 3; i++) await first.use(apiKey);
-    const { client, calls } = countingClient();
+    const { client, calls } = countingDocumentClient();
     const second = new ApiKeyMeter({ client, tableName, limit, now: clock.now });
 
     // Act
@@ -152,7 +141,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
 
   it('refuses malformed and never-issued keys, the malformed ones without any database call', async () => {
     // Prepare
-    const { client, calls } = countingClient();
+    const { client, calls } = countingDocumentClient();
     const meter = new ApiKeyMeter({ client, tableName, limit });
 
     // Act
