@@ -168,7 +168,7 @@ export class StatelessStack extends Stack {
       DDB.delete,
       DDB.batchWrite,
     ]);
-    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
+    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
 
     const authorizerFunction = fn(
