@@ -171,7 +171,7 @@ export class StatelessStack extends Stack {
     // Every request meters its key: one conditional UpdateItem of the key item (see ApiKeyMeter).
     apiFunction.addEnvironment('SLUICE_API_KEY_RATE_LIMIT', String(settings.apiKeyRateLimit));
     apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
-    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
+    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
 
     const authorizerFunction = fn(

@@ -6,7 +6,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { HttpError, ServiceUnavailableError, redactSecrets } from '@sluice/core';
 import { SecretUnavailableError } from '@sluice/secrets';
-import { testConnection } from '@sluice/sinks';
+import { CONNECTION_TEST_DEADLINE_MS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
@@ -253,6 +253,12 @@ export interface ApiHandlerOptions {
   sealer: ApiSealer;
   /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks` */
   testConnection?: ConnectionTester;
+  /**
+   * Total milliseconds a connection test's bucket requests may take, passed to every test: well inside API
+   * Gateway's 29 s, so a bucket host that trickles its answer gets `400 connection_failed`, not a gateway
+   * timeout. @default CONNECTION_TEST_DEADLINE_MS (10 s)
+   */
+  connectionTestDeadlineMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -289,10 +295,13 @@ export interface ApiHandlerOptions {
 export function createApiHandler(
   options: ApiHandlerOptions,
 ): (request: HttpRequest) => Promise<HttpResponse> {
+  const tester = options.testConnection ?? testConnection;
+  const deadlineMs = options.connectionTestDeadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
-    testConnection: options.testConnection ?? testConnection,
+    testConnection: (location, credentials, testOptions) =>
+      tester(location, credentials, { ...testOptions, deadlineMs }),
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
   };

@@ -106,10 +106,14 @@ export interface BucketCredentials {
 
 /**
  * Writes `<prefix>/_sluice/connection-test.json` and throws `ConnectionFailedError` (a person can act on its
- * message) when the write fails. `@sluice/sinks`' `testConnection` is the implementation.
+ * message) when the write fails, or when the bucket has not answered within `deadlineMs`. `@sluice/sinks`' `testConnection` is the implementation.
  */
 export type ConnectionTester = (
   location: BucketLocation,
   credentials: BucketCredentials,
-  options: { now: () => Date },
+  options: {
+    now: () => Date;
+    /** Total milliseconds for the test's bucket requests; the API always sets it. */
+    deadlineMs?: number;
+  },
 ) => Promise<unknown>;

@@ -193,6 +193,10 @@ function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
   return result.data;
 }
 
+/**
+ * The fields of the body as sent that the schema does not name. Read from the parsed body itself, not from
+ * zod's output: JSON.parse makes `"__proto__"` an own property, which zod's copy drops without a word.
+ */
 function unknownFields(body: object, known: readonly string[]): InputIssue[] {
   return Object.keys(body)
     .filter((key) => !known.includes(key))
@@ -386,7 +390,7 @@ function checkStartFrom(raw: string | null | undefined, now: Date, issues: Input
  */
 export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
   const data = parseSchema(createRequestSchema, body);
-  const issues = unknownFields(data, CREATE_FIELDS);
+  const issues = unknownFields(body as object, CREATE_FIELDS);
   const name = checkName(data.name, issues);
   const location = resolveLocation(
     {
@@ -419,7 +423,7 @@ export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
  */
 export function parseUpdateRequest(body: unknown): UpdateRequest {
   const data = parseSchema(updateRequestSchema, body);
-  const issues = unknownFields(data, UPDATE_FIELDS);
+  const issues = unknownFields(body as object, UPDATE_FIELDS);
   const update: UpdateRequest = {};
   if (data.name !== undefined) update.name = checkName(data.name, issues);
   if (data.bucket !== undefined) update.bucket = data.bucket;
@@ -464,6 +468,35 @@ export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateReq
   );
   if (issues.length > 0) throw invalidInput(issues);
   return location;
+}
+
+/** The location fields that decide which host receives requests signed with the destination's key. */
+export const SIGNED_LOCATION_FIELDS = [
+  'bucket',
+  'endpoint',
+  'region',
+] as const satisfies readonly (keyof BucketLocation)[];
+
+/**
+ * Refuses a PATCH that changes where requests go (bucket, endpoint or region) without sending the credentials
+ * again: otherwise a caller who never knew the secret could have Sluice sign requests with it, carrying its key
+ * id, for a host of the caller's choosing. The path prefix may change alone (same bucket, same host). Throws
+ * `InvalidInputError` with one issue per changed field.
+ */
+export function assertCredentialsForMove(
+  stored: BucketLocation,
+  location: BucketLocation,
+  update: UpdateRequest,
+): void {
+  if (update.credentials !== undefined) return;
+  const changed = SIGNED_LOCATION_FIELDS.filter((field) => location[field] !== stored[field]);
+  if (changed.length === 0) return;
+  throw invalidInput(
+    changed.map((field) => ({
+      path: field,
+      message: `Changing ${field} requires the credentials again: send accessKeyId and secretAccessKey with it. The stored secret is only used where it was given.`,
+    })),
+  );
 }
 
 /** Parses the `limit` query parameter of the runs list: an integer 1-100, default 20. */

@@ -73,6 +73,8 @@ const FORBIDDEN = 'Missing scope, or the member role cannot manage workspace set
 const NOT_FOUND = 'Data export not found';
 const PAYLOAD_TOO_LARGE = 'The request body is over 64 KB (code payload_too_large)';
 const UNSUPPORTED_MEDIA_TYPE = 'The request body is not sent as JSON (code unsupported_media_type)';
+const MOVE_NEEDS_CREDENTIALS =
+  'A change of this field needs accessKeyId and secretAccessKey in the same request.';
 
 /** The responses every operation on one data export can give besides its own: 401, 403, 404, 429, 500, 503. */
 function itemErrorResponses(): JsonObject {
@@ -206,7 +208,7 @@ export const openapiDocument: JsonObject = {
       patch: {
         summary: 'Update data export',
         description:
-          'Renames, changes datasets or frequency, pauses or resumes, moves the destination, or rotates credentials. Location and credential changes are verified with a test write first. Newly added event datasets start from the time of the change. Changing the bucket or prefix continues from the current progress in the new location.',
+          'Renames, changes datasets or frequency, pauses or resumes, moves the destination, or rotates credentials. Location and credential changes are verified with a test write first. A new bucket, endpoint or region must come with accessKeyId and secretAccessKey (400 invalid_input naming the fields otherwise): the stored secret is only sent to the location it was given for. Newly added event datasets start from the time of the change. Changing the bucket or prefix continues from the current progress in the new location.',
         operationId: 'updateDataExport',
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
@@ -214,11 +216,11 @@ export const openapiDocument: JsonObject = {
           type: 'object',
           properties: {
             name: { type: 'string', maxLength: 255 },
-            bucket: { type: 'string' },
-            region: { type: ['string', 'null'] },
+            bucket: { type: 'string', description: MOVE_NEEDS_CREDENTIALS },
+            region: { type: ['string', 'null'], description: MOVE_NEEDS_CREDENTIALS },
             endpoint: {
               type: ['string', 'null'],
-              description: 'Send null or an empty string to clear a custom endpoint.',
+              description: `Send null or an empty string to clear a custom endpoint. ${MOVE_NEEDS_CREDENTIALS}`,
             },
             pathPrefix: { type: ['string', 'null'] },
             accessKeyId: { type: 'string', description: 'Must be sent together with secretAccessKey.' },
