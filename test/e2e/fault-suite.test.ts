@@ -29,7 +29,7 @@ import { FAULT_KINDS, type FaultProxy, startFaultProxy } from '../helpers/fault-
 const ROWS = Number(process.env.SLUICE_FAULT_ROWS ?? 200_000);
 const SEED = Number(process.env.SLUICE_FAULT_SEED ?? randomInt(2 ** 31));
 /** Share of requests given a fault while the export runs: DynamoDB gets hundreds, the bucket a few dozen. */
-const DYNAMODB_FAULT_RATE = 0.08;
+const DYNAMODB_FAULT_RATE = 0.12;
 const BUCKET_FAULT_RATE = 0.25;
 /** Below the DynamoDB clients' 5 s request timeout and the bucket client's 60 s socket timeout. */
 const MAX_STALL_MS = 1_500;
@@ -49,6 +49,8 @@ let direct: S3Client;
 /** Each ingested row's recorded time, by id. */
 const recordedAt = new Map<string, { dataset: string; ms: number }>();
 const outcomes: ExportRunOutcome[] = [];
+/** The workflow runner's lines: a task that failed (then retried or caught by the definition). */
+const taskErrors: string[] = [];
 let destinationId: string;
 let startedAt: number;
 
@@ -85,6 +87,10 @@ beforeAll(async () => {
     random: mulberry32(SEED ^ 0x5bd1e995),
     rate: BUCKET_FAULT_RATE,
     maxCleanRun: 3,
+    // Bursts on the bucket only: a writer's upload then fails past the SDK's three attempts, and the
+    // workflow's Retry, the Map's Catch and the next run take over. (A burst on DynamoDB could also fail the
+    // RecordFailure of a run, whose lease then holds the destination for minutes, until it expires.)
+    burst: { chance: 0.5, length: 6 },
     maxStallMs: MAX_STALL_MS,
   });
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoProxy.endpoint;
@@ -104,6 +110,7 @@ beforeAll(async () => {
   const writer = new eventlog.EventLogWriter({
     explicitRecordedAt: 'unchecked',
     client: eventlog.createEventLogClient({ endpoint: dynamoEndpoint }),
+    batch: { concurrency: 16 },
   });
   const seedStarted = performance.now();
   let chunk: Record<string, unknown>[] = [];
@@ -176,7 +183,10 @@ async function exportUntilCaughtUp(): Promise<void> {
   const retryIntervalOverrides = Object.fromEntries(
     ['ClaimAndPlan', 'WriteWindow', 'Commit', 'RecordFailure'].map((state) => [state, 50]),
   );
-  const runner = await local.LocalWorkflows.create({ retryIntervalOverrides });
+  const runner = await local.LocalWorkflows.create({
+    retryIntervalOverrides,
+    log: (line) => taskErrors.push(line),
+  });
   // The handlers' log lines are kept out of the test output (SLUICE_TEST_LOGS=1 shows them).
   const output = captureOutput({ passThrough: process.env.SLUICE_TEST_LOGS === '1' });
   dynamoProxy.faultsOn = true;
@@ -302,8 +312,9 @@ describe('the fault suite', () => {
     console.log(
       `fault suite: seed ${SEED}: ${dynamoProxy.totalInjected() + s3Proxy.totalInjected()} faults injected ` +
         `(DynamoDB ${dynamoProxy.totalInjected()} of ${dynamoProxy.requests} requests: ${injected(dynamoProxy)}; ` +
-        `bucket ${s3Proxy.totalInjected()} of ${s3Proxy.requests} requests: ${injected(s3Proxy)}); ` +
-        `${outcomes.length} runs (${outcomes.map((o) => o.status + (o.error ? `:${o.error.Error}` : '')).join(', ')}); ` +
+        `bucket ${s3Proxy.totalInjected()} of ${s3Proxy.requests} requests, ${s3Proxy.bursts} bursts: ` +
+        `${injected(s3Proxy)}); ` +
+        `${taskErrors.length} task errors past the SDK's retries; ${outcomes.length} runs (${outcomes.map((o) => o.status + (o.error ? `:${o.error.Error}` : '')).join(', ')}); ` +
         `${files.length} objects, ${seen.size.toLocaleString('en-US')} rows; ` +
         `${((performance.now() - startedAt) / 1000).toFixed(1)} s in all`,
     );

@@ -40,6 +40,9 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'stall_mid_body',
 ];
 
+/** The faults that fail a request (the others only delay it). */
+const FAILURE_KINDS: readonly FaultKind[] = ['internal_error', 'throttle', 'reset_request', 'reset_response'];
+
 /** Which service's error shape the proxy speaks. */
 export type ProxiedService = 's3' | 'dynamodb';
 
@@ -57,6 +60,11 @@ export interface FaultProxyOptions {
    * called only a few times (a bucket taking a handful of files) still meets faults. @default no limit
    */
   maxCleanRun?: number;
+  /**
+   * After a fault, the chance that the next `length` requests get one too: a burst outlasts the SDK's own
+   * retries, so the error reaches the handler and the workflow's Retry and Catch. @default no bursts
+   */
+  burst?: { chance: number; length: number };
   /** Longest stall in ms; keep it below every client timeout so that a stall delays and never fails. */
   maxStallMs: number;
 }
@@ -69,6 +77,8 @@ export interface FaultProxy {
   faultsOn: boolean;
   /** Requests seen while faults were on. */
   requests: number;
+  /** Bursts started. */
+  bursts: number;
   /** Faults injected, by kind. */
   injected: Record<FaultKind, number>;
   /** Total faults injected. */
@@ -167,6 +177,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     endpoint: '',
     faultsOn: false,
     requests: 0,
+    bursts: 0,
     injected,
     totalInjected: () => Object.values(injected).reduce((a, b) => a + b, 0),
     close: async () => {
@@ -176,16 +187,25 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   };
 
   let cleanRun = 0;
+  let burstLeft = 0;
   const chooseFault = (): FaultKind | undefined => {
     if (!proxy.faultsOn) return undefined;
     proxy.requests += 1;
-    const forced = cleanRun >= (options.maxCleanRun ?? Number.POSITIVE_INFINITY);
-    if (random() >= options.rate && !forced) {
+    const inBurst = burstLeft > 0;
+    if (inBurst) burstLeft -= 1;
+    const fault = inBurst || random() < options.rate || cleanRun >= (options.maxCleanRun ?? Infinity);
+    if (!fault) {
       cleanRun += 1;
       return undefined;
     }
     cleanRun = 0;
-    return FAULT_KINDS[Math.floor(random() * FAULT_KINDS.length)];
+    if (!inBurst && options.burst && random() < options.burst.chance) {
+      burstLeft = options.burst.length;
+      proxy.bursts += 1;
+    }
+    // A burst is of failures: a stall only delays, and would let the SDK's retry through.
+    const kinds = inBurst ? FAILURE_KINDS : FAULT_KINDS;
+    return kinds[Math.floor(random() * kinds.length)];
   };
   const stallMs = () => Math.floor(options.maxStallMs / 4 + random() * ((options.maxStallMs * 3) / 4));
 
