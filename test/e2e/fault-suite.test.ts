@@ -318,6 +318,11 @@ describe('the fault suite', () => {
         `${files.length} objects, ${seen.size.toLocaleString('en-US')} rows; ` +
         `${((performance.now() - startedAt) / 1000).toFixed(1)} s in all`,
     );
+    // The proxies were in the path of the control table, the event log and the bucket.
+    expect([...dynamoProxy.operations.keys()]).toEqual(
+      expect.arrayContaining(['TransactWriteItems', 'Query', 'GetItem']),
+    );
+    expect([...s3Proxy.operations.keys()]).toContain('PUT');
     expect(dynamoProxy.totalInjected()).toBeGreaterThan(0);
     expect(s3Proxy.totalInjected()).toBeGreaterThan(0);
   }, 600_000);

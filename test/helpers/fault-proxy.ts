@@ -77,6 +77,8 @@ export interface FaultProxy {
   faultsOn: boolean;
   /** Requests seen while faults were on. */
   requests: number;
+  /** Requests seen while faults were on, by operation (DynamoDB's `X-Amz-Target` action, else the method). */
+  operations: Map<string, number>;
   /** Bursts started. */
   bursts: number;
   /** Faults injected, by kind. */
@@ -177,6 +179,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     endpoint: '',
     faultsOn: false,
     requests: 0,
+    operations: new Map(),
     bursts: 0,
     injected,
     totalInjected: () => Object.values(injected).reduce((a, b) => a + b, 0),
@@ -210,6 +213,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const stallMs = () => Math.floor(options.maxStallMs / 4 + random() * ((options.maxStallMs * 3) / 4));
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (proxy.faultsOn) {
+      const target = req.headers['x-amz-target'];
+      const operation =
+        typeof target === 'string' ? (target.split('.').at(-1) ?? target) : (req.method ?? '');
+      proxy.operations.set(operation, (proxy.operations.get(operation) ?? 0) + 1);
+    }
     const fault = chooseFault();
     if (fault !== undefined) injected[fault] += 1;
     if (fault === 'reset_request') {
