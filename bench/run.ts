@@ -9,11 +9,15 @@
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest,dispatch`).
+ * (`encode,writer,whole,ingest,dispatch,keys,api`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
  *    of one key through several instances: allowed, refused, DynamoDB calls.
+ * 7. API load (bench/api-load.ts, skip with `api`): list, get and create driven for `BENCH_API_SECONDS`
+ *    (default 10) each by
+ *    `BENCH_API_CONNECTIONS` (default 8) clients: requests/s, p50/p99 latency, errors, beside the OpenAPI
+ *    document route (no key, no database) as the reference.
 
  */
 import { existsSync } from 'node:fs';
@@ -39,7 +43,7 @@ async function main(): Promise<void> {
 
   let services: LocalServices | undefined;
   const needsServices =
-    !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch') || !skip.has('keys');
+    !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch') || !skip.has('keys') || !skip.has('api');
   if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
@@ -113,6 +117,17 @@ async function benches(): Promise<void> {
     log('\nAPI keys: the per-key rate limit against DynamoDB Local');
     const { runApiKeyBench, printApiKeyBench } = await import('./api-keys.js');
     printApiKeyBench(await runApiKeyBench(), log);
+  }
+  if (!skip.has('api')) {
+    const seconds = Number(process.env.BENCH_API_SECONDS ?? 10);
+    const connections = Number(process.env.BENCH_API_CONNECTIONS ?? 8);
+    if (!(seconds > 0) || !Number.isInteger(connections) || connections < 1)
+      throw new Error('BENCH_API_SECONDS must be positive and BENCH_API_CONNECTIONS a positive integer');
+    log('\nAPI load: the local API (adapter, authorizer, handlers, local services) in this process');
+    const { runApiLoadBench } = await import('./api-load.js');
+    const figures = await runApiLoadBench({ seconds, connections, log });
+    const errors = figures.reduce((total, f) => total + f.errors, 0);
+    if (errors > 0) throw new Error(`API load: ${errors} requests failed`);
   }
 }
 
