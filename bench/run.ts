@@ -12,6 +12,10 @@
  * (`encode,writer,whole,ingest,dispatch`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+ * 6. Resume (bench/resume.ts): one window of `BENCH_ROWS` rows (in memory) and of `BENCH_DYNAMO_ROWS` (DynamoDB
+ *    Local) written in one pass and by invocations with a budget small enough to stop several times inside
+ *    it (`BENCH_RESUME_BUDGET_MS`, default a fifth of the one pass): rows/s, invocations, sha256 of every
+ *    file compared. Skip with `resume`.
 
  */
 import { existsSync } from 'node:fs';
@@ -36,7 +40,8 @@ async function main(): Promise<void> {
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
+  const needsServices =
+    !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch') || !skip.has('resume');
   if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
@@ -87,6 +92,20 @@ async function benches(): Promise<void> {
       `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
         `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
     );
+  }
+  if (!skip.has('resume')) {
+    log('\nResume: one big window in one pass and in invocations out of budget, files compared');
+    const { runResumeBench } = await import('./resume.js');
+    const budget = process.env.BENCH_RESUME_BUDGET_MS;
+    const figures = await runResumeBench(
+      {
+        rows,
+        dynamoRows: Number(process.env.BENCH_DYNAMO_ROWS ?? rows),
+        ...(budget !== undefined ? { budgetMs: Number(budget) } : {}),
+      },
+      log,
+    );
+    if (figures.some((f) => !f.identical)) process.exitCode = 1;
   }
   if (!skip.has('dispatch')) {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
