@@ -655,7 +655,7 @@ describe('the fault matrix on the local state machines and real local parts', ()
     await expectExactlyOnce(id, [prefix], ['custom_events']);
   }, 300_000);
 
-  it('a pause mid-run stops the run before its next file; resumed, the export finishes exactly once', async () => {
+  it('a pause mid-run stops the run before its next file; resumed and run, the export finishes exactly once', async () => {
     // Prepare
     const { id, prefix } = await createExport(['custom_events']);
     const runner = await h.workflows({
@@ -672,8 +672,9 @@ describe('the fault matrix on the local state machines and real local parts', ()
     expect(await view(id)).toMatchObject({ status: 'idle', isEnabled: false, consecutiveFailures: 0 });
     expect(await h.leases.get(h.ws.workspaceId, id)).toBeUndefined();
 
-    // Act 2: resumed, it is due at once
+    // Act 2: resumed (it keeps its next slot: the stopped run's commit set it), then run now
     expect((await h.ws.client.patch<Json>(`/data-exports/${id}`, { isEnabled: true })).status).toBe(200);
+    expect((await h.ws.client.post<Json>(`/data-exports/${id}/run`, {})).status).toBe(200);
     const runs = await tickUntilCaughtUp(workflows, id);
 
     // Assess 2
@@ -735,9 +736,10 @@ describe('the fault matrix on the local state machines and real local parts', ()
     expect(runs.Items).toEqual([]);
   }, 300_000);
 
-  it('a snapshot retried with fewer subscribers: the earlier attempt leaves no file readable as data, _SUCCESS comes last', async () => {
-    // Prepare: 50,600 subscribers (two files). The first attempt dies right after uploading file 1; before
-    // the retry, the subscribers of that file are deleted, so the retry has one file.
+  it('a snapshot resumed by the next run, then retried with fewer subscribers: no file of the earlier attempt stays readable as data, _SUCCESS comes last', async () => {
+    // Prepare: 50,600 subscribers (two files), writers with no budget: the first run writes file 0 and
+    // stops; the second continues with file 1 and dies right after uploading it; before its retry, the
+    // subscribers of that file are deleted, so the retry has nothing left to write.
     const ws = h.ws.workspaceId;
     const { generateSubscribers } = await import('@sluice/eventlog');
     const subscribers = [...generateSubscribers({ count: SUBSCRIBERS, workspaceId: ws })];
@@ -769,13 +771,26 @@ describe('the fault matrix on the local state machines and real local parts', ()
         },
       };
     };
+    const results: Json[] = [];
     const snapshotRunner = await workflowsWithBucket(withMarkers, {
       retryIntervalOverrides: { WriteWindow: 0 },
+      intercept: async (state, payload, invoke) => {
+        const output = await noBudget(state, payload, invoke);
+        if (state === 'WriteWindow') results.push(output as Json);
+        return output;
+      },
     });
 
     // Act
+    const first = await snapshotRunner.runExportRun(input(id));
     const outcome = await snapshotRunner.runExportRun(input(id));
 
+    // Assess: the first run stopped out of time after file 0 and asked to run again
+    expect(first).toMatchObject({ status: 'succeeded', runAgain: true });
+    expect(results.map((r) => [r.status, r.files])).toEqual([
+      ['partial', 1],
+      ['written', 0],
+    ]);
     // Assess: file 1 was written twice, the second time empty; the data files hold every subscriber left,
     // each once; _SUCCESS is the last upload; the snapshot is committed
     expect(outcome.status).toBe('succeeded');
