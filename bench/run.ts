@@ -14,8 +14,8 @@
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. Resume (bench/resume.ts): one window of `BENCH_ROWS` rows (in memory) and of `BENCH_DYNAMO_ROWS` (DynamoDB
  *    Local) written in one pass and by invocations with a budget small enough to stop several times inside
- *    it (`BENCH_RESUME_BUDGET_MS`, default a fifth of the one pass): rows/s, invocations, sha256 of every
- *    file compared. Skip with `resume`.
+ *    it (`BENCH_RESUME_BUDGET_MS`, default 1: one file an invocation): rows/s, invocations, sha256 of every
+ *    file compared (`BENCH_DYNAMO_ROWS=0` measures the memory source only). Skip with `resume`.
 
  */
 import { existsSync } from 'node:fs';
