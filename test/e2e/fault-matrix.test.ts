@@ -433,8 +433,8 @@ describe('the fault matrix on the local state machines and real local parts', ()
   }, 300_000);
 
   it('an execution that times out: it stays running only until its lease expires, a tick settles it as failed with backoff, and the next run continues its windows', async () => {
-    // Prepare: an ExportRun with a 10-second timeout (ClaimAndPlan surely ends within it) whose first item is written and whose other items
-    // never finish (the execution times out, no Catch runs, no Commit)
+    // Prepare: an ExportRun with a 10-second timeout (ClaimAndPlan surely ends inside it) whose first item
+    // is written and whose other items never finish (the execution times out, no Catch runs, no Commit)
     const { id, prefix } = await createExport(['custom_events']);
     let firstWritten!: () => void;
     const written = new Promise<void>((resolve) => {
