@@ -9,7 +9,7 @@
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest,dispatch,keys,api`).
+ * (`encode,writer,whole,ingest,dispatch,keys,api,resume`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
@@ -18,6 +18,10 @@
  *    (default 10) each by
  *    `BENCH_API_CONNECTIONS` (default 8) clients: requests/s, p50/p99 latency, errors, beside the OpenAPI
  *    document route (no key, no database) as the reference.
+ * 8. Resume (bench/resume.ts): one window of `BENCH_ROWS` rows (in memory) and of `BENCH_DYNAMO_ROWS` (DynamoDB
+ *    Local) written in one pass and by invocations with a budget small enough to stop several times inside
+ *    it (`BENCH_RESUME_BUDGET_MS`, default 1: one file an invocation): rows/s, invocations, sha256 of every
+ *    file compared (`BENCH_DYNAMO_ROWS=0` measures the memory source only). Skip with `resume`.
 
  */
 import { existsSync } from 'node:fs';
@@ -43,7 +47,7 @@ async function main(): Promise<void> {
 
   let services: LocalServices | undefined;
   const needsServices =
-    !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch') || !skip.has('keys') || !skip.has('api');
+    ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some((part) => !skip.has(part));
   if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
@@ -94,6 +98,20 @@ async function benches(): Promise<void> {
       `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
         `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
     );
+  }
+  if (!skip.has('resume')) {
+    log('\nResume: one big window in one pass and in invocations out of budget, files compared');
+    const { runResumeBench } = await import('./resume.js');
+    const budget = process.env.BENCH_RESUME_BUDGET_MS;
+    const figures = await runResumeBench(
+      {
+        rows,
+        dynamoRows: Number(process.env.BENCH_DYNAMO_ROWS ?? rows),
+        ...(budget !== undefined ? { budgetMs: Number(budget) } : {}),
+      },
+      log,
+    );
+    if (figures.some((f) => !f.identical)) process.exitCode = 1;
   }
   if (!skip.has('dispatch')) {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);

@@ -24,10 +24,28 @@ const deps: Partial<EngineDeps> = {
 /** The writer starts no file later than this before its own Lambda timeout: the last file must finish. */
 const FILE_MARGIN_MS = 60_000;
 
-export const handler = async (
+/** The writer Lambda's handler. */
+export type WriterHandler = (
   event: WriteWindowInput,
   context?: { getRemainingTimeInMillis?: () => number },
-): Promise<WindowResult> => {
+) => Promise<WindowResult>;
+
+/**
+ * The handler over the function's dependencies with some replaced (tests wrap one, for example a bucket
+ * writer that dies after its k-th file, and run this very handler in the local workflows).
+ */
+export function createWriterHandler(overrides: Partial<EngineDeps> = {}): WriterHandler {
+  const handlerDeps = { ...deps, ...overrides };
+  return (event, context) => writeOneItem(event, handlerDeps, context);
+}
+
+export const handler: WriterHandler = (event, context) => writeOneItem(event, deps, context);
+
+async function writeOneItem(
+  event: WriteWindowInput,
+  engineDeps: Partial<EngineDeps>,
+  context?: { getRemainingTimeInMillis?: () => number },
+): Promise<WindowResult> {
   logger.appendKeys({
     workspaceId: event.run.workspaceId,
     destinationId: event.run.destinationId,
@@ -46,7 +64,7 @@ export const handler = async (
     const remaining = context?.getRemainingTimeInMillis?.();
     const result = await writeWindow(
       event,
-      deps,
+      engineDeps,
       remaining !== undefined ? { deadlineMs: Date.now() + remaining - FILE_MARGIN_MS } : {},
     );
     logger.info('window done', {
@@ -71,4 +89,4 @@ export const handler = async (
   } finally {
     logger.resetKeys();
   }
-};
+}
