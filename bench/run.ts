@@ -46,8 +46,9 @@ async function main(): Promise<void> {
   log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
 
   let services: LocalServices | undefined;
-  const needsServices =
-    ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some((part) => !skip.has(part));
+  const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some(
+    (part) => !skip.has(part),
+  );
   if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
     services = await startLocalServices();
