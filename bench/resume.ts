@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { EventSource, SourcePage } from '@sluice/eventlog';
+import type { EventPage, EventSource } from '@sluice/eventlog';
 
 /**
  * Resumed writers against one pass: one big event window (default 1,000,000 rows, 20 files) is exported
@@ -33,13 +33,14 @@ const HOUR_MS = 3_600_000;
 function memorySource(pool: readonly string[], rows: number): EventSource {
   const keyOf = (i: number) => String(i).padStart(13, '0');
   return {
-    async *readWindow(_workspaceId, _dataset, _fromMs, _toMs, afterKey) {
+    async *readWindow(_workspaceId, _dataset, _fromMs, toMs, afterKey) {
       const start = afterKey === undefined ? 0 : Number(afterKey) + 1;
       for (let sent = start; sent < rows; sent += 1000) {
-        const page: SourcePage = { lines: [], keys: [] };
+        const page: EventPage = { lines: [], keys: [], recordedMs: [] };
         for (let i = sent; i < Math.min(rows, sent + 1000); i++) {
           page.lines.push(pool[i % pool.length] as string);
           page.keys.push(keyOf(i));
+          page.recordedMs.push(toMs);
         }
         yield page;
       }

@@ -3,7 +3,8 @@
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio,
  *    pinned to one core and with the cores free, and a table of gzip levels (bench/encode.ts).
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
- * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
+ * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts): the same rows
+ *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone.
  * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
  *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
@@ -25,6 +26,10 @@
 
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { type LocalOutput, routeLocalOutput } from '../packages/local/src/local-output.js';
+import { STATE_DIR } from '../packages/local/src/runtime-config.js';
 import type { LocalServices } from '../packages/local/src/services.js';
 
 // The packages read their environment at load, so they are imported after the local services are up.
@@ -33,7 +38,8 @@ const MAX_LINES_PER_FILE = 50_000;
 const rows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ingestEvents = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000);
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
-const log = (line: string): void => console.log(line);
+let output: LocalOutput | undefined;
+const log = (line: string): void => (output ? output.print(line) : console.log(line));
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 async function main(): Promise<void> {
@@ -43,26 +49,43 @@ async function main(): Promise<void> {
     throw new Error('BENCH_ROWS must be an integer of at least 1000');
   if (!Number.isInteger(ingestEvents) || ingestEvents < 1000)
     throw new Error('BENCH_INGEST_EVENTS must be an integer of at least 1000');
-  log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
+  output = routeLocalOutput({
+    verbose: process.env.BENCH_VERBOSE === '1',
+    logDir: join(STATE_DIR, 'logs', 'bench'),
+  });
+  log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}`);
+  log(
+    `Load average at start: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(', ')} (${availableParallelism()} cores)`,
+  );
+  if (output.logFile) log(`Function logs: ${output.logFile}`);
+  log('');
 
   let services: LocalServices | undefined;
-  const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some(
-    (part) => !skip.has(part),
-  );
-  if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
-    const { startLocalServices } = await import('../packages/local/src/services.js');
-    services = await startLocalServices();
-    for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
-    log('Started DynamoDB Local, s3rver and the local KMS\n');
-  }
   try {
-    await benches();
+    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some(
+      (part) => !skip.has(part),
+    );
+    if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
+      const { startLocalServices } = await import('../packages/local/src/services.js');
+      services = await startLocalServices();
+      for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
+      log('Started DynamoDB Local, s3rver and the local KMS\n');
+    }
+    await benches(services);
   } finally {
     await services?.stop();
+    log(
+      `Load average at end: ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(', ')}`,
+    );
+    await output.close();
   }
 }
 
-async function benches(): Promise<void> {
+async function benches(services: LocalServices | undefined): Promise<void> {
   if (!skip.has('encode')) {
     log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
     const { runEncodeBench, printEncodeBench } = await import('./encode.js');
@@ -94,11 +117,29 @@ async function benches(): Promise<void> {
   if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {
     log('Whole local export through the Dispatch and ExportRun definitions');
     const { runWholeExportBench } = await import('./whole-export.js');
-    const whole = await runWholeExportBench({ rows, log });
+    const whole = await runWholeExportBench({
+      rows,
+      log,
+      ...(services?.dynamodb.pid !== undefined ? { dynamodbPid: services.dynamodb.pid } : {}),
+      ...(process.env.BENCH_PROFILE_DIR ? { profileDir: process.env.BENCH_PROFILE_DIR } : {}),
+    });
     log(
-      `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
-        `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+      `  ${fmt(whole.rows)} events ingested in ${(whole.ingestMs / 1000).toFixed(1)} s (not part of the figures)`,
     );
+    for (const e of whole.exports) {
+      const dynamodb =
+        e.dynamodbCpuSeconds !== undefined ? `, DynamoDB Local ${e.dynamodbCpuSeconds.toFixed(1)} s` : '';
+      log(
+        `  ${e.frequency.padEnd(16)} ${fmt(e.rows)} rows in ${(e.exportMs / 1000).toFixed(1)} s: ` +
+          `${fmt(e.rowsPerSecond).padStart(6)} rows/s, ${(e.rowsPerSecond / whole.encoderRowsPerSecond).toFixed(2)}x ` +
+          `the encoder; ${e.runs} run(s), ${e.files} files, ${fmt(e.bytes)} B; CPU: node ` +
+          `${e.nodeCpuSeconds.toFixed(1)} s${dynamodb}`,
+      );
+    }
+    log(
+      `  encoder alone (same rows, 50,000-line files, this process): ${fmt(whole.encoderRowsPerSecond)} rows/s`,
+    );
+    log('  target: whole export ≥ 30,000 rows/s\n');
   }
   if (!skip.has('resume')) {
     log('\nResume: one big window in one pass and in invocations out of budget, files compared');
@@ -118,7 +159,7 @@ async function benches(): Promise<void> {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
     if (!Number.isInteger(destinations) || destinations < 1)
       throw new Error('BENCH_DISPATCH_DESTINATIONS must be a positive integer');
-    log(`\nDispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
+    log(`Dispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
     const { runDispatchBench } = await import('./dispatch.js');
     const d = await runDispatchBench(destinations);
     log(`  seeded with BatchWriteItem in ${(d.seedMs / 1000).toFixed(1)} s (two tables)`);
