@@ -337,6 +337,51 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
     });
   });
 
+  describe('the custom domain outlives the stateless stack', () => {
+    it('is in the stateful stack, retained under a fixed logical id (prod); no domain without the setting (dev)', () => {
+      // Act
+      const domains = resourcesOf(stateful(), 'AWS::ApiGatewayV2::DomainName') as Record<
+        string,
+        Resource & { UpdateReplacePolicy?: string }
+      >;
+
+      // Assess
+      expect(Object.keys(resourcesOf(stateless(), 'AWS::ApiGatewayV2::DomainName'))).toEqual([]);
+      if (stage === 'dev') {
+        expect(domains).toEqual({});
+        expect(stateful().toJSON().Outputs.ApiDomainTarget).toBeUndefined();
+        return;
+      }
+      expect(Object.keys(domains)).toEqual(['ApiDomain']);
+      expect(domains.ApiDomain?.Properties.DomainName).toBe('exports.example.com');
+      expect(domains.ApiDomain?.DeletionPolicy).toBe('Retain');
+      expect(domains.ApiDomain?.UpdateReplacePolicy).toBe('Retain');
+      expect(stateful().toJSON().Outputs.ApiDomainTarget.Value).toEqual({
+        'Fn::GetAtt': ['ApiDomain', 'RegionalDomainName'],
+      });
+    });
+
+    it('maps the stateless API onto it by name, with no export between the stacks (prod)', () => {
+      // Act
+      const mappings = Object.values(resourcesOf(stateless(), 'AWS::ApiGatewayV2::ApiMapping'));
+      const [api] = Object.keys(resourcesOf(stateless(), 'AWS::ApiGatewayV2::Api'));
+
+      // Assess
+      expect(mappings).toHaveLength(stage === 'prod' ? 1 : 0);
+      if (stage === 'prod') {
+        expect(mappings[0]?.Properties).toEqual({
+          ApiId: { Ref: api },
+          DomainName: 'exports.example.com',
+          Stage: '$default',
+        });
+        const text = show(stateless().toJSON());
+        expect(text.includes('"ApiDomain"'), 'a reference to the stateful domain').toBe(false);
+        expect(/"OutputName":"[^"]*ApiDomain/.test(text), 'an output of the domain read across').toBe(false);
+        expect(built().stateless.dependencies).toContain(built().stateful);
+      }
+    });
+  });
+
   it('protects the stateful stack from termination by default', () => {
     // Assess
     expect(built().stateful.terminationProtection).toBe(true);
