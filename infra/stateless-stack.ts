@@ -280,6 +280,11 @@ export class StatelessStack extends Stack {
     ]);
     // Rows behind the event log's retention are reported lost by the plan: the same retention as ingest.
     runControlFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
+    // A destination's failing and recovered notices go on the Sluice bus: PutEvents on that bus only.
+    runControlFunction.addEnvironment('SLUICE_EVENT_BUS_NAME', props.eventBus.eventBusName);
+    runControlFunction.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
+    );
 
     const writerFunction = fn('writer', 'WriterFunction', 'writer', 'functions/writer/handler.ts', {
       description: 'Sluice writer: one (dataset, window) to the customer bucket',

@@ -1,7 +1,15 @@
 import { powertoolsFailureMetrics } from '@sluice/engine';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { emfOf, logicalIdOf, type Synthesized, show, synthesize } from './helpers.js';
+import {
+  actionsOf,
+  emfOf,
+  logicalIdOf,
+  roleStatements,
+  type Synthesized,
+  show,
+  synthesize,
+} from './helpers.js';
 
 /**
  * What a platform team relies on in production (issue 10), asserted in the synthesized templates of a `dev`
@@ -335,6 +343,24 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
       // Assess
       expect(api?.Properties.DisableExecuteApiEndpoint).toBe(stage === 'prod' ? true : undefined);
     });
+  });
+
+  it('lets only the engine (run-control) put events, on the Sluice bus only, named in its environment', () => {
+    // Act
+    const puts = Object.entries(built().stateless.functions).flatMap(([name, f]) =>
+      roleStatements(stateless(), logicalIdOf(f.role!))
+        .filter((statement) => actionsOf(statement).some((action) => action.startsWith('events:')))
+        .map((statement) => ({ name, actions: actionsOf(statement), resource: statement.Resource })),
+    );
+    const runControl = stateless().toJSON().Resources[logicalIdOf(built().stateless.functions.runControl)];
+
+    // Assess
+    expect(puts).toHaveLength(1);
+    expect(puts[0]).toMatchObject({ name: 'runControl', actions: ['events:PutEvents'] });
+    expect(show(puts[0]?.resource)).toMatch(
+      /^\{"Fn::GetStackOutput":\{[^}]*"OutputName":"[^"]*EventBusArn[^"]*"\}\}$/,
+    );
+    expect(show(runControl.Properties.Environment.Variables.SLUICE_EVENT_BUS_NAME)).toMatch(/EventBus/);
   });
 
   describe('the custom domain outlives the stateless stack', () => {
