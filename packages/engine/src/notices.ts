@@ -62,7 +62,13 @@ export interface EventBridgeNoticePublisherOptions {
   client?: EventBridgeClient;
 }
 
-let defaultClient: EventBridgeClient | undefined;
+let sharedClient: EventBridgeClient | undefined;
+
+/** One EventBridge client per process, configured from the environment, built on first use. */
+function defaultClient(): EventBridgeClient {
+  sharedClient ??= new EventBridgeClient({});
+  return sharedClient;
+}
 
 /** Publishes notices with EventBridge `PutEvents`, one entry per notice. */
 export class EventBridgeNoticePublisher implements NoticePublisher {
@@ -70,8 +76,7 @@ export class EventBridgeNoticePublisher implements NoticePublisher {
   private readonly eventBusName: string;
 
   constructor(options: EventBridgeNoticePublisherOptions) {
-    defaultClient ??= options.client === undefined ? new EventBridgeClient({}) : undefined;
-    this.client = options.client ?? (defaultClient as EventBridgeClient);
+    this.client = options.client ?? defaultClient();
     this.eventBusName = options.eventBusName;
   }
 
