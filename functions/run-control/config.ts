@@ -19,4 +19,6 @@ export const config = {
     ) * 86_400_000,
   /** The deployment stage: the `Stage` dimension of the engine's metrics. */
   stage: requiredEnv('SLUICE_STAGE'),
+  /** The Sluice bus: where a destination's failing and recovered notices are published. */
+  eventBusName: requiredEnv('SLUICE_EVENT_BUS_NAME'),
 } as const;

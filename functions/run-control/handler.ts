@@ -11,6 +11,7 @@ import {
   claimAndPlan,
   commitRun,
   type EngineDeps,
+  EventBridgeNoticePublisher,
   powertoolsFailureMetrics,
   powertoolsRunMetrics,
   type RecordFailureInput,
@@ -20,6 +21,7 @@ import { config } from './config.js';
 import { redactSecrets } from '@sluice/core';
 
 const logger = new Logger({ serviceName: 'sluice-run-control', jsonReplacerFn: redactSecrets });
+const bus = new EventBridgeNoticePublisher({ eventBusName: config.eventBusName });
 const deps: Partial<EngineDeps> = {
   controlStore: new ControlStore({ tableName: config.controlTable }),
   leases: new LeaseStore({ tableName: config.controlTable }),
@@ -28,6 +30,23 @@ const deps: Partial<EngineDeps> = {
   runState: new RunStateStore({ tableName: config.controlTable }),
   settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
   metrics: powertoolsRunMetrics({ stage: config.stage }),
+  notices: {
+    async publish(notice) {
+      try {
+        await bus.publish(notice);
+        logger.info('destination notice published', { noticeId: notice.id, kind: notice.kind });
+      } catch (error) {
+        // Kept pending on the destination; the next outcome recorded for it publishes it again.
+        logger.error('destination notice not published', {
+          noticeId: notice.id,
+          kind: notice.kind,
+          errorName: (error as Error).name,
+          message: (error as Error).message,
+        });
+        throw error;
+      }
+    },
+  },
 };
 const failureMetrics = powertoolsFailureMetrics({ stage: config.stage });
 

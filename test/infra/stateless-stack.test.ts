@@ -42,6 +42,7 @@ function resourceLabel(resource: unknown): string {
     [/SecretsKeyArn/, 'secretsKey'],
     [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
     [/IngestDeadLetters/, 'deadLetters'],
+    [/EventBusArn/, 'eventBus'],
     [/^"\*"$/, '*'],
   ];
   return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
@@ -135,6 +136,8 @@ describe('stateless stack: least privilege', () => {
           'dynamodb:Query',
           'dynamodb:UpdateItem',
         ],
+        // A destination's failing and recovered notices.
+        eventBus: ['events:PutEvents'],
       },
     ],
     [
@@ -251,7 +254,7 @@ describe('stateless stack: functions', () => {
     ],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],
     ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
-    ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_RETENTION_DAYS']],
+    ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_BUS_NAME', 'SLUICE_EVENT_RETENTION_DAYS']],
     [
       'writer',
       ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_KMS_KEY_ID', 'SLUICE_SUBSCRIBERS_TABLE'],

@@ -63,6 +63,8 @@ const STORED: Record<StoredField, true> = {
   consecutiveFailures: true,
   totalRowsExported: true,
   manualRunQueued: true,
+  failing: true,
+  pendingNotice: true,
   createdAt: true,
   updatedAt: true,
 };

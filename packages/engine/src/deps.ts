@@ -4,6 +4,7 @@ import { EventLogReader, type EventSource } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
 import { powertoolsRunMetrics, type RunMetrics } from './metrics.js';
+import { EventBridgeNoticePublisher, type NoticePublisher } from './notices.js';
 
 /** A bucket writer; `close` (when present) releases its connections once the window is done. */
 export type ClosableBucketWriter = BucketWriter & { close?: () => void };
@@ -45,6 +46,8 @@ export interface EngineDeps {
   eventSource: EventSource;
   bucketWriterFactory: BucketWriterFactory;
   metrics: RunMetrics;
+  /** Where a destination's failing and recovered notices are published (the Sluice bus). */
+  notices: NoticePublisher;
   now: () => Date;
 }
 
@@ -71,6 +74,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   eventSource: () => new EventLogReader(),
   bucketWriterFactory: () => defaultBucketWriterFactory,
   metrics: () => powertoolsRunMetrics({ stage: requiredEnv('SLUICE_STAGE') }),
+  notices: () => new EventBridgeNoticePublisher({ eventBusName: requiredEnv('SLUICE_EVENT_BUS_NAME') }),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};
@@ -82,7 +86,7 @@ function defaultOf<K extends keyof EngineDeps>(key: K): EngineDeps[K] {
 
 /**
  * Fills the injected dependencies with the module defaults: the control table stores, the KMS sealer, the
- * DynamoDB event log reader, the S3 writer, Powertools metrics and the clock. Each default is built on
+ * DynamoDB event log reader, the S3 writer, Powertools metrics, the EventBridge notice publisher and the clock. Each default is built on
  * first use, once per process, so a function that never opens a secret needs no KMS key id.
  */
 export function resolveDeps(injected: Partial<EngineDeps> = {}): EngineDeps {

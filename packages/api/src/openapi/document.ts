@@ -420,6 +420,16 @@ export const openapiDocument: JsonObject = {
           lastError: { type: ['string', 'null'] },
           lastErrorAt: { type: ['string', 'null'], format: 'date-time' },
           consecutiveFailures: { type: 'integer' },
+          failing: {
+            type: ['object', 'null'],
+            description:
+              "Set while the export fails for a reason only you can fix on your side: reason is access_denied, no_such_bucket, invalid_bucket_name, wrong_region, invalid_access_key, signature_mismatch, unsafe_endpoint, redirected, tls_error, not_supported, endpoint_unreachable, throttled, server_error, secret_rejected or invalid_location (lastError has the message). since is when the first of these failures happened. null while the export is healthy, and again once a run succeeds. Failures on Sluice's side never set it. Sluice also announces both changes as events to the platform that runs it.",
+            properties: {
+              since: { type: 'string', format: 'date-time' },
+              reason: { type: 'string' },
+            },
+            required: ['since', 'reason'],
+          },
           totalRowsExported: { type: 'integer' },
           createdAt: { type: 'string', format: 'date-time' },
           updatedAt: { type: 'string', format: 'date-time' },
