@@ -21,7 +21,7 @@ export type OperatorRunner = (argv: string[]) => Promise<number>;
 
 /** Loaded when used: the operator commands bring the AWS SDK and the stores with them. */
 const runOperator: OperatorRunner = async (argv) => {
-  const { runOperatorCli } = await import('@sluice/local');
+  const { runOperatorCli } = await import('./operator.js');
   return runOperatorCli(argv);
 };
 

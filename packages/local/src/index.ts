@@ -6,4 +6,3 @@ export * from './runtime-config.js';
 export * from './s3-local.js';
 export * from './services.js';
 export * from './async-invoke.js';
-export { runOperatorCli } from './cli.js';

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type CliCommand, CliUsageError } from './cli/command.js';
-import { loadRuntimeConfig } from './runtime-config.js';
+import { type CliCommand, CliUsageError } from './operator/command.js';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 
 /** The subcommand modules, each exporting `commands: CliCommand[]`; missing ones are skipped. */
-export const COMMAND_MODULES = ['./cli/keys.js', './cli/data.js'] as const;
+export const COMMAND_MODULES = ['./operator/keys.js', './operator/data.js'] as const;
 
 /** Where the dispatcher writes. */
 export interface CliIo {
@@ -127,7 +127,7 @@ export async function runOperatorCli(argv: readonly string[], io: CliIo = consol
   });
 }
 
-/* `node packages/local/src/cli.ts <group> <command> ...` (`npm run sluice` goes through packages/cli). */
+/* `node packages/cli/src/operator.ts <group> <command> ...` (`npm run sluice` reaches it through program.ts). */
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   process.exitCode = await runOperatorCli(process.argv.slice(2));
 }
