@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient, runSk, runsPk } from '@sluice/control';
+import type { DataExportRun } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
 import {
@@ -9,13 +8,12 @@ import {
   type TestWorkspace,
   uniqueId,
 } from '../helpers/contract-harness.js';
+import { putRunRecord } from '../helpers/seed-runs.js';
 import { sluice } from './cli-context.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
 let apiUrl: string;
-const db = createDocumentClient();
-const table = process.env.SLUICE_CONTROL_TABLE!;
 const printed: string[] = [];
 
 beforeAll(async () => {
@@ -58,26 +56,8 @@ function createArgs(overrides: Record<string, string> = {}): string[] {
   return ['create', ...Object.entries(options).flat(), '--secret-access-key-stdin'];
 }
 
-async function putRun(id: string, runId: string, run: Record<string, unknown>): Promise<void> {
-  const startedAt = (run.startedAt as string) ?? new Date().toISOString();
-  await db.send(
-    new PutCommand({
-      TableName: table,
-      Item: {
-        PK: runsPk(ws.workspaceId, id),
-        SK: runSk(startedAt, runId),
-        id: runId,
-        destinationId: id,
-        workspaceId: ws.workspaceId,
-        isManual: true,
-        error: null,
-        finishedAt: null,
-        expiresAt: Math.floor(Date.now() / 1000) + 86_400,
-        ...run,
-        startedAt,
-      },
-    }),
-  );
+function putRun(id: string, runId: string, run: Partial<DataExportRun>): Promise<void> {
+  return putRunRecord(ws.workspaceId, id, { ...run, id: runId });
 }
 
 describe('sluice data-exports against the local API', () => {
@@ -162,6 +142,13 @@ describe('sluice data-exports against the local API', () => {
     expect(lines[2]).toMatch(/^run_old .* succeeded +manual +1,500 +2 +2\.0 KB$/);
     const limited = await dataExports(['runs', id, '--limit', '1', '--json']);
     expect(JSON.parse(limited.out).runs.map((r: { id: string }) => r.id)).toEqual(['run_new']);
+    const firstPage = await dataExports(['runs', id, '--limit', '1']);
+    const token = /^More: sluice data-exports runs \S+ --limit 1 --next-token (\S+)$/m.exec(
+      firstPage.out,
+    )?.[1];
+    expect(token).toBeDefined();
+    const secondPage = await dataExports(['runs', id, '--limit', '1', '--next-token', token!]);
+    expect(secondPage.out.split('\n')[1]).toMatch(/^run_old /);
 
     // test
     const tested = await dataExports(['test', id]);
@@ -237,7 +224,7 @@ describe('sluice data-exports against the local API', () => {
     const created = await dataExports([...createArgs(), '--json'], LOCAL_S3_CREDENTIALS.secretAccessKey);
     const id: string = JSON.parse(created.out).dataExport.id;
     const startedAt = new Date().toISOString();
-    const progress = (rows: number, status: string) => ({
+    const progress = (rows: number, status: DataExportRun['status']) => ({
       status,
       startedAt,
       rowCount: rows * 2,
@@ -247,7 +234,7 @@ describe('sluice data-exports against the local API', () => {
         email_events: { rows, files: rows > 0 ? 1 : 0, bytes: rows * 50 },
         sms_events: { rows, files: rows > 0 ? 1 : 0, bytes: rows * 50 },
       },
-      ...(status === 'running' ? {} : { finishedAt: new Date().toISOString() }),
+      finishedAt: status === 'running' ? null : new Date().toISOString(),
     });
     await putRun(id, 'run_live', progress(0, 'running'));
 

@@ -76,6 +76,8 @@ export interface RunResponse {
 export interface RunsResponse {
   success: true;
   runs: DataExportRunView[];
+  /** Present on a full page: pass it back for the next one. */
+  nextToken?: string;
 }
 
 /**
@@ -109,9 +111,12 @@ export class DataExportsClient {
   run(id: string): Promise<RunResponse> {
     return this.request('POST', `/data-exports/${encodeURIComponent(id)}/run`);
   }
-  runs(id: string, limit?: number): Promise<RunsResponse> {
-    const query = limit === undefined ? '' : `?limit=${encodeURIComponent(String(limit))}`;
-    return this.request('GET', `/data-exports/${encodeURIComponent(id)}/runs${query}`);
+  runs(id: string, limit?: number, nextToken?: string): Promise<RunsResponse> {
+    const query = new URLSearchParams();
+    if (limit !== undefined) query.set('limit', String(limit));
+    if (nextToken !== undefined) query.set('nextToken', nextToken);
+    const search = query.size > 0 ? `?${query}` : '';
+    return this.request('GET', `/data-exports/${encodeURIComponent(id)}/runs${search}`);
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -342,18 +342,24 @@ export function dataExportsCommand(context: CliContext): Command {
       .description('list the runs of the last 14 days, newest first')
       .argument('<id>')
       .option('--limit <n>', 'at most this many runs (1-100)')
+      .option('--next-token <token>', 'the page after the one that printed this token')
       .option('--watch', 'follow the running (or next) run live, a line per dataset')
       .option('--interval <seconds>', 'seconds between polls with --watch', '2'),
   ).action(
-    async (id: string, options: CommonOptions & { watch?: boolean; interval: string; limit?: string }) => {
+    async (
+      id: string,
+      options: CommonOptions & { watch?: boolean; interval: string; limit?: string; nextToken?: string },
+    ) => {
       const intervalMs = parseInterval(options.interval);
       const limit = options.limit === undefined ? undefined : parseLimit(options.limit);
       if (options.watch) return followRun(context, options, id, { intervalMs });
+      const more = (token: string) =>
+        `More: sluice data-exports runs ${id}${limit ? ` --limit ${limit}` : ''} --next-token ${token}`;
       await withClient(
         context,
         options,
-        (client) => client.runs(id, limit),
-        (result) => runsTable(result.runs),
+        (client) => client.runs(id, limit, options.nextToken),
+        (result) => [...runsTable(result.runs), ...(result.nextToken ? ['', more(result.nextToken)] : [])],
       );
     },
   );

@@ -154,10 +154,14 @@ export function createMcpServer(client: DataExportsClient): McpServer {
           .max(RUNS_LIMIT.max)
           .optional()
           .describe(`At most this many runs (default ${RUNS_LIMIT.default})`),
+        nextToken: z
+          .string()
+          .optional()
+          .describe('The nextToken of the previous page, for the runs after it'),
       },
       annotations: READ_ONLY,
     },
-    ({ id, limit }) => call(() => client.runs(id, limit)),
+    ({ id, limit, nextToken }) => call(() => client.runs(id, limit, nextToken)),
   );
   return server;
 }
