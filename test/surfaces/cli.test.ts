@@ -204,7 +204,8 @@ describe('sluice data-exports against the local API', () => {
 
   it('never takes the secret from the command line: without --secret-access-key-stdin and no terminal, it stops before any request', async () => {
     // Act
-    const args = createArgs().filter((arg) => arg !== '--secret-access-key-stdin');
+    const name = uniqueId('No secret ');
+    const args = createArgs({ '--name': name }).filter((arg) => arg !== '--secret-access-key-stdin');
     const result = await dataExports(args);
     const onArgv = await dataExports([...args, '--secret-access-key', 'x']);
 
@@ -214,9 +215,9 @@ describe('sluice data-exports against the local API', () => {
     expect(onArgv.code).toBe(2);
     expect(onArgv.err).toMatch(/unknown option '--secret-access-key'/);
     const list = await dataExports(['list', '--json']);
-    expect(
-      JSON.parse(list.out).dataExports.filter((view: { name: string }) => view.name === 'CLI lake'),
-    ).toEqual([]);
+    expect(JSON.parse(list.out).dataExports.filter((view: { name: string }) => view.name === name)).toEqual(
+      [],
+    );
   });
 
   it('follows a running run with --watch, a line per dataset, until it finishes', async () => {
