@@ -120,7 +120,15 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
       operationId: 'listDataExportRuns',
       access: 'read',
       run: async ({ deps, caller, id, request }) =>
-        ok(await listDataExportRuns(deps, caller, id, queryParam(request, 'limit'))),
+        ok(
+          await listDataExportRuns(
+            deps,
+            caller,
+            id,
+            queryParam(request, 'limit'),
+            queryParam(request, 'nextToken'),
+          ),
+        ),
     },
   },
 };

@@ -45,6 +45,12 @@ export type DestinationChanges = Partial<
 >;
 
 /** A run as the API returns it (`DataExportRun` of the OpenAPI). */
+/** Where a page of runs continues: just below this run (newest first). */
+export interface RunsPageToken {
+  startedAt: string;
+  id: string;
+}
+
 export interface DataExportRunView {
   id: string;
   destinationId: string;
@@ -82,7 +88,7 @@ export interface ApiStore {
   listRuns(
     workspaceId: string,
     id: string,
-    options: { limit: number; now: Date },
+    options: { limit: number; now: Date; after?: RunsPageToken },
   ): Promise<readonly DataExportRunView[]>;
 }
 

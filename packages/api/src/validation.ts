@@ -31,6 +31,8 @@ import {
 } from '@sluice/core';
 import { parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
+import { isKeySafeId } from '@sluice/control';
+import type { RunsPageToken } from './ports.js';
 
 /** At most this many issues are reported. */
 export const MAX_ISSUES = 10;
@@ -497,6 +499,37 @@ export function assertCredentialsForMove(
       message: `Changing ${field} requires the credentials again: send accessKeyId and secretAccessKey with it. The stored secret is only used where it was given.`,
     })),
   );
+}
+
+/** The `nextToken` of a runs page that has (or may have) more after it: the last run listed, opaque. */
+export function encodeRunsToken(run: RunsPageToken): string {
+  return Buffer.from(JSON.stringify({ s: run.startedAt, i: run.id }), 'utf8').toString('base64url');
+}
+
+/** Parses the `nextToken` query parameter of the runs list (absent: the first page). */
+export function parseRunsToken(raw: string | undefined): RunsPageToken | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    decoded = undefined;
+  }
+  const { s: startedAt, i: id } = (decoded ?? {}) as { s?: unknown; i?: unknown };
+  if (
+    typeof startedAt !== 'string' ||
+    typeof id !== 'string' ||
+    !z.iso.datetime().safeParse(startedAt).success ||
+    !isKeySafeId(id)
+  ) {
+    throw invalidInput([
+      {
+        path: 'nextToken',
+        message: 'nextToken is not one this API returned: send the nextToken of the previous page.',
+      },
+    ]);
+  }
+  return { startedAt, id };
 }
 
 /** Parses the `limit` query parameter of the runs list: an integer 1-100, default 20. */

@@ -544,7 +544,7 @@ export class ControlStore {
   listRuns(
     workspaceId: string,
     destinationId: string,
-    options: { limit?: number; now?: Date } = {},
+    options: Parameters<typeof listRuns>[3] = {},
   ): Promise<DataExportRun[]> {
     return listRuns(this.table, workspaceId, destinationId, options);
   }

@@ -6,7 +6,7 @@
  *
  * It matches the reference in paths, operations, schemas and status codes, and adds only what Sluice really
  * does: the status codes every operation can answer (403, 413, 415, 422, 429, 500, 503), the per-dataset shape of
- * a run's `stats`, the error codes, and this document's own path.
+ * a run's `stats`, the error codes, the runs list's `nextToken` pages, and this document's own path.
  *
  * To change it:
  * - add freely: a path, an operation, an optional property, a status code, an enum value. These pass the
@@ -306,12 +306,26 @@ export const openapiDocument: JsonObject = {
             required: false,
             schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
           },
+          {
+            name: 'nextToken',
+            in: 'query',
+            required: false,
+            description: 'The nextToken of the previous page, to read the runs after it.',
+            schema: { type: 'string' },
+          },
         ],
         responses: {
           '200': successResponse('Runs returned', {
             runs: { type: 'array', items: { $ref: '#/components/schemas/DataExportRun' } },
+            nextToken: {
+              type: 'string',
+              description:
+                'Present when the page is full: send it as nextToken for the next page (which may be empty). Absent on the last page.',
+            },
           }),
-          '400': errorResponse('limit is not an integer from 1 to 100 (code invalid_input)'),
+          '400': errorResponse(
+            'limit is not an integer from 1 to 100, or nextToken is not one this API returned (code invalid_input)',
+          ),
           ...itemErrorResponses(),
         },
       },
