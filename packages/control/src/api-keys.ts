@@ -1,10 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { BatchGetCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  GetCommand,
+  paginateScan,
+  QueryCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
   isConditionFailed,
+  mapDynamoError,
   resolveControlTable,
   withDynamoErrors,
 } from './client.js';
@@ -394,6 +401,57 @@ export class ApiKeyStore {
       if (isConditionFailed(error)) return undefined;
       throw error;
     }
+  }
+
+  /**
+   * Gives every key created before keys had public ids (a key item without `keyId`) its id and its
+   * workspace pointer, so it authenticates again and can be listed and revoked. For a deployment upgraded
+   * from such a version: `sluice keys upgrade` once, after the deploy. Idempotent: a key that has an id is
+   * left alone, and two upgrades at once give a key one id (the update is conditional on it having none).
+   * Scans the control table once. Returns how many keys it upgraded.
+   */
+  async upgradeKeysWithoutId(now: Date = new Date()): Promise<number> {
+    const items: Record<string, unknown>[] = [];
+    try {
+      const pages = paginateScan(
+        { client: this.table.client },
+        {
+          TableName: this.table.tableName,
+          FilterExpression: 'SK = :sk AND attribute_not_exists(keyId)',
+          ExpressionAttributeValues: { ':sk': API_KEY_SK },
+          ConsistentRead: true,
+        },
+      );
+      for await (const page of pages) items.push(...(page.Items ?? []));
+    } catch (error) {
+      mapDynamoError(error);
+    }
+    let upgraded = 0;
+    for (const item of items) {
+      if (typeof item.workspaceId !== 'string' || !isApiKeyRole(item.role)) continue;
+      const keyHash = String(item.PK).slice(apiKeyPk('').length);
+      const keyId = newApiKeyId();
+      const committed = await transact(this.table, [
+        {
+          Update: {
+            TableName: this.table.tableName,
+            Key: { PK: apiKeyPk(keyHash), SK: API_KEY_SK },
+            UpdateExpression: 'SET keyId = :keyId, createdAt = if_not_exists(createdAt, :now)',
+            ConditionExpression: 'attribute_exists(PK) AND attribute_not_exists(keyId)',
+            ExpressionAttributeValues: { ':keyId': keyId, ':now': now.toISOString() },
+          },
+        },
+        {
+          Put: {
+            TableName: this.table.tableName,
+            Item: { PK: workspacePk(item.workspaceId), SK: apiKeyIndexSk(keyId), keyHash },
+            ConditionExpression: 'attribute_not_exists(PK)',
+          },
+        },
+      ]);
+      if (committed === true) upgraded++;
+    }
+    return upgraded;
   }
 
   /** The key items of some hashes, retrying unprocessed keys with backoff. */

@@ -212,6 +212,11 @@ export class ControlStore {
     return this.apiKeys.listApiKeys(workspaceId);
   }
 
+  /** See {@link ApiKeyStore.upgradeKeysWithoutId}. */
+  upgradeKeysWithoutId(now?: Date): Promise<number> {
+    return this.apiKeys.upgradeKeysWithoutId(now);
+  }
+
   /** See {@link ApiKeyStore.revokeApiKey}. */
   revokeApiKey(workspaceId: string, keyId: string, now?: Date): Promise<ApiKeySummary | undefined> {
     return this.apiKeys.revokeApiKey(workspaceId, keyId, now);

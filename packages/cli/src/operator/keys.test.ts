@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ControlStore } from '@sluice/control';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  API_KEY_SK,
+  apiKeyPk,
+  ControlStore,
+  documentClient,
+  generateApiKey,
+  hashApiKey,
+} from '@sluice/control';
 import { describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createKeysCommands } from './keys.js';
@@ -19,7 +27,12 @@ describe('keys create', () => {
   const store = new ControlStore();
 
   it('is exported under its name', () => {
-    expect(commands.map((command) => command.name)).toEqual(['keys create', 'keys list', 'keys revoke']);
+    expect(commands.map((command) => command.name)).toEqual([
+      'keys create',
+      'keys list',
+      'keys revoke',
+      'keys upgrade',
+    ]);
   });
 
   it('with --json prints exactly {apiKey, keyId, workspaceId}, and the key authenticates for the workspace', async () => {
@@ -86,6 +99,9 @@ describe('keys create', () => {
           throw new Error('must not be called');
         },
         revokeApiKey: async () => {
+          throw new Error('must not be called');
+        },
+        upgradeKeysWithoutId: async () => {
           throw new Error('must not be called');
         },
       }),
@@ -181,5 +197,49 @@ describe('keys list and keys revoke', () => {
     expect(otherWorkspace).not.toBeInstanceOf(CliUsageError);
     expect(malformed).toBeInstanceOf(CliUsageError);
     expect(missing).toBeInstanceOf(CliUsageError);
+  });
+});
+
+describe('keys upgrade', () => {
+  const store = new ControlStore();
+
+  it('gives a key created before key ids its id: refused before, authenticating and listed after, once', async () => {
+    // Prepare: a key item as versions without public ids wrote it (no keyId, no workspace pointer)
+    const workspaceId = `ws_${randomUUID()}`;
+    const apiKey = generateApiKey();
+    const client = documentClient;
+    await client.send(
+      new PutCommand({
+        TableName: process.env.SLUICE_CONTROL_TABLE,
+        Item: {
+          PK: apiKeyPk(hashApiKey(apiKey)),
+          SK: API_KEY_SK,
+          workspaceId,
+          role: 'admin',
+          scopes: ['data_exports:read'],
+          keyPrefix: apiKey.slice(0, 8),
+          createdAt: '2026-01-02T03:04:05.000Z',
+        },
+      }),
+    );
+    const before = await store.findApiKey(apiKey);
+    const upgrade = keysCommand('keys upgrade');
+    const again = keysCommand('keys upgrade');
+    const list = keysCommand('keys list');
+
+    // Act
+    await upgrade.run([]);
+    await again.run([]);
+    await list.run(['--workspace', workspaceId]);
+
+    // Assess
+    expect(before).toBeUndefined();
+    const after = await store.findApiKey(apiKey);
+    expect(after).toMatchObject({ workspaceId, role: 'admin', scopes: ['data_exports:read'] });
+    expect(after?.keyId).toMatch(/^key_[0-9a-f]{24}$/);
+    expect(upgrade.lines[0]).toMatch(/^Gave [1-9]\d* API key\(s\)/);
+    expect(again.lines[0]).toBe('Every API key already has a key id.');
+    expect(list.lines).toHaveLength(1);
+    expect(list.lines[0]).toMatch(new RegExp(`^${after?.keyId} +admin .*created 2026-01-02T03:04:05.000Z`));
   });
 });

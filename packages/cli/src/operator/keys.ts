@@ -15,7 +15,10 @@ import { type CliCommand, CliUsageError } from './command.js';
 /** What the `keys` commands need, injectable for tests. */
 export interface KeysCommandDeps {
   /** @default a `ControlStore` on the environment the dispatcher set (created when the command runs) */
-  store?: () => Pick<ControlStore, 'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey'>;
+  store?: () => Pick<
+    ControlStore,
+    'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey' | 'upgradeKeysWithoutId'
+  >;
   /** @default a line on stdout */
   out?: (line: string) => void;
 }
@@ -23,6 +26,7 @@ export interface KeysCommandDeps {
 const USAGE = `keys create --workspace <id> --role <${API_KEY_ROLES.join('|')}> [--scopes a,b] [--json]`;
 const LIST_USAGE = 'keys list --workspace <id> [--json]';
 const REVOKE_USAGE = 'keys revoke --workspace <id> <keyId>';
+const UPGRADE_USAGE = 'keys upgrade';
 
 /** `--workspace <id>`, required and usable as a key. */
 function workspaceOption(value: string | undefined): string {
@@ -77,6 +81,9 @@ function parseScopes(value: string): ApiKeyScope[] {
  * creation, last use, scopes (with `--json`, `{"workspaceId": "...", "keys": [...]}`). Never the key.
  *
  * `keys revoke`: revokes one key by its public id; the API refuses it from its next request.
+ *
+ * `keys upgrade`: gives the keys created before keys had public ids their id (they authenticate again);
+ * run once after upgrading a deployment from such a version. Idempotent.
  */
 export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -167,6 +174,19 @@ export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
         if (revoked === undefined) throw new Error(`Workspace ${workspaceId} has no API key ${keyId}`);
         out(`Revoked ${keyId} (${revoked.role}) of workspace ${workspaceId} at ${revoked.revokedAt}.`);
         out('The API refuses it from its next request.');
+      },
+    },
+    {
+      name: 'keys upgrade',
+      usage: UPGRADE_USAGE,
+      async run(args: string[]): Promise<void> {
+        parseArgs({ args, options: {}, allowPositionals: false, strict: true });
+        const upgraded = await store().upgradeKeysWithoutId();
+        out(
+          upgraded === 0
+            ? 'Every API key already has a key id.'
+            : `Gave ${upgraded} API key(s) without a key id their id: they authenticate again (keys list shows them).`,
+        );
       },
     },
   ];
