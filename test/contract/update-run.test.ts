@@ -448,6 +448,25 @@ describe('PATCH /data-exports/{id}', () => {
     expect(resumed.body.dataExport!.isEnabled).toBe(true);
     expect((await rawItem(id)).dueKey).toBeDefined();
   });
+
+  it('resumes an export paused with its next run ahead: due at once, not at its next slot', async () => {
+    // Prepare: a daily export paused after a run that scheduled the next one for tomorrow
+    const { id } = await createExport({ frequency: 'daily' });
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    await harness.store.updateDestination(ws.workspaceId, id, { status: 'idle', nextRunAt: tomorrow });
+    expect((await ws.client.patch(`/data-exports/${id}`, { isEnabled: false })).status).toBe(200);
+    const before = Date.now();
+
+    // Act
+    const resumed = await ws.client.patch(`/data-exports/${id}`, { isEnabled: true });
+
+    // Assess
+    expect(resumed.status).toBe(200);
+    const item = await rawItem(id);
+    expect(Date.parse(String(item.nextRunAt))).toBeGreaterThanOrEqual(before - 1_000);
+    expect(Date.parse(String(item.nextRunAt))).toBeLessThanOrEqual(Date.now());
+    expect(item.dueKey).toBeDefined();
+  });
 });
 
 describe('POST /data-exports/{id}/run', () => {

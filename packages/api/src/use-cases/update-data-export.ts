@@ -28,7 +28,7 @@ const LOCATION_FIELDS = [
  * 7. Datasets removed lose their cursor; datasets added start now (`datasetStartedAt`) with no cursor, so
  *    one removed and added back does not resume from its old position (the reference: "Newly added event
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
- *    resumes (due now when it had no next run).
+ *    resumes, due now.
  * 8. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
  *    on a location or credential change, so a running export stops before its next file; return the view.
  */
@@ -90,7 +90,9 @@ export async function updateDataExport(
   }
   if (update.isEnabled !== undefined && update.isEnabled !== stored.isEnabled) {
     changes.isEnabled = update.isEnabled;
-    if (update.isEnabled && stored.nextRunAt === null) changes.nextRunAt = now.toISOString();
+    // Resumed: due now. A paused export is behind by the pause; waiting for its next slot (a day for `daily`)
+    // would leave it behind for nothing.
+    if (update.isEnabled) changes.nextRunAt = now.toISOString();
   }
 
   const updated = await deps.store.updateDestination(caller.workspaceId, id, changes, {
