@@ -1,3 +1,13 @@
+import {
+  claimAndPlan,
+  commitRun,
+  type ItemResult,
+  type RunRef,
+  type WindowResult,
+  type WorkItem,
+  writeWindow,
+} from '@sluice/engine';
+import { EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putRunRecord } from '../helpers/seed-runs.js';
 import {
@@ -81,4 +91,81 @@ describe('GET /data-exports/{id}/runs pages with nextToken', () => {
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ code: 'invalid_input', issues: [{ path: 'nextToken' }] });
   });
+});
+
+/** The custom events of the running-run case, in the first two hours of its hourly export. */
+const HOUR_MS = 3_600_000;
+const PROGRESS_EVENTS = 900;
+
+describe('GET /data-exports/{id}/runs while a run runs', () => {
+  it('shows the running run with the rows its writers have saved so far, then the committed totals', async () => {
+    // Prepare: an hourly export from three hours ago, 900 custom events in its first two hours
+    const startFromMs = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 3 * HOUR_MS;
+    const created = await ws.client.post(
+      '/data-exports',
+      harness.createBody({
+        datasets: ['custom_events'],
+        frequency: 'hourly',
+        startFrom: new Date(startFromMs).toISOString(),
+      }),
+    );
+    expect(created.status).toBe(201);
+    const id = created.body.dataExport!.id as string;
+    const events = generateEvents({
+      count: PROGRESS_EVENTS,
+      workspaceId: ws.workspaceId,
+      seed: 3,
+      from: startFromMs + 60_000,
+      to: startFromMs + 2 * HOUR_MS - 60_000,
+      mix: { custom_events: 1 },
+    });
+    const ingested = await new EventLogWriter({ explicitRecordedAt: 'unchecked' }).ingestEvents(
+      ws.workspaceId,
+      [...events],
+    );
+    expect(ingested.accepted).toBe(PROGRESS_EVENTS);
+    const planned = await claimAndPlan({
+      workspaceId: ws.workspaceId,
+      destinationId: id,
+      trigger: 'manual',
+      executionId: 'run-progress',
+    });
+    if (planned.outcome !== 'planned') throw new Error(`skipped: ${planned.reason}`);
+    const run = planned.run as RunRef;
+    const items = planned.items as WorkItem[];
+
+    // Act 1: one writer invocation, out of time after its first window
+    const first = await writeWindow({ run, item: items[0]! }, {}, { deadlineMs: 0 });
+    const whileRunning = await ws.client.get(`/data-exports/${id}/runs`);
+
+    // Assess 1
+    expect(first.rows).toBeGreaterThan(0);
+    expect(whileRunning.status).toBe(200);
+    const running = whileRunning.body.runs!.find((entry) => entry.id === run.runId)!;
+    expect(running).toMatchObject({ status: 'running', finishedAt: null });
+    expect(running.rowCount).toBeGreaterThan(0);
+    expect(running.rowCount).toBeLessThan(PROGRESS_EVENTS);
+    expect(running.rowCount).toBe(first.rows);
+    expect(running.fileCount).toBe(first.files);
+    expect(running.byteCount).toBe(first.bytes);
+    expect(running.stats).toEqual({
+      custom_events: { rows: first.rows, files: first.files, bytes: first.bytes },
+    });
+
+    // Act 2: the rest of the run, then Commit
+    const results: ItemResult[] = [];
+    for (const item of items) {
+      let result: WindowResult;
+      do result = await writeWindow({ run, item });
+      while (result.status === 'partial');
+      results.push(result);
+    }
+    await commitRun({ run, results });
+    const afterCommit = await ws.client.get(`/data-exports/${id}/runs`);
+
+    // Assess 2
+    const finished = afterCommit.body.runs!.find((entry) => entry.id === run.runId)!;
+    expect(finished).toMatchObject({ status: 'succeeded', rowCount: PROGRESS_EVENTS });
+    expect(finished.stats.custom_events).toMatchObject({ rows: PROGRESS_EVENTS, files: finished.fileCount });
+  }, 120_000);
 });

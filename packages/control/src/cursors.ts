@@ -16,6 +16,7 @@ import {
   workspacePk,
 } from './items.js';
 import { fencedDestination, type Lease, type LeaseFence, LeaseStore, leaseCondition } from './leases.js';
+import { type RunKey, runCountsItem } from './runs.js';
 import { type TransactItem, transact } from './transactions.js';
 
 /**
@@ -118,8 +119,24 @@ export interface ProgressFence {
   configVersion: number;
 }
 
-/** The outcome of {@link CursorStore.saveProgress}. */
-export type ProgressSaveOutcome = 'saved' | 'lease_lost' | 'destination_changed';
+/**
+ * The outcome of {@link CursorStore.saveProgress}. `already_saved`: the first entry's stored item is past
+ * the `previousNextFile` of its {@link ProgressCount} (this save, or a later one, was already applied), so
+ * nothing was written and nothing counted again.
+ */
+export type ProgressSaveOutcome = 'saved' | 'already_saved' | 'lease_lost' | 'destination_changed';
+
+/**
+ * Files a save of {@link CursorStore.saveProgress} adds to its run's record: those its first entry gained
+ * since it was last saved (or read), when its `nextFile` was `previousNextFile`.
+ */
+export interface ProgressCount {
+  run: RunKey;
+  previousNextFile: number;
+  rows: number;
+  files: number;
+  bytes: number;
+}
 
 function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   const cursor: CursorState = { dataset, plannedSpans: [] };
@@ -162,6 +179,15 @@ function toProgress(item: Item): WindowProgress | undefined {
 
 /** Progress items are kept at most this long (a destination that stopped exporting leaves none for ever). */
 const PROGRESS_TTL_SECONDS = 35 * 86_400;
+
+/** The condition of a counted entry's Put: its stored item is still where the counted files began. */
+function previousNextFileCondition(entry: WindowProgress, count: ProgressCount) {
+  return {
+    ConditionExpression:
+      'attribute_not_exists(PK) OR configVersion <> :configVersion OR nextFile = :previous',
+    ExpressionAttributeValues: { ':configVersion': entry.configVersion, ':previous': count.previousNextFile },
+  };
+}
 
 /** Cursors and window progress. Takes `{ client?, tableName? }` like every control store. */
 export class CursorStore {
@@ -225,16 +251,24 @@ export class CursorStore {
    * is still enabled with the run's `configVersion` (a pause, a delete or a move stops the writer here,
    * before its next file). Several entries (a window's completion and the next window's first file) are
    * saved together or not at all.
+   *
+   * With `count`, the same transaction adds the first entry's new files to its running run record
+   * ({@link runCountsItem}), and only if that entry's stored item still has `nextFile` = `previousNextFile`
+   * (or is absent, or of another `configVersion`): a save applied twice counts its files once. When the run
+   * record cannot take the count (missing, finished), the progress is saved without it.
    */
   async saveProgress(
     fence: ProgressFence,
     progress: WindowProgress | readonly WindowProgress[],
     now: Date,
+    count?: ProgressCount,
   ): Promise<ProgressSaveOutcome> {
     const { workspaceId, destinationId } = fence.lease;
     const pk = workspacePk(workspaceId);
     const entries: readonly WindowProgress[] = Array.isArray(progress) ? progress : [progress];
-    const outcome = await transact(this.table, [
+    const first = entries[0];
+    const counted = count !== undefined && first !== undefined && count.files > 0;
+    const items: TransactItem[] = [
       leaseCondition(this.table.tableName, { lease: fence.lease }),
       {
         ConditionCheck: {
@@ -244,7 +278,7 @@ export class CursorStore {
           ExpressionAttributeValues: { ':configVersion': fence.configVersion, ':true': true },
         },
       },
-      ...entries.map((entry) => ({
+      ...entries.map((entry, index) => ({
         Put: {
           TableName: this.table.tableName,
           Item: {
@@ -254,11 +288,22 @@ export class CursorStore {
             updatedAt: now.toISOString(),
             expiresAt: Math.floor(now.getTime() / 1000) + PROGRESS_TTL_SECONDS,
           },
+          ...(index === 0 && counted ? previousNextFileCondition(entry, count) : {}),
         },
       })),
-    ]);
+    ];
+    if (counted) {
+      const { run, rows, files, bytes } = count;
+      items.push(runCountsItem(this.table.tableName, run, { dataset: first.dataset, rows, files, bytes }));
+    }
+    const outcome = await transact(this.table, items);
     if (outcome === true) return 'saved';
-    return outcome === 0 ? 'lease_lost' : 'destination_changed';
+    if (outcome === 0) return 'lease_lost';
+    if (outcome === 1) return 'destination_changed';
+    if (outcome === 2 && counted) return 'already_saved';
+    // Only the run record's condition is left: save the progress, uncounted.
+    if (counted && outcome === items.length - 1) return this.saveProgress(fence, entries, now);
+    return 'destination_changed';
   }
 
   /** Deletes progress entries the cursor has moved past (idempotent; a leftover is ignored and expires). */

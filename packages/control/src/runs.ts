@@ -132,6 +132,49 @@ export interface RunOutcome {
 /** Identifies a run record. */
 export type RunKey = Pick<RunRecord, 'workspaceId' | 'destinationId' | 'id' | 'startedAt'>;
 
+/** Rows, files and bytes one progress save adds to a running run's counts. */
+export interface RunCountsAdded {
+  dataset: string;
+  rows: number;
+  files: number;
+  bytes: number;
+}
+
+/**
+ * The update that adds a writer's newly written files to a `running` run record: the dataset's `stats`
+ * entry (which {@link RunStore.start} wrote as zeros) and the run's totals. Its condition fails when the
+ * record is missing, finished, or has no entry for the dataset. Commit later overwrites all of these with
+ * the committed windows' totals.
+ */
+export function runCountsItem(tableName: string, key: RunKey, added: RunCountsAdded): TransactItem {
+  return {
+    Update: {
+      TableName: tableName,
+      Key: { PK: runsPk(key.workspaceId, key.destinationId), SK: runSk(key.startedAt, key.id) },
+      UpdateExpression:
+        'SET #stats.#dataset.#rows = #stats.#dataset.#rows + :rows, ' +
+        '#stats.#dataset.#files = #stats.#dataset.#files + :files, ' +
+        '#stats.#dataset.#bytes = #stats.#dataset.#bytes + :bytes ' +
+        'ADD rowCount :rows, fileCount :files, byteCount :bytes',
+      ConditionExpression: '#status = :running AND attribute_exists(#stats.#dataset.#rows)',
+      ExpressionAttributeNames: {
+        '#status': 'status',
+        '#stats': 'stats',
+        '#dataset': added.dataset,
+        '#rows': 'rows',
+        '#files': 'files',
+        '#bytes': 'bytes',
+      },
+      ExpressionAttributeValues: {
+        ':running': 'running',
+        ':rows': added.rows,
+        ':files': added.files,
+        ':bytes': added.bytes,
+      },
+    },
+  };
+}
+
 /**
  * Run records (`RUNS#<workspaceId>#<destinationId>` / `RUN#<startedAt>#<runId>`, 14 days): written by the
  * engine, read by the API ({@link listRuns}). A record is written `running` under the run's lease and

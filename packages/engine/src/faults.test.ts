@@ -3,8 +3,10 @@ import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import {
   ControlStore,
   CursorStore,
+  type DataExportRun,
   documentClient,
   LeaseStore,
+  type ProgressCount,
   RunStore,
   runsPk,
   workspacePk,
@@ -29,7 +31,7 @@ import {
   resolveDeps,
 } from './deps.js';
 import type { ExpiredRowsFigures } from './metrics.js';
-import type { ItemResult, RunRef, WorkItem } from './payloads.js';
+import type { ItemResult, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
 import { EXPIRED_RUN_MESSAGE, settleExpiredRun } from './settle.js';
 import {
@@ -359,4 +361,116 @@ describe('the fault matrix', () => {
     expect(await listKeys(prefix)).toContain(snapshotSuccessKey(prefix, today));
     expect((await cursorStore.get(workspaceId, destination.id)).get('subscribers')?.snapshotDate).toBe(today);
   }, 180_000);
+});
+
+/** The rows of the destination's event files: every id exactly once, or -1. */
+async function idsInBucket(destination: Destination): Promise<number> {
+  const ids = await eventIds(destination.pathPrefix);
+  return [...ids.values()].every((n) => n === 1) ? ids.size : -1;
+}
+
+async function record(run: RunRef): Promise<DataExportRun> {
+  const stored = await runStore.get(runKeyOf(run));
+  if (stored === undefined) throw new Error('no run record');
+  return stored;
+}
+
+describe('the run record while a run runs', () => {
+  it('grows as the writer invocations of a small budget finish, and ends at the committed rows', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    expect((await record(run)).stats).toEqual({ custom_events: { rows: 0, files: 0, bytes: 0 } });
+    // Act: every invocation is out of time after one file or window (the Map loops on `partial`)
+    const seen: DataExportRun[] = [];
+    const results: ItemResult[] = [];
+    for (const item of items) {
+      let result: WindowResult;
+      do {
+        result = await writeWindow({ run, item }, deps(), { deadlineMs: 0 });
+        seen.push(await record(run));
+      } while (result.status === 'partial');
+      results.push(result);
+    }
+    const committed = await commitRun({ run, results }, deps());
+    const final = await record(run);
+    // Assess: several invocations, each seeing more rows, all while running
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    expect(seen.every((entry) => entry.status === 'running')).toBe(true);
+    const rows = seen.map((entry) => entry.stats.custom_events?.rows ?? 0);
+    for (let i = 1; i < rows.length; i++) expect(rows[i]).toBeGreaterThanOrEqual(rows[i - 1] as number);
+    expect(new Set(rows).size).toBe(seen.length);
+    expect(rows[0]).toBeGreaterThan(0);
+    expect(rows[0]).toBeLessThan(EVENTS);
+    expect(seen.map((entry) => entry.rowCount)).toEqual(rows);
+    expect(seen.at(-1)).toMatchObject({
+      rowCount: EVENTS,
+      fileCount: final.fileCount,
+      byteCount: final.byteCount,
+    });
+    // Commit's exact totals: the rows in the bucket
+    expect(committed.status).toBe('succeeded');
+    expect(await idsInBucket(destination)).toBe(EVENTS);
+    expect(final).toMatchObject({ status: 'succeeded', rowCount: EVENTS });
+    expect(final.stats.custom_events).toMatchObject({ rows: EVENTS, files: final.fileCount });
+  }, 120_000);
+
+  it('counts a file once when the writer dies after saving it and the save is applied again', async () => {
+    // Prepare: a writer whose first counted save commits, then the invocation dies before going on
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    const item = items[0] as WorkItem;
+    let replay: Parameters<CursorStore['saveProgress']> | undefined;
+    const dying = Object.create(cursorStore) as CursorStore;
+    dying.saveProgress = async (...args) => {
+      const outcome = await cursorStore.saveProgress(...args);
+      const count = args[3] as ProgressCount | undefined;
+      if (replay === undefined && count !== undefined && count.files > 0) {
+        replay = structuredClone(args);
+        throw new Error('invocation died after the save');
+      }
+      return outcome;
+    };
+    await expect(writeWindow({ run, item }, deps({ cursors: dying }))).rejects.toThrow();
+    const afterDeath = await record(run);
+    // Act: the same save delivered again, then the retried invocation and the rest of the run
+    const [fence, progress, now, count] = replay as Parameters<CursorStore['saveProgress']>;
+    const again = await cursorStore.saveProgress(fence, progress, new Date(now), count);
+    const afterReplay = await record(run);
+    const results: ItemResult[] = [];
+    for (const each of items) results.push(await writeWindow({ run, item: each }, deps()));
+    const beforeCommit = await record(run);
+    await commitRun({ run, results }, deps());
+    // Assess
+    expect(afterDeath.rowCount).toBeGreaterThan(0);
+    expect(afterDeath.rowCount).toBe(count?.rows);
+    expect(again).toBe('already_saved');
+    expect(afterReplay).toEqual(afterDeath);
+    expect(beforeCommit).toMatchObject({ status: 'running', rowCount: EVENTS });
+    expect(beforeCommit.stats.custom_events?.rows).toBe(EVENTS);
+    expect(await idsInBucket(destination)).toBe(EVENTS);
+    expect(await record(run)).toMatchObject({ status: 'succeeded', rowCount: EVENTS });
+  }, 120_000);
+
+  it('keeps writing when the run record cannot take the count', async () => {
+    // Prepare: the record finished under the writer (as a settle of an expired run would)
+    const destination = await createDestination();
+    const { run, items } = await claim(destination);
+    const outcome = { rowCount: 0, fileCount: 0, byteCount: 0, stats: {}, error: 'settled' };
+    expect(
+      await runStore.finish(runKeyOf(run), {
+        status: 'failed',
+        finishedAt: new Date(NOW).toISOString(),
+        ...outcome,
+      }),
+    ).toBe(true);
+    // Act
+    const results = await Promise.all(items.map((item) => writeWindow({ run, item }, deps())));
+    // Assess: every file written and its progress saved, the finished record unchanged
+    expect(results.every((result) => result.status === 'written')).toBe(true);
+    expect(await idsInBucket(destination)).toBe(EVENTS);
+    const progress = await cursorStore.getProgress(workspaceId, destination.id);
+    expect([...progress.values()].reduce((sum, entry) => sum + entry.rows, 0)).toBe(EVENTS);
+    expect(await record(run)).toMatchObject({ status: 'failed', ...outcome });
+  }, 120_000);
 });

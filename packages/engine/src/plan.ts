@@ -139,7 +139,8 @@ export async function claimAndPlan(
         rowCount: 0,
         fileCount: 0,
         byteCount: 0,
-        stats: {},
+        // Zeros for every dataset with work: the writers add their files to these as they go.
+        stats: Object.fromEntries(plan.items.map((item) => [item.dataset, { rows: 0, files: 0, bytes: 0 }])),
         error: note,
         startedAt: lease.startedAt,
         finishedAt: null,

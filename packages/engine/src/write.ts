@@ -1,4 +1,4 @@
-import type { ProgressSaveOutcome, WindowProgress } from '@sluice/control';
+import type { ProgressCount, ProgressSaveOutcome, WindowProgress } from '@sluice/control';
 import { progressKey } from '@sluice/control';
 import {
   type BucketLocation,
@@ -189,8 +189,15 @@ export async function writeWindow(
             runId: run.runId,
           };
     };
-    const save = async (progress: WindowProgress[]) =>
-      stopOn(await deps.cursors.saveProgress(fenceOf(run), progress, deps.now()));
+    // Each window's progress as last saved: a save counts the files written since into the run record.
+    const saved = new Map<string, WindowProgress>();
+    const save = async (progress: WindowProgress[]) => {
+      const [first] = progress as [WindowProgress];
+      const before = saved.get(first.window) ?? stored.get(progressKey(item.dataset, first.window));
+      const count = countSince(run, before, first);
+      stopOn(await deps.cursors.saveProgress(fenceOf(run), progress, deps.now(), count));
+      for (const entry of progress) saved.set(entry.window, { ...entry });
+    };
 
     /**
      * Writes (or continues) one window from `lines`; throws StopSignal or OutOfTime. `startNext`, when
@@ -328,6 +335,27 @@ function fenceOf(run: RunRef) {
   return {
     lease: { workspaceId: run.workspaceId, destinationId: run.destinationId, token: run.leaseToken },
     configVersion: run.configVersion,
+  };
+}
+
+/** The files `progress` gained since `before` (its last saved state, if of the run's `configVersion`). */
+function countSince(
+  run: RunRef,
+  before: WindowProgress | undefined,
+  progress: WindowProgress,
+): ProgressCount {
+  const base = before?.configVersion === run.configVersion ? before : undefined;
+  return {
+    run: {
+      workspaceId: run.workspaceId,
+      destinationId: run.destinationId,
+      id: run.runId,
+      startedAt: run.startedAt,
+    },
+    previousNextFile: base?.nextFile ?? 0,
+    rows: progress.rows - (base?.rows ?? 0),
+    files: progress.files - (base?.files ?? 0),
+    bytes: progress.bytes - (base?.bytes ?? 0),
   };
 }
 

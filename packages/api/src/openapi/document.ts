@@ -501,7 +501,8 @@ export const openapiDocument: JsonObject = {
           byteCount: { type: 'integer' },
           stats: {
             type: 'object',
-            description: 'Per-dataset rows, files, bytes and the window exported.',
+            description:
+              'Per-dataset rows, files, bytes and the window exported. While the run is `running`, rows, files and bytes (and `rowCount`, `fileCount`, `byteCount`) grow as its writers save files; once finished they are the committed totals.',
             additionalProperties: {
               type: 'object',
               properties: {
