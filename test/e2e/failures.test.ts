@@ -3,7 +3,14 @@ import { generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json as Payload, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
-import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
+import {
+  createLocalExport,
+  type E2eHarness,
+  ingestAll,
+  manualRunInput,
+  startE2eHarness,
+  uniqueId,
+} from './harness.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
 type Json = Record<string, any>;
@@ -53,26 +60,15 @@ afterAll(async () => {
 });
 
 /** A new export of the local bucket with its own prefix; returns its id and prefix. */
-async function createExport(): Promise<{ id: string; prefix: string }> {
-  const prefix = uniqueId('e2e-failures/');
-  const created = await h.ws.client.post<Json>(
-    '/data-exports',
-    h.api.createBody({
-      pathPrefix: prefix,
-      startFrom: new Date(startFromMs).toISOString(),
-      datasets: ['email_events', 'custom_events'],
-      frequency: 'hourly',
-    }),
-  );
-  expect(created.status).toBe(201);
-  return { id: created.body.dataExport.id as string, prefix };
-}
+const createExport = () =>
+  createLocalExport(h, {
+    prefixRoot: 'e2e-failures/',
+    startFromMs,
+    datasets: ['email_events', 'custom_events'],
+    frequency: 'hourly',
+  });
 
-const input = (destinationId: string) => ({
-  workspaceId: h.ws.workspaceId,
-  destinationId,
-  trigger: 'manual',
-});
+const input = (destinationId: string) => manualRunInput(h, destinationId);
 
 describe('export runs that fail, race or pause, through the synthesized state machines', () => {
   it('a permanent error (no such bucket) fails the run at once: no retry, a message, backed off', async () => {

@@ -19,7 +19,14 @@ import type {
   LocalWorkflows,
   LocalWorkflowsOptions,
 } from '../../packages/local/src/stepfunctions.js';
-import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
+import {
+  createLocalExport,
+  type E2eHarness,
+  ingestAll,
+  manualRunInput,
+  startE2eHarness,
+  uniqueId,
+} from './harness.js';
 
 /**
  * The fault matrix of issue 7, end to end: the synthesized ExportRun and Dispatch definitions run by the
@@ -99,29 +106,10 @@ afterAll(async () => {
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
 
-async function createExport(
-  datasets: string[],
-  frequency: Frequency = 'hourly',
-): Promise<{ id: string; prefix: string }> {
-  const prefix = uniqueId('e2e-faults/');
-  const created = await h.ws.client.post<Json>(
-    '/data-exports',
-    h.api.createBody({
-      pathPrefix: prefix,
-      startFrom: new Date(startFromMs).toISOString(),
-      datasets,
-      frequency,
-    }),
-  );
-  expect(created.status).toBe(201);
-  return { id: created.body.dataExport.id as string, prefix };
-}
+const createExport = (datasets: string[], frequency: Frequency = 'hourly') =>
+  createLocalExport(h, { prefixRoot: 'e2e-faults/', startFromMs, datasets, frequency });
 
-const input = (destinationId: string) => ({
-  workspaceId: h.ws.workspaceId,
-  destinationId,
-  trigger: 'manual',
-});
+const input = (destinationId: string) => manualRunInput(h, destinationId);
 
 const view = async (id: string): Promise<Json> =>
   (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;

@@ -157,3 +157,31 @@ export async function ingestAll(
   }
   return accepted;
 }
+
+/**
+ * Creates an export of the local bucket through the API, under a fresh prefix below `prefixRoot`, starting at
+ * `startFromMs`; returns its id and prefix.
+ */
+export async function createLocalExport(
+  h: E2eHarness,
+  options: { prefixRoot: string; startFromMs: number; datasets: string[]; frequency: string },
+): Promise<{ id: string; prefix: string }> {
+  const prefix = uniqueId(options.prefixRoot);
+  const created = await h.ws.client.post<{ dataExport: { id: string } }>(
+    '/data-exports',
+    h.api.createBody({
+      pathPrefix: prefix,
+      startFrom: new Date(options.startFromMs).toISOString(),
+      datasets: options.datasets,
+      frequency: options.frequency,
+    }),
+  );
+  if (created.status !== 201)
+    throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
+  return { id: created.body.dataExport.id, prefix };
+}
+
+/** The ExportRun input of a manual run of an export of the harness's workspace. */
+export function manualRunInput(h: E2eHarness, destinationId: string) {
+  return { workspaceId: h.ws.workspaceId, destinationId, trigger: 'manual' };
+}
