@@ -2,8 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import {
   BatchGetCommand,
   GetCommand,
+  paginateQuery,
   paginateScan,
-  QueryCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
@@ -326,25 +326,22 @@ export class ApiKeyStore {
   async listApiKeys(workspaceId: string): Promise<ApiKeySummary[]> {
     if (!isKeySafeId(workspaceId)) return [];
     const hashes: string[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await withDynamoErrors(() =>
-        this.table.client.send(
-          new QueryCommand({
-            TableName: this.table.tableName,
-            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
-            ExpressionAttributeValues: {
-              ':pk': workspacePk(workspaceId),
-              ':prefix': API_KEY_INDEX_SK_PREFIX,
-            },
-            ConsistentRead: true,
-            ExclusiveStartKey: startKey,
-          }),
-        ),
+    try {
+      const pages = paginateQuery(
+        { client: this.table.client },
+        {
+          TableName: this.table.tableName,
+          KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+          ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':prefix': API_KEY_INDEX_SK_PREFIX },
+          ConsistentRead: true,
+        },
       );
-      for (const item of page.Items ?? []) if (typeof item.keyHash === 'string') hashes.push(item.keyHash);
-      startKey = page.LastEvaluatedKey;
-    } while (startKey !== undefined);
+      for await (const page of pages) {
+        for (const item of page.Items ?? []) if (typeof item.keyHash === 'string') hashes.push(item.keyHash);
+      }
+    } catch (error) {
+      mapDynamoError(error);
+    }
 
     const records: ApiKeyRecord[] = [];
     for (let start = 0; start < hashes.length; start += BATCH_GET_SIZE) {
