@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DAY_MS } from '@sluice/core';
 import type { LocalServices } from '../packages/local/src/services.js';
+import { controlTable, eventTables } from '../test/helpers/tables.js';
 
 const MINUTE_MS = 60_000;
 
@@ -62,14 +63,14 @@ export async function runWholeExportBench(
   const server = await startApiServer({ host: '127.0.0.1', port: 0 });
   try {
     const workspaceId = `ws_bench${randomBytes(4).toString('hex')}`;
-    const store = new ControlStore();
+    const store = new ControlStore(controlTable);
     await store.ensureWorkspace(workspaceId, 'Benchmark');
     const { apiKey } = await store.createApiKey({ workspaceId, role: 'owner' });
 
     // Ingest
     const to = Date.now() - 5 * MINUTE_MS;
     const from = to - days * DAY_MS;
-    const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+    const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
     const ingestStarted = performance.now();
     let batch: Record<string, unknown>[] = [];
     let ingested = 0;

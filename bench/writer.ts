@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { type EventDataset, newDestination } from '@sluice/core';
 import type { EventSource, SourcePage } from '@sluice/eventlog';
+import { controlTable, eventTables, kmsKey } from '../test/helpers/tables.js';
 
 /**
  * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
@@ -62,7 +63,7 @@ async function child(task: ChildTask): Promise<void> {
     await Promise.all([import('@sluice/engine'), import('./encode.js'), import('@sluice/control')]);
   const runId = `run_bench${randomUUID().slice(0, 8)}`;
   // The writer saves its progress under the run's lease, as in a real run.
-  const lease = await new LeaseStore().claim({
+  const lease = await new LeaseStore(controlTable).claim({
     workspaceId: task.workspaceId,
     destinationId: task.destinationId,
     runId,
@@ -73,7 +74,7 @@ async function child(task: ChildTask): Promise<void> {
   });
   if (lease === undefined) throw new Error('the bench destination is leased by another run');
   // Each case writes its window whole: forget an earlier case's progress in the same window.
-  await new CursorStore().deleteProgress(task.workspaceId, task.destinationId, [
+  await new CursorStore(controlTable).deleteProgress(task.workspaceId, task.destinationId, [
     { dataset: 'email_events', window: `${task.fromMs}-${task.toMs}` },
   ]);
   const pool = task.source === 'memory' ? generateEmailLines(10_000, 11) : [];
@@ -171,7 +172,7 @@ export async function runWriterBench(
   const from = core.startOfUtcDay(Date.now()) - core.DAY_MS;
   const to = from + core.DAY_MS - 1;
 
-  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   const ingestStarted = performance.now();
   let ingestedRows = 0;
   let batch: unknown[] = [];
@@ -196,9 +197,9 @@ export async function runWriterBench(
 
   const destinationId = `exp_bench${randomUUID().replaceAll('-', '').slice(0, 16)}`;
   const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
-  const sealer = new SecretSealer();
+  const sealer = new SecretSealer(kmsKey);
   const startFrom = new Date(from).toISOString();
-  await new ControlStore().createDestination({
+  await new ControlStore(controlTable).createDestination({
     ...newDestination({
       workspaceId,
       id: destinationId,

@@ -1,9 +1,22 @@
-import { requiredEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the API function, read once at load; throws on a missing variable. */
-export const config = {
+/** The variables of the API function. */
+export const apiEnvironment = z.object({
   /** The control table: destinations, cursors, runs. */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  SLUICE_CONTROL_TABLE: requiredVariable,
   /** The KMS key that wraps each destination's data key. */
-  kmsKeyId: requiredEnv('SLUICE_KMS_KEY_ID'),
-} as const;
+  SLUICE_KMS_KEY_ID: requiredVariable,
+});
+
+/** Configuration of the API function. */
+export interface ApiConfig {
+  controlTable: string;
+  kmsKeyId: string;
+}
+
+/** Reads the API function's configuration; throws naming a missing variable. */
+export function readApiConfig(env: Env): ApiConfig {
+  const vars = readEnv(apiEnvironment, env);
+  return { controlTable: vars.SLUICE_CONTROL_TABLE, kmsKeyId: vars.SLUICE_KMS_KEY_ID };
+}

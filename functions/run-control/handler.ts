@@ -3,87 +3,9 @@
  * dispatched on `action`. Thin: the steps are `@sluice/engine`'s. Errors leave with their classified
  * `name` (the state machine's Retry/Catch match it) and a message safe to show.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
-import {
-  type ClaimAndPlanInput,
-  type CommitInput,
-  claimAndPlan,
-  commitRun,
-  type EngineDeps,
-  powertoolsFailureMetrics,
-  powertoolsRunMetrics,
-  type RecordFailureInput,
-  recordFailure,
-} from '@sluice/engine';
-import { config } from './config.js';
-import { redactSecrets } from '@sluice/core';
+import { readRunControlConfig } from './config.js';
+import { createRunControlFunction } from './function.js';
 
-const logger = new Logger({ serviceName: 'sluice-run-control', jsonReplacerFn: redactSecrets });
-const deps: Partial<EngineDeps> = {
-  controlStore: new ControlStore({ tableName: config.controlTable }),
-  leases: new LeaseStore({ tableName: config.controlTable }),
-  cursors: new CursorStore({ tableName: config.controlTable }),
-  runs: new RunStore({ tableName: config.controlTable }),
-  runState: new RunStateStore({ tableName: config.controlTable }),
-  settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
-  metrics: powertoolsRunMetrics({ stage: config.stage }),
-};
-const failureMetrics = powertoolsFailureMetrics({ stage: config.stage });
+export type { RunControlEvent } from './function.js';
 
-/** The event of each action, as the ExportRun definition builds it. */
-export type RunControlEvent =
-  | (ClaimAndPlanInput & { action: 'claimAndPlan' })
-  | (CommitInput & { action: 'commit' })
-  | (RecordFailureInput & { action: 'recordFailure' });
-
-export const handler = async (event: RunControlEvent): Promise<unknown> => {
-  const run = 'run' in event ? event.run : undefined;
-  const ids = run ?? (event as { workspaceId?: string; destinationId?: string });
-  logger.appendKeys({
-    workspaceId: ids.workspaceId,
-    destinationId: ids.destinationId,
-    runId: run?.runId,
-    action: event.action,
-  });
-  try {
-    switch (event.action) {
-      case 'claimAndPlan': {
-        const result = await claimAndPlan(event, deps);
-        logger.info('claimed and planned', {
-          outcome: result.outcome,
-          reason: result.reason,
-          runId: result.run?.runId,
-          items: result.items?.length ?? 0,
-        });
-        return result;
-      }
-      case 'commit': {
-        const result = await commitRun(event, deps);
-        if (result.status === 'failed') {
-          // A writer's failure is recorded by Commit (after committing the windows written), not RecordFailure.
-          const failed = event.results?.find((r) => r.status === 'failed');
-          failureMetrics.recordFailure(failed && 'error' in failed ? failed.error?.Error : undefined);
-        }
-        logger.info('committed', { ...result, windows: event.results?.length ?? 0 });
-        return result;
-      }
-      case 'recordFailure': {
-        const result = await recordFailure(event, deps);
-        failureMetrics.recordFailure(event.error?.Error);
-        logger.warn('run failed', { error: event.error?.Error, ...result });
-        return result;
-      }
-      default:
-        throw new Error(`unknown action ${String((event as { action?: unknown }).action)}`);
-    }
-  } catch (error) {
-    logger.error('run-control failed', {
-      errorName: (error as Error).name,
-      message: (error as Error).message,
-    });
-    throw error;
-  } finally {
-    logger.resetKeys();
-  }
-};
+export const handler = createRunControlFunction(readRunControlConfig(process.env));

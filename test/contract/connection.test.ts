@@ -11,6 +11,7 @@ import {
   type TestWorkspace,
   uniqueId,
 } from '../helpers/contract-harness.js';
+import { kmsKey, localBucketOrigins } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -113,7 +114,8 @@ describe('SSRF: a name that resolves to a private address', () => {
     const { handler: authorizer } = await import('../../functions/authorizer/handler.js');
     const api = createApiHandler({
       store: harness.store,
-      sealer: new SecretSealer(),
+      sealer: new SecretSealer(kmsKey),
+      allowedEndpoints: localBucketOrigins,
       testConnection: (location, credentials, options) =>
         testConnection(location, credentials, {
           ...options,

@@ -6,7 +6,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { HttpError, ServiceUnavailableError, redactSecrets } from '@sluice/core';
 import { SecretUnavailableError } from '@sluice/secrets';
-import { testConnection } from '@sluice/sinks';
+import { NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext } from './auth.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiSealer, ApiStore, Caller, ConnectionTester } from './ports.js';
@@ -251,8 +251,13 @@ function causeName(cause: unknown): string | undefined {
 export interface ApiHandlerOptions {
   store: ApiStore;
   sealer: ApiSealer;
-  /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks` */
+  /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks`, under `allowedEndpoints` */
   testConnection?: ConnectionTester;
+  /**
+   * Origins exempt from the endpoint rules. Only the local runtime passes one (its own bucket); no
+   * environment variable sets it. @default none: every endpoint is checked
+   */
+  allowedEndpoints?: ReadonlySet<string>;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -282,10 +287,14 @@ export interface ApiHandlerOptions {
 export function createApiHandler(
   options: ApiHandlerOptions,
 ): (request: HttpRequest) => Promise<HttpResponse> {
+  const endpointPolicy = { allowedEndpoints: options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS };
+  const tester = options.testConnection ?? testConnection;
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
-    testConnection: options.testConnection ?? testConnection,
+    testConnection: (location, credentials, testOptions) =>
+      tester(location, credentials, { ...testOptions, ...endpointPolicy }),
+    endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
   };

@@ -99,5 +99,5 @@ export interface BucketCredentials {
 export type ConnectionTester = (
   location: BucketLocation,
   credentials: BucketCredentials,
-  options: { now: () => Date },
+  options: { now: () => Date; allowedEndpoints?: ReadonlySet<string> },
 ) => Promise<unknown>;

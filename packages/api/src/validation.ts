@@ -29,7 +29,7 @@ import {
   type Provider,
   UnprocessableError,
 } from '@sluice/core';
-import { parseEndpoint } from '@sluice/sinks';
+import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
 
 /** At most this many issues are reported. */
@@ -264,9 +264,9 @@ export function normalizePathPrefix(raw: string | null | undefined, issues: Inpu
   return issues.length === before ? prefix : '';
 }
 
-function checkEndpoint(raw: string, issues: InputIssue[]): string | null {
+function checkEndpoint(raw: string, issues: InputIssue[], policy: EndpointPolicyOptions): string | null {
   try {
-    return parseEndpoint(raw);
+    return parseEndpoint(raw, policy);
   } catch (error) {
     if (error instanceof HttpError && error.statusCode === 400) {
       const found = error.issues?.filter((issue) => issue.path === 'endpoint') ?? [];
@@ -292,7 +292,11 @@ export interface LocationInput {
  * gcs), region (required for Amazon S3 without an endpoint, `auto` otherwise) and path prefix. Pushes the
  * problems to `issues`; the result is meaningful only when none were pushed.
  */
-export function resolveLocation(input: LocationInput, issues: InputIssue[]): BucketLocation {
+export function resolveLocation(
+  input: LocationInput,
+  issues: InputIssue[],
+  policy: EndpointPolicyOptions = {},
+): BucketLocation {
   const bucket = input.bucket.trim();
   const bucketProblem = bucketNameProblem(bucket, input.provider);
   if (bucketProblem) issues.push({ path: 'bucket', message: bucketProblem });
@@ -306,7 +310,7 @@ export function resolveLocation(input: LocationInput, issues: InputIssue[]): Buc
         message: 'Endpoint is not allowed with gcs: Google Cloud Storage is always storage.googleapis.com.',
       });
     } else {
-      endpoint = checkEndpoint(rawEndpoint, issues);
+      endpoint = checkEndpoint(rawEndpoint, issues, policy);
     }
   }
 
@@ -384,7 +388,11 @@ function checkStartFrom(raw: string | null | undefined, now: Date, issues: Input
  * datasets email_events, custom_events, subscribers; frequency every_15_minutes; startFrom now; region `auto`
  * for gcs and custom endpoints; pathPrefix ''.
  */
-export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
+export function parseCreateRequest(
+  body: unknown,
+  now: Date,
+  policy: EndpointPolicyOptions = {},
+): CreateRequest {
   const data = parseSchema(createRequestSchema, body);
   const issues = unknownFields(data, CREATE_FIELDS);
   const name = checkName(data.name, issues);
@@ -397,6 +405,7 @@ export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
       pathPrefix: data.pathPrefix,
     },
     issues,
+    policy,
   );
   const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
@@ -450,7 +459,11 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
  * Merges a PATCH's location fields into the stored location and checks the result as a whole (region
  * required once an endpoint is cleared, endpoint refused with gcs, ...). Throws `InvalidInputError`.
  */
-export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateRequest): BucketLocation {
+export function resolveUpdatedLocation(
+  stored: BucketLocation,
+  update: UpdateRequest,
+  policy: EndpointPolicyOptions = {},
+): BucketLocation {
   const issues: InputIssue[] = [];
   const location = resolveLocation(
     {
@@ -461,6 +474,7 @@ export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateReq
       pathPrefix: update.pathPrefix ?? stored.pathPrefix,
     },
     issues,
+    policy,
   );
   if (issues.length > 0) throw invalidInput(issues);
   return location;

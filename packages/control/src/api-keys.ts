@@ -152,7 +152,7 @@ export interface CreateApiKeyInput {
 export class ApiKeyStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -7,9 +7,6 @@ import {
   TRANSIENT_DYNAMODB_ERROR_NAMES,
 } from '@sluice/core';
 
-/** The control table name, read once at load. Checked only when a store falls back to it. */
-const CONTROL_TABLE_NAME = process.env.SLUICE_CONTROL_TABLE;
-
 /**
  * Builds a document client with the options every Sluice store relies on: `removeUndefinedValues`, and
  * short connection and request timeouts so that an unreachable database fails fast (then maps to a 503).
@@ -32,8 +29,8 @@ export const documentClient: DynamoDBDocumentClient = createDocumentClient();
 export interface ControlTableOptions {
   /** @default the module-level {@link documentClient} */
   client?: DynamoDBDocumentClient;
-  /** @default env `SLUICE_CONTROL_TABLE`, read at load */
-  tableName?: string;
+  /** The control table's name (the entry point reads it from its configuration). */
+  tableName: string;
 }
 
 /** The resolved pair every control store holds. */
@@ -43,13 +40,13 @@ export interface ControlTable {
 }
 
 /**
- * Resolves injected options against the defaults. Throws when the table name is needed from the
- * environment and `SLUICE_CONTROL_TABLE` is not set, so a misconfigured function fails at start.
+ * Resolves injected options against the defaults. Throws on an empty table name, so a misconfigured store
+ * fails when it is built.
  */
-export function resolveControlTable(options: ControlTableOptions = {}): ControlTable {
-  const tableName = options.tableName ?? CONTROL_TABLE_NAME;
-  if (tableName === undefined || tableName === '') {
-    throw new Error('SLUICE_CONTROL_TABLE is not set: the control table name is required');
+export function resolveControlTable(options: ControlTableOptions): ControlTable {
+  const tableName = options?.tableName;
+  if (typeof tableName !== 'string' || tableName === '') {
+    throw new Error('A control store needs the control table name (tableName).');
   }
   return { client: options.client ?? documentClient, tableName };
 }

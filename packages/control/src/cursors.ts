@@ -167,7 +167,7 @@ const PROGRESS_TTL_SECONDS = 35 * 86_400;
 export class CursorStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -179,7 +179,7 @@ export class ControlStore {
   private readonly apiKeys: ApiKeyStore;
   private readonly workspaces: WorkspaceStore;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
     this.apiKeys = new ApiKeyStore(this.table);
     this.workspaces = new WorkspaceStore(this.table);

@@ -45,7 +45,7 @@ export interface RunStateChanges {
 export class RunStateStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -138,7 +138,7 @@ export type RunKey = Pick<RunRecord, 'workspaceId' | 'destinationId' | 'id' | 's
 export class RunStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -4,6 +4,7 @@ import { KMSClient } from '@aws-sdk/client-kms';
 import { ServiceUnavailableError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { SecretSealer, SecretUnavailableError } from './sealer.js';
+import { kmsKey } from '../../../test/helpers/tables.js';
 
 const secret = `wJalrXUtnFEMI/K7MDENG/bPxRfiCY${randomUUID()}`;
 
@@ -21,7 +22,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('SecretSealer against the local KMS', () => {
-  const sealer = new SecretSealer();
+  const sealer = new SecretSealer(kmsKey);
 
   it('opens what it sealed, for the same destination', async () => {
     const ctx = context();
@@ -93,7 +94,7 @@ describe('SecretSealer against the local KMS', () => {
     } as unknown as KMSClient;
     const ctx = context();
 
-    const sealed = await new SecretSealer({ client: spy }).seal(secret, ctx);
+    const sealed = await new SecretSealer({ client: spy, ...kmsKey }).seal(secret, ctx);
 
     expect(keys).toHaveLength(1);
     expect(keys[0]?.every((byte) => byte === 0)).toBe(true);
@@ -106,7 +107,7 @@ describe('SecretSealer against the local KMS', () => {
     const port = await closedPort();
     const down = new SecretSealer({
       client: new KMSClient({ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 1 }),
-      keyId: process.env.SLUICE_KMS_KEY_ID,
+      ...kmsKey,
     });
 
     await expect(down.seal(secret, ctx)).rejects.toBeInstanceOf(ServiceUnavailableError);

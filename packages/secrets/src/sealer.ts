@@ -9,9 +9,6 @@ import {
   TRANSIENT_KMS_ERROR_NAMES,
 } from '@sluice/core';
 
-/** The KMS key used for new data keys, read once at load. Checked only when a sealer falls back to it. */
-const KMS_KEY_ID = process.env.SLUICE_KMS_KEY_ID;
-
 /**
  * The one module-level KMS client; sealers use it unless a client is injected. The endpoint comes from
  * the SDK's own `AWS_ENDPOINT_URL_KMS` when set.
@@ -95,10 +92,11 @@ export class SecretSealer {
   private readonly client: KMSClient;
   private readonly keyId: string;
 
-  constructor(options: { client?: KMSClient; keyId?: string } = {}) {
-    const keyId = options.keyId ?? KMS_KEY_ID;
-    if (keyId === undefined || keyId === '') {
-      throw new Error('SLUICE_KMS_KEY_ID is not set: the KMS key id is required');
+  /** @param options.keyId the KMS key new data keys are generated under (the entry point's configuration) */
+  constructor(options: { client?: KMSClient; keyId: string }) {
+    const keyId = options?.keyId;
+    if (typeof keyId !== 'string' || keyId === '') {
+      throw new Error('A sealer needs the KMS key id (keyId).');
     }
     this.client = options.client ?? kmsClient;
     this.keyId = keyId;

@@ -3,6 +3,7 @@ import { ControlStore } from '@sluice/control';
 import { describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createKeysCommands } from './keys.js';
+import { controlTable } from '../../../../test/helpers/tables.js';
 
 function keysCreate(): { run: (args: string[]) => Promise<void>; lines: string[] } {
   const lines: string[] = [];
@@ -12,7 +13,7 @@ function keysCreate(): { run: (args: string[]) => Promise<void>; lines: string[]
 }
 
 describe('keys create', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it('is exported under its name', () => {
     expect(commands.map((command) => command.name)).toEqual(['keys create']);

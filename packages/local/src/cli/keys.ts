@@ -8,6 +8,7 @@ import {
   isApiKeyScope,
   isKeySafeId,
 } from '@sluice/control';
+import { readCliTables } from '../runtime-config.js';
 import { type CliCommand, CliUsageError } from './command.js';
 
 /** What `keys create` needs, injectable for tests. */
@@ -47,7 +48,7 @@ function parseScopes(value: string): ApiKeyScope[] {
  */
 export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const store = deps.store ?? (() => new ControlStore());
+  const store = deps.store ?? (() => new ControlStore(readCliTables().control));
   return [
     {
       name: 'keys create',
