@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DAY_MS } from '@sluice/core';
 import type { LocalServices } from '../packages/local/src/services.js';
-import { controlTable, eventTables } from '../test/helpers/tables.js';
 
 const MINUTE_MS = 60_000;
 
@@ -60,6 +59,8 @@ export async function runWholeExportBench(
       import('../packages/local/src/stepfunctions.js'),
       import('../packages/local/src/s3-local.js'),
     ]);
+  // Read once the services' environment is set.
+  const { controlTable, eventTables } = await import('../test/helpers/tables.js');
   const server = await startApiServer({ host: '127.0.0.1', port: 0 });
   try {
     const workspaceId = `ws_bench${randomBytes(4).toString('hex')}`;

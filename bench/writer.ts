@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { type EventDataset, newDestination } from '@sluice/core';
 import type { EventSource, SourcePage } from '@sluice/eventlog';
-import { controlTable, eventTables, kmsKey } from '../test/helpers/tables.js';
 
 /**
  * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
@@ -59,8 +58,20 @@ function memorySource(pool: string[], rows: number): EventSource {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [{ writeWindow, noRunMetrics }, { generateEmailLines }, { CursorStore, LeaseStore }] =
-    await Promise.all([import('@sluice/engine'), import('./encode.js'), import('@sluice/control')]);
+  const [
+    { createBucketWriterFactory, writeWindow, noRunMetrics },
+    { generateEmailLines },
+    { ControlStore, CursorStore, LeaseStore },
+    { EventLogReader },
+    { SecretSealer },
+  ] = await Promise.all([
+    import('@sluice/engine'),
+    import('./encode.js'),
+    import('@sluice/control'),
+    import('@sluice/eventlog'),
+    import('@sluice/secrets'),
+  ]);
+  const { controlTable, eventTables, kmsKey, localBucketOrigins } = await import('../test/helpers/tables.js');
   const runId = `run_bench${randomUUID().slice(0, 8)}`;
   // The writer saves its progress under the run's lease, as in a real run.
   const lease = await new LeaseStore(controlTable).claim({
@@ -99,7 +110,16 @@ async function child(task: ChildTask): Promise<void> {
       },
       item: { dataset: 'email_events' as EventDataset, kind: 'events', fromMs: task.fromMs, toMs: task.toMs },
     },
-    { metrics: noRunMetrics, ...overrides },
+    {
+      controlStore: new ControlStore(controlTable),
+      cursors: new CursorStore(controlTable),
+      sealer: new SecretSealer(kmsKey),
+      eventSource: new EventLogReader(eventTables),
+      // The local s3rver, allow-listed as the local runtime does.
+      bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+      metrics: noRunMetrics,
+      ...overrides,
+    },
   );
   const ms = performance.now() - started;
   clearInterval(sampler);
@@ -168,6 +188,7 @@ export async function runWriterBench(
     import('@sluice/secrets'),
     import('@sluice/core'),
   ]);
+  const { controlTable, eventTables, kmsKey } = await import('../test/helpers/tables.js');
   const workspaceId = `ws_benchw${randomUUID().slice(0, 8)}`;
   const from = core.startOfUtcDay(Date.now()) - core.DAY_MS;
   const to = from + core.DAY_MS - 1;
