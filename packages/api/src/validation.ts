@@ -22,12 +22,11 @@ import {
   type Dataset,
   FREQUENCIES,
   type Frequency,
-  HttpError,
+  InputShapeError,
   type InputIssue,
   InvalidInputError,
   PROVIDERS,
   type Provider,
-  UnprocessableError,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -134,9 +133,9 @@ function invalidInput(issues: InputIssue[]): InvalidInputError {
   return new InvalidInputError(summarizeIssues(kept, 'Invalid request'), kept);
 }
 
-function unprocessable(issues: InputIssue[]): UnprocessableError {
+function unprocessable(issues: InputIssue[]): InputShapeError {
   const kept = issues.slice(0, MAX_ISSUES);
-  return new UnprocessableError(summarizeIssues(kept, 'The request body does not match the schema'), kept);
+  return new InputShapeError(summarizeIssues(kept, 'The request body does not match the schema'), kept);
 }
 
 function jsonType(value: unknown): string {
@@ -268,7 +267,7 @@ function checkEndpoint(raw: string, issues: InputIssue[], policy: EndpointPolicy
   try {
     return parseEndpoint(raw, policy);
   } catch (error) {
-    if (error instanceof HttpError && error.statusCode === 400) {
+    if (error instanceof InvalidInputError) {
       const found = error.issues?.filter((issue) => issue.path === 'endpoint') ?? [];
       if (found.length > 0) issues.push(...found);
       else issues.push({ path: 'endpoint', message: error.message });
@@ -383,7 +382,7 @@ function checkStartFrom(raw: string | null | undefined, now: Date, issues: Input
 }
 
 /**
- * Validates a create request body (already parsed JSON). Throws `UnprocessableError` (422) when it does not
+ * Validates a create request body (already parsed JSON). Throws `InputShapeError` (422) when it does not
  * match the schema, `InvalidInputError` (400) when a value is invalid; otherwise returns it with defaults:
  * datasets email_events, custom_events, subscribers; frequency every_15_minutes; startFrom now; region `auto`
  * for gcs and custom endpoints; pathPrefix ''.

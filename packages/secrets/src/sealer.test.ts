@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { KMSClient } from '@aws-sdk/client-kms';
-import { ServiceUnavailableError } from '@sluice/core';
+import { KmsUnavailableError, SecretRejectedError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { SecretSealer, SecretUnavailableError } from './sealer.js';
+import { SecretSealer } from './sealer.js';
 import { kmsKey } from '../../../test/helpers/tables.js';
 
 const secret = `wJalrXUtnFEMI/K7MDENG/bPxRfiCY${randomUUID()}`;
@@ -61,8 +61,8 @@ describe('SecretSealer against the local KMS', () => {
       .catch((error: unknown) => error);
 
     for (const failure of [otherDestination, otherWorkspace]) {
-      expect(failure).toBeInstanceOf(SecretUnavailableError);
-      expect((failure as SecretUnavailableError).retryable).toBe(false);
+      expect(failure).toBeInstanceOf(SecretRejectedError);
+      expect((failure as SecretRejectedError).retryable).toBe(false);
       expect(String((failure as Error).message)).not.toContain(secret);
       expect(JSON.stringify(failure)).not.toContain(secret);
     }
@@ -76,10 +76,8 @@ describe('SecretSealer against the local KMS', () => {
 
     await expect(
       sealer.open({ ...sealed, ciphertext: flipped.toString('base64') }, ctx),
-    ).rejects.toBeInstanceOf(SecretUnavailableError);
-    await expect(sealer.open({ ...sealed, tag: sealed.iv }, ctx)).rejects.toBeInstanceOf(
-      SecretUnavailableError,
-    );
+    ).rejects.toBeInstanceOf(SecretRejectedError);
+    await expect(sealer.open({ ...sealed, tag: sealed.iv }, ctx)).rejects.toBeInstanceOf(SecretRejectedError);
   });
 
   it('zeroes the plaintext data key after sealing', async () => {
@@ -101,7 +99,7 @@ describe('SecretSealer against the local KMS', () => {
     expect(await sealer.open(sealed, ctx)).toBe(secret);
   });
 
-  it('maps an unreachable KMS: 503 on seal, a retryable SecretUnavailableError on open', async () => {
+  it('maps an unreachable KMS to a retryable KmsUnavailableError, on seal and on open', async () => {
     const ctx = context();
     const sealed = await sealer.seal(secret, ctx);
     const port = await closedPort();
@@ -110,9 +108,9 @@ describe('SecretSealer against the local KMS', () => {
       ...kmsKey,
     });
 
-    await expect(down.seal(secret, ctx)).rejects.toBeInstanceOf(ServiceUnavailableError);
+    await expect(down.seal(secret, ctx)).rejects.toBeInstanceOf(KmsUnavailableError);
     const failure = await down.open(sealed, ctx).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(SecretUnavailableError);
-    expect((failure as SecretUnavailableError).retryable).toBe(true);
+    expect(failure).toBeInstanceOf(KmsUnavailableError);
+    expect((failure as KmsUnavailableError).retryable).toBe(true);
   });
 });

@@ -70,8 +70,7 @@ describe('parseEndpoint', () => {
     ['empty', ''],
   ])('refuses %s (%s)', (_label, input) => {
     const error = refusal(input);
-    expect(error.statusCode).toBe(400);
-    expect(error.code).toBe('invalid_input');
+    expect(error.retryable).toBe(false);
     expect(error.issues?.[0]?.path).toBe('endpoint');
     expect(error.issues?.[0]?.message).toBe(error.message);
   });
@@ -230,7 +229,6 @@ describe('assertEndpointResolvesPublic', () => {
       });
       await expect(promise).rejects.toBeInstanceOf(InvalidInputError);
       await expect(promise).rejects.toMatchObject({
-        code: 'invalid_input',
         issues: [{ path: 'endpoint' }],
         message: expect.stringContaining('only public addresses are allowed'),
       });
