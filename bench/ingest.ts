@@ -14,7 +14,7 @@ import {
   hourStart,
   shardOf,
 } from '@sluice/eventlog';
-import { createDataCommands } from '../packages/local/src/cli/data.js';
+import { createDataCommands } from '../packages/cli/src/operator/data.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../packages/local/src/dynamodb-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES } from '../packages/local/src/local-tables.js';
 

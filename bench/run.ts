@@ -3,18 +3,33 @@
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio,
  *    pinned to one core and with the cores free, and a table of gzip levels (bench/encode.ts).
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
- * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts), when present.
+ * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts): the same rows
+ *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone.
  * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
  *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest,dispatch`).
+ * (`encode,writer,whole,ingest,dispatch,keys,api,resume`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
+ * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
+ *    of one key through several instances: allowed, refused, DynamoDB calls.
+ * 7. API load (bench/api-load.ts, skip with `api`): list, get and create driven for `BENCH_API_SECONDS`
+ *    (default 10) each by
+ *    `BENCH_API_CONNECTIONS` (default 8) clients: requests/s, p50/p99 latency, errors, beside the OpenAPI
+ *    document route (no key, no database) as the reference.
+ * 8. Resume (bench/resume.ts): one window of `BENCH_ROWS` rows (in memory) and of `BENCH_DYNAMO_ROWS` (DynamoDB
+ *    Local) written in one pass and by invocations with a budget small enough to stop several times inside
+ *    it (`BENCH_RESUME_BUDGET_MS`, default 1: one file an invocation): rows/s, invocations, sha256 of every
+ *    file compared (`BENCH_DYNAMO_ROWS=0` measures the memory source only). Skip with `resume`.
 
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { type LocalOutput, routeLocalOutput } from '../packages/local/src/local-output.js';
+import { STATE_DIR } from '../packages/local/src/runtime-config.js';
 import type { LocalServices } from '../packages/local/src/services.js';
 
 // The packages read their environment at load, so they are imported after the local services are up.
@@ -23,7 +38,8 @@ const MAX_LINES_PER_FILE = 50_000;
 const rows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const ingestEvents = Number(process.env.BENCH_INGEST_EVENTS ?? 20_000);
 const skip = new Set((process.env.BENCH_SKIP ?? '').split(',').filter(Boolean));
-const log = (line: string): void => console.log(line);
+let output: LocalOutput | undefined;
+const log = (line: string): void => (output ? output.print(line) : console.log(line));
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 async function main(): Promise<void> {
@@ -33,24 +49,43 @@ async function main(): Promise<void> {
     throw new Error('BENCH_ROWS must be an integer of at least 1000');
   if (!Number.isInteger(ingestEvents) || ingestEvents < 1000)
     throw new Error('BENCH_INGEST_EVENTS must be an integer of at least 1000');
-  log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}\n`);
+  output = routeLocalOutput({
+    verbose: process.env.BENCH_VERBOSE === '1',
+    logDir: join(STATE_DIR, 'logs', 'bench'),
+  });
+  log(`Sluice benchmark: ${fmt(rows)} rows, node ${process.version}`);
+  log(
+    `Load average at start: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(', ')} (${availableParallelism()} cores)`,
+  );
+  if (output.logFile) log(`Function logs: ${output.logFile}`);
+  log('');
 
   let services: LocalServices | undefined;
-  const needsServices = !skip.has('writer') || !skip.has('whole') || !skip.has('dispatch');
-  if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
-    const { startLocalServices } = await import('../packages/local/src/services.js');
-    services = await startLocalServices();
-    for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
-    log('Started DynamoDB Local, s3rver and the local KMS\n');
-  }
   try {
-    await benches();
+    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some(
+      (part) => !skip.has(part),
+    );
+    if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
+      const { startLocalServices } = await import('../packages/local/src/services.js');
+      services = await startLocalServices();
+      for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
+      log('Started DynamoDB Local, s3rver and the local KMS\n');
+    }
+    await benches(services);
   } finally {
     await services?.stop();
+    log(
+      `Load average at end: ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(', ')}`,
+    );
+    await output.close();
   }
 }
 
-async function benches(): Promise<void> {
+async function benches(services: LocalServices | undefined): Promise<void> {
   if (!skip.has('encode')) {
     log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
     const { runEncodeBench, printEncodeBench } = await import('./encode.js');
@@ -82,17 +117,49 @@ async function benches(): Promise<void> {
   if (!skip.has('whole') && existsSync(new URL('./whole-export.ts', import.meta.url))) {
     log('Whole local export through the Dispatch and ExportRun definitions');
     const { runWholeExportBench } = await import('./whole-export.js');
-    const whole = await runWholeExportBench({ rows, log });
+    const whole = await runWholeExportBench({
+      rows,
+      log,
+      ...(services?.dynamodb.pid !== undefined ? { dynamodbPid: services.dynamodb.pid } : {}),
+      ...(process.env.BENCH_PROFILE_DIR ? { profileDir: process.env.BENCH_PROFILE_DIR } : {}),
+    });
     log(
-      `  ${fmt(whole.rows)} rows in ${(whole.exportMs / 1000).toFixed(1)} s: ${fmt(whole.rowsPerSecond)} rows/s, ` +
-        `${whole.runs} runs, ${whole.files} files, ${fmt(whole.bytes)} B (ingest ${(whole.ingestMs / 1000).toFixed(1)} s)`,
+      `  ${fmt(whole.rows)} events ingested in ${(whole.ingestMs / 1000).toFixed(1)} s (not part of the figures)`,
     );
+    for (const e of whole.exports) {
+      const dynamodb =
+        e.dynamodbCpuSeconds !== undefined ? `, DynamoDB Local ${e.dynamodbCpuSeconds.toFixed(1)} s` : '';
+      log(
+        `  ${e.frequency.padEnd(16)} ${fmt(e.rows)} rows in ${(e.exportMs / 1000).toFixed(1)} s: ` +
+          `${fmt(e.rowsPerSecond).padStart(6)} rows/s, ${(e.rowsPerSecond / whole.encoderRowsPerSecond).toFixed(2)}x ` +
+          `the encoder; ${e.runs} run(s), ${e.files} files, ${fmt(e.bytes)} B; CPU: node ` +
+          `${e.nodeCpuSeconds.toFixed(1)} s${dynamodb}`,
+      );
+    }
+    log(
+      `  encoder alone (same rows, 50,000-line files, this process): ${fmt(whole.encoderRowsPerSecond)} rows/s`,
+    );
+    log('  target: whole export ≥ 30,000 rows/s\n');
+  }
+  if (!skip.has('resume')) {
+    log('\nResume: one big window in one pass and in invocations out of budget, files compared');
+    const { runResumeBench } = await import('./resume.js');
+    const budget = process.env.BENCH_RESUME_BUDGET_MS;
+    const figures = await runResumeBench(
+      {
+        rows,
+        dynamoRows: Number(process.env.BENCH_DYNAMO_ROWS ?? rows),
+        ...(budget !== undefined ? { budgetMs: Number(budget) } : {}),
+      },
+      log,
+    );
+    if (figures.some((f) => !f.identical)) process.exitCode = 1;
   }
   if (!skip.has('dispatch')) {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
     if (!Number.isInteger(destinations) || destinations < 1)
       throw new Error('BENCH_DISPATCH_DESTINATIONS must be a positive integer');
-    log(`\nDispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
+    log(`Dispatch: ${fmt(destinations)} due (queued) destinations, one execution, starts counted`);
     const { runDispatchBench } = await import('./dispatch.js');
     const d = await runDispatchBench(destinations);
     log(`  seeded with BatchWriteItem in ${(d.seedMs / 1000).toFixed(1)} s (two tables)`);
@@ -105,6 +172,22 @@ async function benches(): Promise<void> {
         `engine alone ${(d.directMs / 1000).toFixed(1)} s: ${fmt(d.directDestinationsPerSecond)} destinations/s; ` +
         `ratio ${(d.destinationsPerSecond / d.directDestinationsPerSecond).toFixed(2)}x`,
     );
+  }
+  if (!skip.has('keys')) {
+    log('\nAPI keys: the per-key rate limit against DynamoDB Local');
+    const { runApiKeyBench, printApiKeyBench } = await import('./api-keys.js');
+    printApiKeyBench(await runApiKeyBench(), log);
+  }
+  if (!skip.has('api')) {
+    const seconds = Number(process.env.BENCH_API_SECONDS ?? 10);
+    const connections = Number(process.env.BENCH_API_CONNECTIONS ?? 8);
+    if (!(seconds > 0) || !Number.isInteger(connections) || connections < 1)
+      throw new Error('BENCH_API_SECONDS must be positive and BENCH_API_CONNECTIONS a positive integer');
+    log('\nAPI load: the local API (adapter, authorizer, handlers, local services) in this process');
+    const { runApiLoadBench } = await import('./api-load.js');
+    const figures = await runApiLoadBench({ seconds, connections, log });
+    const errors = figures.reduce((total, f) => total + f.errors, 0);
+    if (errors > 0) throw new Error(`API load: ${errors} requests failed`);
   }
 }
 

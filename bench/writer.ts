@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { type EventDataset, newDestination } from '@sluice/core';
-import type { EventSource, SourcePage } from '@sluice/eventlog';
+import type { EventPage, EventSource } from '@sluice/eventlog';
 
 /**
  * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
@@ -42,12 +42,13 @@ interface ChildTask {
 /** An event source that yields `rows` lines cycled from a pool, in pages of 1,000. No DynamoDB. */
 function memorySource(pool: string[], rows: number): EventSource {
   return {
-    async *readWindow() {
+    async *readWindow(_workspaceId, _dataset, _fromMs, toMs) {
       for (let sent = 0; sent < rows; sent += 1000) {
-        const page: SourcePage = { lines: [], keys: [] };
+        const page: EventPage = { lines: [], keys: [], recordedMs: [] };
         for (let i = sent; i < Math.min(rows, sent + 1000); i++) {
           page.lines.push(pool[i % pool.length] as string);
           page.keys.push(String(i).padStart(13, '0'));
+          page.recordedMs.push(toMs);
         }
         yield page;
       }

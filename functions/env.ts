@@ -10,6 +10,19 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** A variable that must be set and not empty. */
 export const requiredVariable = z.string({ error: 'is not set' }).min(1, { error: 'is not set' });
 
+/** A required whole number from 1, for limits that must never be switched off by a typo. */
+export const positiveIntegerVariable = z
+  .string({ error: 'is not set' })
+  .min(1, { error: 'is not set' })
+  .transform((value, context) => {
+    const number = Number(value);
+    if (!Number.isInteger(number) || number < 1) {
+      context.addIssue({ code: 'custom', message: `must be a whole number from 1, got ${value}` });
+      return z.NEVER;
+    }
+    return number;
+  });
+
 /**
  * An optional positive number (fractions allowed: tests use short budgets), `fallback` when unset or empty.
  */

@@ -28,6 +28,8 @@ export const SETTING_KEYS = [
   'producerAccounts',
   'apiRateLimit',
   'apiBurstLimit',
+  'apiKeyRateLimit',
+  'apiKeyBurstLimit',
   'workflowLogLevel',
   'tracing',
   'reservedConcurrency',
@@ -192,6 +194,14 @@ const settingsSchema = z
     apiBurstLimit: integer('apiBurstLimit')
       .refine((n) => n >= 1 && n <= 5_000, { error: 'apiBurstLimit must be 1-5000 requests' })
       .optional(),
+    apiKeyRateLimit: integer('apiKeyRateLimit')
+      .refine((n) => n >= 1 && n <= 1_000, {
+        error: 'apiKeyRateLimit must be 1-1000 requests per second for each API key',
+      })
+      .default(10),
+    apiKeyBurstLimit: integer('apiKeyBurstLimit')
+      .refine((n) => n >= 1 && n <= 5_000, { error: 'apiKeyBurstLimit must be 1-5000 requests' })
+      .default(40),
     workflowLogLevel: optionalText.pipe(
       z
         .enum(WORKFLOW_LOG_LEVELS, {
@@ -266,6 +276,10 @@ export interface SluiceSettings {
   readonly apiRateLimit: number;
   /** Burst of the API stage. @default - 100, or apiRateLimit when that is higher */
   readonly apiBurstLimit: number;
+  /** Steady requests per second of each API key (the API answers 429 past it). @default 10 */
+  readonly apiKeyRateLimit: number;
+  /** Requests each API key may send at once after a quiet spell. @default 40 */
+  readonly apiKeyBurstLimit: number;
   /** Log level of both state machines. @default 'ERROR' in the stage `prod`, else 'ALL' */
   readonly workflowLogLevel: (typeof WORKFLOW_LOG_LEVELS)[number];
   /** X-Ray active tracing on every function. @default true */
@@ -337,6 +351,8 @@ export function parseSettings(
     producerAccounts: (s.producerAccounts ?? []).filter((id) => id !== account),
     apiRateLimit: s.apiRateLimit,
     apiBurstLimit: s.apiBurstLimit ?? Math.max(100, s.apiRateLimit),
+    apiKeyRateLimit: s.apiKeyRateLimit,
+    apiKeyBurstLimit: s.apiKeyBurstLimit,
     workflowLogLevel: s.workflowLogLevel ?? (s.stage === 'prod' ? 'ERROR' : 'ALL'),
     tracing: s.tracing,
     reservedConcurrency: (s.reservedConcurrency ?? {}) as Partial<Record<FunctionName, number>>,

@@ -38,6 +38,8 @@ export function buildSluiceApp(
     producerAccounts: settings.producerAccounts,
     maxReadRequestUnits: settings.maxReadRequestUnits,
     maxWriteRequestUnits: settings.maxWriteRequestUnits,
+    domainName: settings.domainName,
+    certificateArn: settings.certificateArn,
   });
   const stateless = new StatelessStack(app, ids.stateless, {
     env: stackEnv,
@@ -48,7 +50,11 @@ export function buildSluiceApp(
     secretsKey: stateful.secretsKey,
     eventBus: stateful.eventBus,
     producerAccounts: stateful.producerAccounts,
+    apiDomainName: stateful.apiDomain ? settings.domainName : undefined,
   });
+  // The API mapping names the stateful stack's domain by its name only (no export between the stacks, so
+  // the domain can be added or removed without a deadlock): the order is made explicit instead.
+  stateless.addStackDependency(stateful);
 
   Tags.of(app).add('app', 'sluice');
   Tags.of(app).add('sluice:stage', settings.stage);

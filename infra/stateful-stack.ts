@@ -1,6 +1,8 @@
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE } from '@sluice/core';
 import { WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
+import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -66,13 +68,18 @@ export interface StatefulStackProps extends StackProps {
   readonly maxReadRequestUnits?: number;
   /** On-demand write cap of each table and index. @default - no cap */
   readonly maxWriteRequestUnits?: number;
+  /** The API's custom domain (with {@link certificateArn}). @default - none: the execute-api URL only */
+  readonly domainName?: string;
+  /** An ACM certificate in the stack's region covering {@link domainName}. */
+  readonly certificateArn?: string;
 }
 
 /**
  * Everything that holds data, or that others point at, and must survive a redeploy or a deleted stateless
- * stack: the control, event log and subscriber tables, the key that seals customers' secrets, and the
- * ingestion bus producers put events on. Every resource has a fixed logical id and is retained on stack
- * deletion. Termination protection comes from the stack props (the `terminationProtection` setting).
+ * stack: the control, event log and subscriber tables, the key that seals customers' secrets, the
+ * ingestion bus producers put events on, and the API's custom domain customers call. Every resource has a
+ * fixed logical id and is retained on stack deletion. Termination protection comes from the stack props
+ * (the `terminationProtection` setting).
  */
 export class StatefulStack extends Stack {
   /** Workspaces, API keys, destinations, cursors, leases and runs (`SLUICE_CONTROL_TABLE`). */
@@ -87,10 +94,15 @@ export class StatefulStack extends Stack {
   public readonly eventBus: events.EventBus;
   /** The accounts besides this one that the bus policy lets put events. */
   public readonly producerAccounts: readonly string[];
+  /**
+   * The API's custom domain, when configured. The stateless stack maps its API onto it (an `ApiMapping`),
+   * so recreating that stack keeps the URL and the DNS target customers and their DNS point at.
+   */
+  public readonly apiDomain?: apigwv2.DomainName;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, {
-      description: `Sluice (${props.stage}): tables, secrets key and event bus. Retained on delete.`,
+      description: `Sluice (${props.stage}): tables, secrets key, event bus and API domain. Retained on delete.`,
       ...props,
       terminationProtection: props.terminationProtection ?? true,
     });
@@ -164,6 +176,22 @@ export class StatefulStack extends Stack {
           conditions: { StringLike: { 'events:source': `${WORKSPACE_SOURCE_PREFIX}*` } },
         }),
       );
+    }
+
+    if (props.domainName !== undefined && props.certificateArn !== undefined) {
+      this.apiDomain = new apigwv2.DomainName(this, 'ApiDomain', {
+        domainName: props.domainName,
+        certificate: acm.Certificate.fromCertificateArn(this, 'ApiCertificate', props.certificateArn),
+        securityPolicy: apigwv2.SecurityPolicy.TLS_1_2,
+      });
+      const domain = this.apiDomain.node.defaultChild as apigwv2.CfnDomainName;
+      domain.overrideLogicalId('ApiDomain');
+      // Customers' DNS points at its regional target: a new domain resource would be a new target.
+      domain.applyRemovalPolicy(RemovalPolicy.RETAIN);
+      new CfnOutput(this, 'ApiDomainTarget', {
+        value: this.apiDomain.regionalDomainName,
+        description: `Point a CNAME (or alias) for ${props.domainName} here`,
+      });
     }
 
     new CfnOutput(this, 'ControlTableName', { value: this.controlTable.tableName });

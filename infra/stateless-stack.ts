@@ -56,11 +56,17 @@ export interface StatelessStackProps extends StackProps {
   readonly eventBus: events.IEventBus;
   /** Accounts besides this one whose producers put events on the bus (the bus policy names them). */
   readonly producerAccounts?: readonly string[];
+  /**
+   * The name of the custom domain the stateful stack holds (`apiDomain`): the API is mapped onto it.
+   * @default - no custom domain: the execute-api URL
+   */
+  readonly apiDomainName?: string;
 }
 
 /**
- * Everything that can be replaced without losing data: the functions, the HTTP API, the two state
- * machines, the schedule and the ingestion rule, the alarms and the dashboard.
+ * Everything that can be replaced without losing data: the functions, the HTTP API (mapped onto the stateful
+ * stack's custom domain, when there is one), the two state machines, the schedule and the ingestion rule,
+ * the alarms and the dashboard.
  *
  * Each function gets exactly the table actions and key actions its code uses, and the environment
  * variable naming a resource is set in the same call that grants it (`useTable`, `useSecretsKey`).
@@ -168,7 +174,10 @@ export class StatelessStack extends Stack {
       DDB.delete,
       DDB.batchWrite,
     ]);
-    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a moved location (PATCH).
+    // Every request meters its key: one conditional UpdateItem of the key item (see ApiKeyMeter).
+    apiFunction.addEnvironment('SLUICE_API_KEY_RATE_LIMIT', String(settings.apiKeyRateLimit));
+    apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
+    // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
 
     const authorizerFunction = fn(
@@ -190,12 +199,11 @@ export class StatelessStack extends Stack {
       authorizerFunction,
       logRetention,
       corsOrigins: settings.corsOrigins,
-      domainName: settings.domainName,
-      certificateArn: settings.certificateArn,
+      domainName: props.apiDomainName,
       rateLimit: settings.apiRateLimit,
       burstLimit: settings.apiBurstLimit,
     });
-    if (this.api.domain) {
+    if (props.apiDomainName !== undefined) {
       // With a custom domain, customers use it; the execute-api URL beside it would be a second way in.
       (this.api.httpApi.node.defaultChild as apigwv2.CfnApi).disableExecuteApiEndpoint = true;
     }
@@ -275,6 +283,11 @@ export class StatelessStack extends Stack {
     ]);
     // Rows behind the event log's retention are reported lost by the plan: the same retention as ingest.
     runControlFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
+    // A destination's failing and recovered notices go on the Sluice bus: PutEvents on that bus only.
+    runControlFunction.addEnvironment('SLUICE_EVENT_BUS_NAME', props.eventBus.eventBusName);
+    runControlFunction.addToRolePolicy(
+      new iam.PolicyStatement({ actions: ['events:PutEvents'], resources: [props.eventBus.eventBusArn] }),
+    );
 
     const writerFunction = fn('writer', 'WriterFunction', 'writer', 'functions/writer/handler.ts', {
       description: 'Sluice writer: one (dataset, window) to the customer bucket',

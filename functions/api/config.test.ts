@@ -4,17 +4,37 @@ import { readAuthorizerConfig } from '../authorizer/config.js';
 import { readIngestConfig } from '../ingest/config.js';
 
 describe('function configuration', () => {
+  const apiEnv = {
+    SLUICE_CONTROL_TABLE: 'control',
+    SLUICE_KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/1',
+    SLUICE_API_KEY_RATE_LIMIT: '10',
+    SLUICE_API_KEY_BURST_LIMIT: '20',
+  };
+
   it('reads the API configuration from the environment it is given', () => {
-    const config = readApiConfig({
-      SLUICE_CONTROL_TABLE: 'control',
-      SLUICE_KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/1',
+    expect(readApiConfig(apiEnv)).toEqual({
+      controlTable: 'control',
+      kmsKeyId: 'arn:aws:kms:us-east-1:000000000000:key/1',
+      apiKeyRateLimit: { ratePerSecond: 10, burst: 20 },
     });
-    expect(config).toEqual({ controlTable: 'control', kmsKeyId: 'arn:aws:kms:us-east-1:000000000000:key/1' });
+  });
+
+  it.each(['', '0', '2.5', 'ten'])('fails when the per-key rate limit is %j', (value) => {
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_API_KEY_RATE_LIMIT: value })).toThrow(
+      'SLUICE_API_KEY_RATE_LIMIT',
+    );
+  });
+
+  it('fails when the per-key burst is missing', () => {
+    const { SLUICE_API_KEY_BURST_LIMIT: _burst, ...withoutBurst } = apiEnv;
+    expect(() => readApiConfig(withoutBurst)).toThrow('SLUICE_API_KEY_BURST_LIMIT is not set');
   });
 
   it('fails naming a missing or empty variable', () => {
-    expect(() => readApiConfig({ SLUICE_CONTROL_TABLE: 'control' })).toThrow('SLUICE_KMS_KEY_ID is not set');
-    expect(() => readApiConfig({ SLUICE_CONTROL_TABLE: '', SLUICE_KMS_KEY_ID: '' })).toThrow(
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_KMS_KEY_ID: undefined })).toThrow(
+      'SLUICE_KMS_KEY_ID is not set',
+    );
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_CONTROL_TABLE: '', SLUICE_KMS_KEY_ID: '' })).toThrow(
       'SLUICE_CONTROL_TABLE is not set; SLUICE_KMS_KEY_ID is not set',
     );
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { type Env, readEnv, requiredVariable } from '../env.js';
+import { type Env, positiveIntegerVariable, readEnv, requiredVariable } from '../env.js';
 
 /** The variables of the API function. */
 export const apiEnvironment = z.object({
@@ -7,16 +7,26 @@ export const apiEnvironment = z.object({
   SLUICE_CONTROL_TABLE: requiredVariable,
   /** The KMS key that wraps each destination's data key. */
   SLUICE_KMS_KEY_ID: requiredVariable,
+  /** Per API key: steady requests a second (setting `apiKeyRateLimit`). */
+  SLUICE_API_KEY_RATE_LIMIT: positiveIntegerVariable,
+  /** Per API key: the burst (setting `apiKeyBurstLimit`). */
+  SLUICE_API_KEY_BURST_LIMIT: positiveIntegerVariable,
 });
 
 /** Configuration of the API function. */
 export interface ApiConfig {
   controlTable: string;
   kmsKeyId: string;
+  /** Per API key: steady requests a second and burst. */
+  apiKeyRateLimit: { ratePerSecond: number; burst: number };
 }
 
-/** Reads the API function's configuration; throws naming a missing variable. */
+/** Reads the API function's configuration; throws naming a missing or invalid variable. */
 export function readApiConfig(env: Env): ApiConfig {
   const vars = readEnv(apiEnvironment, env);
-  return { controlTable: vars.SLUICE_CONTROL_TABLE, kmsKeyId: vars.SLUICE_KMS_KEY_ID };
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    kmsKeyId: vars.SLUICE_KMS_KEY_ID,
+    apiKeyRateLimit: { ratePerSecond: vars.SLUICE_API_KEY_RATE_LIMIT, burst: vars.SLUICE_API_KEY_BURST_LIMIT },
+  };
 }

@@ -6,6 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { createAuthorizer } from './authorize.js';
 
 const record: ApiKeyRecord = {
+  keyId: 'key_0123456789abcdef01234567',
   keyHash: 'h',
   workspaceId: 'ws_1',
   role: 'admin',
@@ -33,7 +34,12 @@ describe('createAuthorizer', () => {
     const result = await authorize({ identitySource: [`Bearer ${key}`] });
     expect(result).toEqual({
       isAuthorized: true,
-      context: { workspaceId: 'ws_1', role: 'admin', scopes: 'data_exports:read,analytics:read' },
+      context: {
+        keyId: 'key_0123456789abcdef01234567',
+        workspaceId: 'ws_1',
+        role: 'admin',
+        scopes: 'data_exports:read,analytics:read',
+      },
     });
     expect(lines.join('\n')).not.toContain(key);
   });

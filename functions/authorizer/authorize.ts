@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import type { AuthorizerContext } from '@sluice/api';
+import { type AuthorizerContext, bearerToken } from '@sluice/api';
 import { type ApiKeyRecord, parseApiKey } from '@sluice/control';
 import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
 
@@ -23,14 +23,11 @@ export interface AuthorizerResponse {
   context: AuthorizerContext & Record<string, string>;
 }
 
-const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
-
-function bearerToken(request: AuthorizerRequest): string | undefined {
-  const header =
+function authorizationHeader(request: AuthorizerRequest): string | undefined {
+  return (
     request.identitySource?.[0] ??
-    Object.entries(request.headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1];
-  if (header === undefined || header.trim() === '') return undefined;
-  return BEARER_RE.exec(header.trim())?.[1] ?? '';
+    Object.entries(request.headers ?? {}).find(([name]) => name.toLowerCase() === 'authorization')?.[1]
+  );
 }
 
 /**
@@ -40,18 +37,20 @@ function bearerToken(request: AuthorizerRequest): string | undefined {
  * (`{"message":"Forbidden"}` or `{"message":"Unauthorized"}`), which would break the API's error format
  * (`{success:false, error, code, retryable}`) and its 401 status. So the authorizer only establishes who the
  * caller is and always lets the request through:
- * - a valid key: context `{workspaceId, role, scopes}` (scopes comma-separated: contexts hold only strings);
+ * - a valid key: context `{keyId, workspaceId, role, scopes}` (scopes comma-separated: contexts hold only strings);
  * - no key: `{authError: 'missing_api_key'}`; a malformed, mistyped or unknown key: `{authError: 'invalid_api_key'}`;
  * - the key store unreachable: `{authError: 'unavailable'}`.
  * The API handler turns any `authError`, or a missing context, into 401 (503 for `unavailable`) before doing
  * anything else, so no route is reachable without a valid key.
  *
- * The key's format and checksum are checked before any database read (a typo costs no read), and the key is
- * never logged.
+ * The key's format and checksum are checked before any database read (a typo or a random value costs no
+ * read), and the key is never logged. API Gateway caches this answer per `Authorization` value for at most a
+ * minute; the API function reads the key again on every request (its rate limit's write), so a revoked or
+ * narrowed key does not even wait for that.
  */
 export function createAuthorizer(store: ApiKeyFinder, log: Logger = logger) {
   return async (request: AuthorizerRequest): Promise<AuthorizerResponse> => {
-    const token = bearerToken(request);
+    const token = bearerToken(authorizationHeader(request));
     if (token === undefined) return deny('missing_api_key', log);
     const parsed = parseApiKey(token);
     if (!parsed.ok) return deny('invalid_api_key', log, parsed.reason);
@@ -66,10 +65,15 @@ export function createAuthorizer(store: ApiKeyFinder, log: Logger = logger) {
       return { isAuthorized: true, context: { authError: 'unavailable' } };
     }
     if (record === undefined) return deny('invalid_api_key', log, 'unknown');
-    log.info('Authorized', { workspaceId: record.workspaceId, role: record.role });
+    log.info('Authorized', { keyId: record.keyId, workspaceId: record.workspaceId, role: record.role });
     return {
       isAuthorized: true,
-      context: { workspaceId: record.workspaceId, role: record.role, scopes: record.scopes.join(',') },
+      context: {
+        keyId: record.keyId,
+        workspaceId: record.workspaceId,
+        role: record.role,
+        scopes: record.scopes.join(','),
+      },
     };
   };
 }

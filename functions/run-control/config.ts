@@ -17,6 +17,8 @@ export const runControlEnvironment = z.object({
   SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(DEFAULT_ENGINE_SETTINGS.eventRetentionMs / DAY_MS),
   /** The deployment stage: the `Stage` dimension of the engine's metrics. */
   SLUICE_STAGE: requiredVariable,
+  /** The Sluice bus: where a destination's failing and recovered notices are published. */
+  SLUICE_EVENT_BUS_NAME: requiredVariable,
 });
 
 /** Configuration of the run-control function. */
@@ -25,6 +27,7 @@ export interface RunControlConfig {
   runBudgetMs: number;
   eventRetentionMs: number;
   stage: string;
+  eventBusName: string;
 }
 
 /** Reads the run-control function's configuration; throws naming a missing or invalid variable. */
@@ -35,5 +38,6 @@ export function readRunControlConfig(env: Env): RunControlConfig {
     runBudgetMs: vars.SLUICE_RUN_BUDGET_SECONDS * 1000,
     eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
     stage: vars.SLUICE_STAGE,
+    eventBusName: vars.SLUICE_EVENT_BUS_NAME,
   };
 }

@@ -11,6 +11,8 @@ import {
   claimAndPlan,
   commitRun,
   type EngineDeps,
+  EventBridgeNoticePublisher,
+  type NoticePublisher,
   powertoolsFailureMetrics,
   powertoolsRunMetrics,
   type RecordFailureInput,
@@ -34,6 +36,7 @@ export function createRunControlFunction(
     ...engineControlStores(config.controlTable),
     settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
     metrics: powertoolsRunMetrics({ stage: config.stage }),
+    notices: loggedNotices(new EventBridgeNoticePublisher({ eventBusName: config.eventBusName }), logger),
   };
   const failureMetrics = powertoolsFailureMetrics({ stage: config.stage });
   return async (event) => {
@@ -85,5 +88,26 @@ export function createRunControlFunction(
     } finally {
       logger.resetKeys();
     }
+  };
+}
+
+/** Publishes through `bus`, logging each notice published or not (a failed one stays pending and throws). */
+function loggedNotices(bus: NoticePublisher, logger: Logger): NoticePublisher {
+  return {
+    async publish(notice) {
+      try {
+        await bus.publish(notice);
+        logger.info('destination notice published', { noticeId: notice.id, kind: notice.kind });
+      } catch (error) {
+        // Kept pending on the destination; the next outcome recorded for it publishes it again.
+        logger.error('destination notice not published', {
+          noticeId: notice.id,
+          kind: notice.kind,
+          errorName: (error as Error).name,
+          message: (error as Error).message,
+        });
+        throw error;
+      }
+    },
   };
 }

@@ -21,11 +21,23 @@ import type { WriterConfig } from './config.js';
 /** The writer starts no file later than this before its own Lambda timeout: the last file must finish. */
 const FILE_MARGIN_MS = 60_000;
 
-/** The writer function's handler over the configured stores; only the local runtime passes `options`. */
-export function createWriterFunction(
-  config: WriterConfig,
-  options: LocalOnlyOptions = {},
-): (event: WriteWindowInput, context?: { getRemainingTimeInMillis?: () => number }) => Promise<WindowResult> {
+/** What only the local runtime and tests pass to the writer. */
+export interface WriterOptions extends LocalOnlyOptions {
+  /**
+   * Dependencies replacing the configured ones (tests wrap one, for example a bucket writer that dies after
+   * its k-th file, and run this very handler in the local workflows). @default none
+   */
+  overrides?: Partial<EngineDeps>;
+}
+
+/** The writer Lambda's handler. */
+export type WriterHandler = (
+  event: WriteWindowInput,
+  context?: { getRemainingTimeInMillis?: () => number },
+) => Promise<WindowResult>;
+
+/** The writer function's handler over the configured stores; only the local runtime and tests pass `options`. */
+export function createWriterFunction(config: WriterConfig, options: WriterOptions = {}): WriterHandler {
   const logger = new Logger({ serviceName: 'sluice-writer', jsonReplacerFn: redactSecrets });
   const deps: Partial<EngineDeps> = {
     controlStore: new ControlStore({ tableName: config.controlTable }),
@@ -35,7 +47,10 @@ export function createWriterFunction(
       eventsTable: config.eventsTable,
       subscribersTable: config.subscribersTable,
     }),
-    bucketWriterFactory: createBucketWriterFactory(options),
+    bucketWriterFactory: createBucketWriterFactory(
+      options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {},
+    ),
+    ...options.overrides,
   };
   return async (event, context) => {
     logger.appendKeys({

@@ -4,7 +4,6 @@ import * as apigateway from 'aws-cdk-lib/aws-apigateway';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as authorizers from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
 import * as integrations from 'aws-cdk-lib/aws-apigatewayv2-integrations';
-import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
@@ -12,8 +11,12 @@ import { Construct } from 'constructs';
 /** The route prefixes of the Data Exports API; both serve the same operations. */
 export const API_ROUTE_PATHS = ['/v1/{proxy+}', '/api/v1/{proxy+}'] as const;
 
-/** How long API Gateway caches the authorizer's answer for one Authorization header (at most 5 minutes). */
-export const AUTHORIZER_CACHE_TTL = Duration.minutes(5);
+/**
+ * How long API Gateway caches the authorizer's answer for one Authorization header. A minute at most, so a
+ * verdict never outlives a revoked, deleted or narrowed key by more; the API function reads the key again on
+ * every request anyway (its per-key rate limit's write), so in practice such a change applies at once.
+ */
+export const AUTHORIZER_CACHE_TTL = Duration.seconds(60);
 
 /** Properties of {@link SluiceHttpApi}. */
 export interface SluiceHttpApiProps {
@@ -25,10 +28,11 @@ export interface SluiceHttpApiProps {
   readonly logRetention: logs.RetentionDays;
   /** Browser origins allowed by CORS. @default - CORS off: no CORS headers, no preflight answers */
   readonly corsOrigins?: readonly string[];
-  /** A custom domain (with {@link certificateArn}). @default - only the execute-api URL */
+  /**
+   * The name of a custom domain that exists outside this construct (the stateful stack holds it): the
+   * `$default` stage is mapped onto it. @default - only the execute-api URL
+   */
   readonly domainName?: string;
-  /** An ACM certificate in the stack's region covering {@link domainName}. */
-  readonly certificateArn?: string;
   /** Steady-state requests per second for the whole stage. @default 50 */
   readonly rateLimit?: number;
   /** Burst of requests for the whole stage. @default 100 */
@@ -40,11 +44,13 @@ export interface SluiceHttpApiProps {
  * Lambda authorizer, `GET /v1/openapi.json` and `GET /api/v1/openapi.json` (`PUBLIC_ROUTES`) to the same
  * function without it, a `$default` stage with throttling and JSON access logs, CORS only when origins are
  * configured (then the routes are GET, POST, PATCH and DELETE, so preflights never meet the authorizer), and
- * an optional custom domain.
+ * an optional mapping onto a custom domain held elsewhere.
  *
- * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer.
- * The price: a request without that header never reaches the authorizer; API Gateway answers it with
- * `401 {"message":"Unauthorized"}` itself, not with Sluice's error body.
+ * The authorizer's identity source is the `Authorization` header, which lets API Gateway cache its answer
+ * ({@link AUTHORIZER_CACHE_TTL}). The price: a request without that header never reaches the authorizer;
+ * API Gateway answers it with `401 {"message":"Unauthorized"}` itself, not with Sluice's error body. A value
+ * that cannot be a Sluice key (wrong prefix, length, characters or checksum) reaches the authorizer, which
+ * refuses it without a database read; an HTTP API has no way to match a header's shape before that.
  */
 export class SluiceHttpApi extends Construct {
   /** The HTTP API. */
@@ -55,8 +61,8 @@ export class SluiceHttpApi extends Construct {
   public readonly accessLogGroup: logs.LogGroup;
   /** The base URL customers call, ending in `/v1` (custom domain when configured). */
   public readonly apiUrl: string;
-  /** The custom domain, when configured. */
-  public readonly domain?: apigwv2.DomainName;
+  /** The mapping of the `$default` stage onto the custom domain, when one is configured. */
+  public readonly domainMapping?: apigwv2.CfnApiMapping;
 
   constructor(scope: Construct, id: string, props: SluiceHttpApiProps) {
     super(scope, id);
@@ -86,14 +92,6 @@ export class SluiceHttpApi extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
 
-    if (props.domainName && props.certificateArn) {
-      this.domain = new apigwv2.DomainName(this, 'Domain', {
-        domainName: props.domainName,
-        certificate: acm.Certificate.fromCertificateArn(this, 'Certificate', props.certificateArn),
-        securityPolicy: apigwv2.SecurityPolicy.TLS_1_2,
-      });
-    }
-
     this.stage = new apigwv2.HttpStage(this, 'DefaultStage', {
       httpApi: this.httpApi,
       stageName: '$default',
@@ -120,8 +118,18 @@ export class SluiceHttpApi extends Construct {
           }),
         ),
       },
-      domainMapping: this.domain ? { domainName: this.domain } : undefined,
     });
+
+    if (props.domainName !== undefined) {
+      // By name, not by reference: the domain lives in the stateful stack, and a cross-stack export would
+      // pin it there (removing the domain would deadlock on the export). The stack dependency orders them.
+      this.domainMapping = new apigwv2.CfnApiMapping(this, 'DomainMapping', {
+        apiId: this.httpApi.apiId,
+        domainName: props.domainName,
+        stage: this.stage.stageName,
+      });
+      this.domainMapping.addResourceDependency(this.stage.node.defaultChild as apigwv2.CfnStage);
+    }
 
     const integration = new integrations.HttpLambdaIntegration('ApiIntegration', props.apiFunction, {
       payloadFormatVersion: apigwv2.PayloadFormatVersion.VERSION_2_0,
@@ -157,13 +165,7 @@ export class SluiceHttpApi extends Construct {
       });
     }
 
-    this.apiUrl = this.domain ? `https://${props.domainName}/v1` : `${this.stage.url}v1`;
+    this.apiUrl = props.domainName !== undefined ? `https://${props.domainName}/v1` : `${this.stage.url}v1`;
     new CfnOutput(scope, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the Data Exports API' });
-    if (this.domain) {
-      new CfnOutput(scope, 'ApiDomainTarget', {
-        value: this.domain.regionalDomainName,
-        description: `Point a CNAME (or alias) for ${props.domainName} here`,
-      });
-    }
   }
 }

@@ -5,6 +5,7 @@ import { testConnection } from '@sluice/sinks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
 import { ApiClient } from '../helpers/api-client.js';
+import { type SlowBucket, startSlowBucket } from '../helpers/slow-bucket.js';
 import {
   type ContractHarness,
   startContractHarness,
@@ -145,6 +146,65 @@ describe('SSRF: a name that resolves to a private address', () => {
     expect(response.body.code).toBe('invalid_input');
     expect(response.body.issues?.[0]?.path).toBe('endpoint');
     expect(response.body.error).toMatch(/private/);
+  });
+});
+
+describe('a bucket host that accepts and then answers one byte at a time', () => {
+  let slow: SlowBucket;
+  let slowApi: ContractHarness;
+  let client: ApiClient;
+
+  beforeAll(async () => {
+    // The real API with its connection-test deadline set small; the test's requests reach a host that sends a
+    // byte every 100 ms (never idle, never done), as a bucket whose DNS pointed there would.
+    slow = await startSlowBucket({ intervalMs: 100, answerFor: () => 'headers' });
+    const { handler: authorizer } = await import('../../functions/authorizer/handler.js');
+    const api = createApiHandler({
+      store: harness.store,
+      sealer: new SecretSealer(kmsKey),
+      connectionTestDeadlineMs: 1_000,
+      testConnection: (location, credentials, options) =>
+        testConnection({ ...location, endpoint: slow.endpoint }, credentials, {
+          ...options,
+          allowedEndpoints: new Set([slow.endpoint]),
+        }),
+    }) as unknown as ApiFunction;
+    slowApi = await startContractHarness({ handlers: { authorizer, api } });
+    client = new ApiClient(slowApi.url, ws.client.apiKey);
+  });
+
+  afterAll(async () => {
+    await slow.close();
+    expect(await slowApi.closeAndFindLeaks()).toEqual([]);
+  });
+
+  it('ends a create at the deadline with 400 connection_failed "did not answer in 1 s", saving nothing', async () => {
+    // Act
+    const response = await client.post('/data-exports', harness.createBody());
+
+    // Assess
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ success: false, code: 'connection_failed', retryable: true });
+    expect(response.body.error).toBe(
+      `${slow.endpoint} did not answer in 1 s. Check the endpoint; Sluice will retry.`,
+    );
+    expect(slow.requests.length).toBeGreaterThan(0);
+  });
+
+  it('ends POST /data-exports/{id}/test the same way', async () => {
+    // Prepare: an export saved through the ordinary API.
+    const created = await ws.client.post('/data-exports', harness.createBody());
+    expect(created.status).toBe(201);
+    const id = created.body.dataExport!.id;
+
+    // Act
+    const response = await client.post(`/data-exports/${id}/test`);
+
+    // Assess
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('connection_failed');
+    expect(response.body.error).toMatch(/did not answer in 1 s/);
+    expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);
   });
 });
 

@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ContractHarness,
@@ -91,6 +92,23 @@ describe('routes', () => {
       expect(response.status, path).toBe(404);
       expect(response.body.success).toBe(false);
     }
+  });
+
+  it('answers a request target that is no URL path (`//@`, found by the fuzz suite) with 404, not 500', async () => {
+    // node:http sends the target as given (fetch would normalise it).
+    const { port } = new URL(harness.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: '//@', headers: { authorization: `Bearer ${ws.client.apiKey}` } },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(status).toBe(404);
   });
 
   it('answers a wrong method with 405 and Allow', async () => {

@@ -1,3 +1,4 @@
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, cursorSk, destinationSk, runSk, runsPk, workspacePk } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,8 @@ let harness: ContractHarness;
 let ws: TestWorkspace;
 const db = createDocumentClient();
 const table = process.env.SLUICE_CONTROL_TABLE!;
+/** The local bucket's key pair, sent again where a change needs the credentials. */
+const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
 beforeAll(async () => {
   harness = await startContractHarness();
@@ -159,12 +162,95 @@ describe('PATCH /data-exports/{id}', () => {
   it('refuses a move to a missing bucket and changes nothing', async () => {
     const { id } = await createExport();
     const before = await stored(id);
-    const response = await ws.client.patch(`/data-exports/${id}`, { bucket: 'no-such-bucket-here' });
+    const response = await ws.client.patch(`/data-exports/${id}`, {
+      bucket: 'no-such-bucket-here',
+      ...LOCAL_CREDENTIALS,
+    });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('connection_failed');
     expect(response.body.error).toMatch(/no-such-bucket-here/);
     expect(await stored(id)).toEqual(before);
   });
+
+  it.each([
+    { field: 'bucket', body: { bucket: 'moved-bucket' } },
+    { field: 'endpoint', body: { endpoint: 'https://s3.example.com' } },
+    { field: 'region', body: { region: 'eu-west-1' } },
+  ])(
+    'refuses a new $field without the credentials, before any request is signed',
+    async ({ field, body }) => {
+      // Prepare: a caller with a write key who never saw the secret.
+      const { id } = await createExport();
+      const before = await stored(id);
+
+      // Act
+      const response = await ws.client.patch(`/data-exports/${id}`, body);
+
+      // Assess
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('invalid_input');
+      expect(response.body.issues).toEqual([expect.objectContaining({ path: field })]);
+      expect(response.body.error).toContain(field);
+      expect(response.body.error).toMatch(/accessKeyId and secretAccessKey/);
+      expect(requestMatchesSchema('updateDataExport', body)).toBe(true);
+      expect(await stored(id)).toEqual(before);
+    },
+  );
+
+  it('names every location field that changed without the credentials', async () => {
+    const { id } = await createExport();
+    const response = await ws.client.patch(`/data-exports/${id}`, { bucket: 'moved-bucket', region: 'weur' });
+    expect(response.status).toBe(400);
+    expect(response.body.issues?.map((issue) => issue.path)).toEqual(['bucket', 'region']);
+  });
+
+  it('writes nothing to a new bucket named without the credentials, and moves there with them', async () => {
+    // Prepare
+    const { id, body } = await createExport();
+    const bucket = uniqueId('moved-');
+    await harness.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const testKey = `${body.pathPrefix as string}/_sluice/connection-test.json`;
+
+    // Act
+    const refused = await ws.client.patch(`/data-exports/${id}`, { bucket });
+    const written = await harness.readObject(bucket, testKey);
+    const moved = await ws.client.patch(`/data-exports/${id}`, { bucket, ...LOCAL_CREDENTIALS });
+
+    // Assess
+    expect(refused.status).toBe(400);
+    expect(written).toBeUndefined();
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    expect(moved.body.dataExport!.bucket).toBe(bucket);
+    expect(await harness.readObject(bucket, testKey)).toBeDefined();
+    expect((await stored(id)).configVersion).toBe(2);
+  });
+
+  it('accepts the stored bucket, endpoint and region sent again without the credentials', async () => {
+    const { id, body } = await createExport();
+    const response = await ws.client.patch(`/data-exports/${id}`, {
+      bucket: body.bucket,
+      endpoint: `${body.endpoint as string}/`,
+      region: 'auto',
+      name: 'Same place',
+    });
+    expect(response.status).toBe(200);
+    expect((await stored(id)).configVersion).toBe(1);
+  });
+
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'refuses "%s" in a PATCH body like any unknown field, and changes nothing',
+    async (field) => {
+      const { id } = await createExport();
+      const before = await stored(id);
+      const response = await ws.client.patch(`/data-exports/${id}`, undefined, {
+        rawBody: `{"name":"Renamed","${field}":{"isEnabled":false}}`,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.status).toBe(400);
+      expect(response.body.issues).toEqual([expect.objectContaining({ path: field })]);
+      expect(await stored(id)).toEqual(before);
+    },
+  );
 
   it('starts added datasets at the time of the change', async () => {
     // Prepare

@@ -237,6 +237,50 @@ describe('POST /data-exports validation', () => {
     }
   });
 
+  /** A valid body as JSON text with `member` spliced in raw: `JSON.stringify` cannot write an own `__proto__`. */
+  function rawBodyWith(member: string): string {
+    return `${JSON.stringify(harness.createBody()).slice(0, -1)},${member}}`;
+  }
+
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'refuses a top-level "%s" like any unknown field, with 400 naming it',
+    async (field) => {
+      // Prepare: JSON.parse makes "__proto__" an own property; the body must not lose it on the way.
+      const raw = rawBodyWith(`"${field}":{"isEnabled":false}`);
+
+      // Act
+      const response = await ws.client.post('/data-exports', undefined, {
+        rawBody: raw,
+        headers: { 'content-type': 'application/json' },
+      });
+
+      // Assess
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('invalid_input');
+      expect(response.body.issues).toEqual([
+        expect.objectContaining({ path: field, message: `Unknown field "${field}".` }),
+      ]);
+      expect(requestMatchesSchema('createDataExport', JSON.parse(raw))).toBe(true);
+    },
+  );
+
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'refuses "%s" nested in a value, where no object is accepted at all',
+    async (field) => {
+      const raw = JSON.stringify(harness.createBody()).replace(
+        '"datasets":["email_events"',
+        `"datasets":[{"${field}":"email_events"}`,
+      );
+      expect(raw).toContain(field);
+      const response = await ws.client.post('/data-exports', undefined, {
+        rawBody: raw,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.status).toBe(422);
+      expect(response.body.issues?.[0]?.path).toBe('datasets[0]');
+    },
+  );
+
   it('reports at most ten issues and summarises the first three in error', async () => {
     // Prepare: twelve unknown fields and a blank name.
     const extra = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`extra${i}`, i]));

@@ -101,6 +101,7 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     expect(writes.length).toBe(windows.size); // every item tried once: permanent errors are not retried
     const view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
     expect(view).toMatchObject({ status: 'failed', consecutiveFailures: 1 });
+    expect(view.failing).toMatchObject({ reason: 'no_such_bucket' }); // the customer's to fix
     expect(view.lastError).toMatch(/sluice-no-such-bucket/);
     expect(view.lastError).not.toMatch(/[{}\n]|Error:|\bat .*:\d+:\d+/); // a sentence: no JSON, no stack
     expect(Date.parse(view.nextRunAt)).toBeGreaterThanOrEqual(startedAt + 15 * MINUTE_MS - 60_000);

@@ -12,6 +12,7 @@ export interface ApiBody {
   dataExports?: DataExportView[];
   queued?: boolean;
   runs?: DataExportRunView[];
+  nextToken?: string;
   testedAt?: string;
   dataExportId?: string;
 }

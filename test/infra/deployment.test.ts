@@ -1,7 +1,15 @@
 import { powertoolsFailureMetrics } from '@sluice/engine';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { emfOf, logicalIdOf, type Synthesized, show, synthesize } from './helpers.js';
+import {
+  actionsOf,
+  emfOf,
+  logicalIdOf,
+  roleStatements,
+  type Synthesized,
+  show,
+  synthesize,
+} from './helpers.js';
 
 /**
  * What a platform team relies on in production (issue 10), asserted in the synthesized templates of a `dev`
@@ -15,6 +23,8 @@ const PROD_CONTEXT = {
   certificateArn: 'arn:aws:acm:eu-west-1:123456789012:certificate/11111111-2222-3333-4444-555555555555',
   producerAccounts: '222222222222,333333333333',
   apiRateLimit: '200',
+  apiKeyRateLimit: '20',
+  apiKeyBurstLimit: '60',
   reservedConcurrency: 'writer=20,ingest=5',
   maxReadRequestUnits: '4000',
   maxWriteRequestUnits: '2000',
@@ -309,6 +319,17 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
       });
     });
 
+    it('gives the API function the per-key rate limit as set', () => {
+      // Act
+      const api = stateless().toJSON().Resources[logicalIdOf(built().stateless.functions.api)] as Resource;
+      const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+
+      // Assess
+      expect([env.SLUICE_API_KEY_RATE_LIMIT, env.SLUICE_API_KEY_BURST_LIMIT]).toEqual(
+        stage === 'prod' ? ['20', '60'] : ['10', '40'],
+      );
+    });
+
     it('caps on-demand throughput of each table and index when set (prod)', () => {
       // Act
       const tables = Object.values(resourcesOf(stateful(), 'AWS::DynamoDB::Table'));
@@ -334,6 +355,69 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
 
       // Assess
       expect(api?.Properties.DisableExecuteApiEndpoint).toBe(stage === 'prod' ? true : undefined);
+    });
+  });
+
+  it('lets only the engine (run-control) put events, on the Sluice bus only, named in its environment', () => {
+    // Act
+    const puts = Object.entries(built().stateless.functions).flatMap(([name, f]) =>
+      roleStatements(stateless(), logicalIdOf(f.role!))
+        .filter((statement) => actionsOf(statement).some((action) => action.startsWith('events:')))
+        .map((statement) => ({ name, actions: actionsOf(statement), resource: statement.Resource })),
+    );
+    const runControl = stateless().toJSON().Resources[logicalIdOf(built().stateless.functions.runControl)];
+
+    // Assess
+    expect(puts).toHaveLength(1);
+    expect(puts[0]).toMatchObject({ name: 'runControl', actions: ['events:PutEvents'] });
+    expect(show(puts[0]?.resource)).toMatch(
+      /^\{"Fn::GetStackOutput":\{[^}]*"OutputName":"[^"]*EventBusArn[^"]*"\}\}$/,
+    );
+    expect(show(runControl.Properties.Environment.Variables.SLUICE_EVENT_BUS_NAME)).toMatch(/EventBus/);
+  });
+
+  describe('the custom domain outlives the stateless stack', () => {
+    it('is in the stateful stack, retained under a fixed logical id (prod); no domain without the setting (dev)', () => {
+      // Act
+      const domains = resourcesOf(stateful(), 'AWS::ApiGatewayV2::DomainName') as Record<
+        string,
+        Resource & { UpdateReplacePolicy?: string }
+      >;
+
+      // Assess
+      expect(Object.keys(resourcesOf(stateless(), 'AWS::ApiGatewayV2::DomainName'))).toEqual([]);
+      if (stage === 'dev') {
+        expect(domains).toEqual({});
+        expect(stateful().toJSON().Outputs.ApiDomainTarget).toBeUndefined();
+        return;
+      }
+      expect(Object.keys(domains)).toEqual(['ApiDomain']);
+      expect(domains.ApiDomain?.Properties.DomainName).toBe('exports.example.com');
+      expect(domains.ApiDomain?.DeletionPolicy).toBe('Retain');
+      expect(domains.ApiDomain?.UpdateReplacePolicy).toBe('Retain');
+      expect(stateful().toJSON().Outputs.ApiDomainTarget.Value).toEqual({
+        'Fn::GetAtt': ['ApiDomain', 'RegionalDomainName'],
+      });
+    });
+
+    it('maps the stateless API onto it by name, with no export between the stacks (prod)', () => {
+      // Act
+      const mappings = Object.values(resourcesOf(stateless(), 'AWS::ApiGatewayV2::ApiMapping'));
+      const [api] = Object.keys(resourcesOf(stateless(), 'AWS::ApiGatewayV2::Api'));
+
+      // Assess
+      expect(mappings).toHaveLength(stage === 'prod' ? 1 : 0);
+      if (stage === 'prod') {
+        expect(mappings[0]?.Properties).toEqual({
+          ApiId: { Ref: api },
+          DomainName: 'exports.example.com',
+          Stage: '$default',
+        });
+        const text = show(stateless().toJSON());
+        expect(text.includes('"ApiDomain"'), 'a reference to the stateful domain').toBe(false);
+        expect(/"OutputName":"[^"]*ApiDomain/.test(text), 'an output of the domain read across').toBe(false);
+        expect(built().stateless.dependencies).toContain(built().stateful);
+      }
     });
   });
 

@@ -42,6 +42,7 @@ function resourceLabel(resource: unknown): string {
     [/SecretsKeyArn/, 'secretsKey'],
     [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
     [/IngestDeadLetters/, 'deadLetters'],
+    [/EventBusArn/, 'eventBus'],
     [/^"\*"$/, '*'],
   ];
   return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
@@ -135,6 +136,8 @@ describe('stateless stack: least privilege', () => {
           'dynamodb:Query',
           'dynamodb:UpdateItem',
         ],
+        // A destination's failing and recovered notices.
+        eventBus: ['events:PutEvents'],
       },
     ],
     [
@@ -240,10 +243,18 @@ describe('stateless stack: least privilege', () => {
 
 describe('stateless stack: functions', () => {
   it.each<[FunctionName, string[]]>([
-    ['api', ['SLUICE_CONTROL_TABLE', 'SLUICE_KMS_KEY_ID']],
+    [
+      'api',
+      [
+        'SLUICE_API_KEY_BURST_LIMIT',
+        'SLUICE_API_KEY_RATE_LIMIT',
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_KMS_KEY_ID',
+      ],
+    ],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],
     ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
-    ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_RETENTION_DAYS']],
+    ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_BUS_NAME', 'SLUICE_EVENT_RETENTION_DAYS']],
     [
       'writer',
       ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_KMS_KEY_ID', 'SLUICE_SUBSCRIBERS_TABLE'],
@@ -308,7 +319,7 @@ describe('stateless stack: functions', () => {
 });
 
 describe('stateless stack: HTTP API', () => {
-  it('caches the authorizer at most 5 minutes, keyed on the Authorization header, with simple responses', () => {
+  it('caches the authorizer at most 60 s, keyed on the Authorization header, with simple responses', () => {
     // Act
     const [authorizer] = Object.values(t.findResources('AWS::ApiGatewayV2::Authorizer')) as {
       Properties: Record<string, unknown>;
@@ -321,7 +332,7 @@ describe('stateless stack: HTTP API', () => {
       EnableSimpleResponses: true,
       IdentitySource: ['$request.header.Authorization'],
     });
-    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeLessThanOrEqual(300);
+    expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeLessThanOrEqual(60);
     expect(authorizer?.Properties.AuthorizerResultTtlInSeconds).toBeGreaterThan(0);
     expect(show(authorizer?.Properties.AuthorizerUri)).toContain(
       logicalIdOf(built.stateless.functions.authorizer),

@@ -1,5 +1,5 @@
-import { ForbiddenError, UnauthorizedError } from '@sluice/core';
-import type { Caller } from './ports.js';
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from '@sluice/core';
+import type { Caller, KeyMeter } from './ports.js';
 
 /** The scopes an API key can carry. */
 export const SCOPES = [
@@ -31,6 +31,8 @@ export type AuthError = 'missing_api_key' | 'invalid_api_key' | 'unavailable';
  * strings, numbers and booleans, so `scopes` is a comma-separated string.
  */
 export interface AuthorizerContext {
+  /** The key's public id, for the logs. */
+  keyId?: string;
   workspaceId?: string;
   role?: string;
   scopes?: string;
@@ -41,6 +43,30 @@ const UNAUTHORIZED_MESSAGES: Record<'missing_api_key' | 'invalid_api_key', strin
   missing_api_key: 'Missing API key. Send it as "Authorization: Bearer <key>".',
   invalid_api_key: 'Invalid API key. Check that it was copied whole and has not been revoked.',
 };
+
+const BEARER_RE = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+
+/**
+ * The key in an `Authorization` header: `undefined` when the header is missing or blank, `''` when it is not
+ * `Bearer <one token>` (so it is reported as an invalid key, not a missing one).
+ */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined || header.trim() === '') return undefined;
+  return BEARER_RE.exec(header.trim())?.[1] ?? '';
+}
+
+/**
+ * Counts the request against its key and returns the caller as the key is stored now, not as the
+ * authorizer's cached verdict saw it: a key revoked or deleted since is a 401, a narrowed key has its
+ * new scopes, and a key over its rate limit is a `RateLimitedError` (429).
+ */
+export async function meteredCaller(meter: KeyMeter, authorization: string | undefined): Promise<Caller> {
+  const use = await meter.use(bearerToken(authorization) ?? '');
+  if (use.outcome === 'unknown') throw new UnauthorizedError(UNAUTHORIZED_MESSAGES.invalid_api_key);
+  if (use.outcome === 'limited') throw new RateLimitedError(use.retryAfterSeconds);
+  const { workspaceId, role, scopes } = use.record;
+  return { workspaceId, role, scopes };
+}
 
 /**
  * Turns the authorizer's context into the caller, or throws `UnauthorizedError` (401) when the authorizer

@@ -13,6 +13,7 @@ import {
   InvalidInputError,
   KmsUnavailableError,
   NotFoundError,
+  RateLimitedError,
   SluiceError,
   UnauthorizedError,
 } from '@sluice/core';
@@ -83,6 +84,13 @@ export function toHttpError(error: unknown): HttpError | undefined {
   }
   if (error instanceof UnauthorizedError) return new HttpError(401, error.message, { code: 'unauthorized' });
   if (error instanceof ForbiddenError) return new HttpError(403, error.message, { code: 'forbidden' });
+  if (error instanceof RateLimitedError) {
+    return new HttpError(429, error.message, {
+      code: 'rate_limited',
+      retryable: true,
+      headers: { 'Retry-After': String(error.retryAfterSeconds) },
+    });
+  }
   if (error instanceof NotFoundError) return new HttpError(404, error.message, { code: 'not_found' });
   if (error instanceof ConflictError) return new HttpError(409, error.message, { code: error.code });
   if (error instanceof DatabaseUnavailableError) return unavailable('database', error);

@@ -5,11 +5,11 @@
  */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
-import { NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
-import { type Access, type AuthorizerContext, authorize, callerFromContext } from './auth.js';
+import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
+import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
-import type { ApiSealer, ApiStore, Caller, ConnectionTester } from './ports.js';
+import type { ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
 import { createDataExport } from './use-cases/create-data-export.js';
 import { deleteDataExport } from './use-cases/delete-data-export.js';
 import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
@@ -120,7 +120,15 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
       operationId: 'listDataExportRuns',
       access: 'read',
       run: async ({ deps, caller, id, request }) =>
-        ok(await listDataExportRuns(deps, caller, id, queryParam(request, 'limit'))),
+        ok(
+          await listDataExportRuns(
+            deps,
+            caller,
+            id,
+            queryParam(request, 'limit'),
+            queryParam(request, 'nextToken'),
+          ),
+        ),
     },
   },
 };
@@ -248,6 +256,12 @@ export interface ApiHandlerOptions {
    * environment variable sets it. @default none: every endpoint is checked
    */
   allowedEndpoints?: ReadonlySet<string>;
+  /**
+   * Total milliseconds a connection test's bucket requests may take, passed to every test: well inside API
+   * Gateway's 29 s, so a bucket host that trickles its answer gets `400 connection_failed`, not a gateway
+   * timeout. @default CONNECTION_TEST_DEADLINE_MS (10 s)
+   */
+  connectionTestDeadlineMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -255,8 +269,14 @@ export interface ApiHandlerOptions {
   /** @default the module-level {@link logger} */
   logger?: Logger;
   /**
+   * Counts each request against its key's rate limit and reads the key as stored now (see
+   * {@link meteredCaller}): revocation and narrowing take effect at once, over the limit is a 429.
+   * @default none: the authorizer's verdict is taken as it is, with no per-key limit (unit tests only)
+   */
+  keyMeter?: KeyMeter;
+  /**
    * Checks the request's key again when the authorizer could not read the key store (`authError:
-   * 'unavailable'`). The gateway caches the authorizer's verdict for up to 5 minutes per key, so without this
+   * 'unavailable'`). The gateway caches the authorizer's verdict for up to a minute per key, so without this
    * a one-second outage would keep that key at 503 for the whole cache period.
    * @default none: an `unavailable` verdict is a 503
    */
@@ -267,7 +287,8 @@ export interface ApiHandlerOptions {
  * Builds the API's request handler:
  * 0. `GET` of the OpenAPI document (`/v1/openapi.json`, `/api/v1/openapi.json`) is answered at once, without
  *    an API key (the gateway routes it without the authorizer);
- * 1. the authorizer's verdict: no caller is a 401 (a store outage while checking the key a 503);
+ * 1. the authorizer's verdict: no caller is a 401 (a store outage while checking the key a 503); then the
+ *    key meter: revoked since is a 401, over the per-key rate limit a 429;
  * 2. the route: unknown path 404, wrong method 405 with `Allow`;
  * 3. role and scopes: 403;
  * 4. the use case, whose errors go through {@link errorResponse}.
@@ -279,11 +300,12 @@ export function createApiHandler(
 ): (request: HttpRequest) => Promise<HttpResponse> {
   const endpointPolicy = { allowedEndpoints: options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS };
   const tester = options.testConnection ?? testConnection;
+  const deadlineMs = options.connectionTestDeadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
     testConnection: (location, credentials, testOptions) =>
-      tester(location, credentials, { ...testOptions, ...endpointPolicy }),
+      tester(location, credentials, { ...testOptions, ...endpointPolicy, deadlineMs }),
     endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
@@ -300,7 +322,10 @@ export function createApiHandler(
     if (context?.authError === 'unavailable' && options.recheckKey)
       context = await options.recheckKey(request);
     if (context?.authError === 'unavailable') throw new DatabaseUnavailableError();
-    const caller = callerFromContext(context);
+    const verdict = callerFromContext(context);
+    const caller = options.keyMeter
+      ? await meteredCaller(options.keyMeter, header(request, 'authorization'))
+      : verdict;
     seen.workspaceId = caller.workspaceId;
     if (isOpenApiPath(request.rawPath)) throw methodNotAllowed(method, 'GET');
     const match = matchRoute(request.rawPath);

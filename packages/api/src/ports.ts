@@ -7,6 +7,18 @@ export interface Caller {
   scopes: readonly string[];
 }
 
+/** One request's use of its API key (`ApiKeyMeter` of `@sluice/control` gives it). */
+export type KeyUse =
+  | { outcome: 'allowed'; record: { workspaceId: string; role: string; scopes: readonly string[] } }
+  /** Malformed, never issued, revoked or deleted. */
+  | { outcome: 'unknown' }
+  | { outcome: 'limited'; retryAfterSeconds: number };
+
+/** Counts each request against its key's rate limit and reads the key as it is stored now. */
+export interface KeyMeter {
+  use(apiKey: string): Promise<KeyUse>;
+}
+
 /**
  * Fields of a destination that an update may change (the store bumps `configVersion` when asked, and deletes
  * the cursors of `clearCursorsOf` in the same write).
@@ -33,6 +45,12 @@ export type DestinationChanges = Partial<
 >;
 
 /** A run as the API returns it (`DataExportRun` of the OpenAPI). */
+/** Where a page of runs continues: just below this run (newest first). */
+export interface RunsPageToken {
+  startedAt: string;
+  id: string;
+}
+
 export interface DataExportRunView {
   id: string;
   destinationId: string;
@@ -70,7 +88,7 @@ export interface ApiStore {
   listRuns(
     workspaceId: string,
     id: string,
-    options: { limit: number; now: Date },
+    options: { limit: number; now: Date; after?: RunsPageToken },
   ): Promise<readonly DataExportRunView[]>;
 }
 
@@ -94,10 +112,16 @@ export interface BucketCredentials {
 
 /**
  * Writes `<prefix>/_sluice/connection-test.json` and throws `ConnectionFailedError` (a person can act on its
- * message) when the write fails. `@sluice/sinks`' `testConnection` is the implementation.
+ * message) when the write fails, or when the bucket has not answered within `deadlineMs`. `@sluice/sinks`' `testConnection` is the implementation.
  */
 export type ConnectionTester = (
   location: BucketLocation,
   credentials: BucketCredentials,
-  options: { now: () => Date; allowedEndpoints?: ReadonlySet<string> },
+  options: {
+    now: () => Date;
+    /** Total milliseconds for the test's bucket requests; the API always sets it. */
+    deadlineMs?: number;
+    /** Origins exempt from the endpoint rules. @default none */
+    allowedEndpoints?: ReadonlySet<string>;
+  },
 ) => Promise<unknown>;

@@ -30,6 +30,8 @@ import {
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
+import { isKeySafeId } from '@sluice/control';
+import type { RunsPageToken } from './ports.js';
 
 /** At most this many issues are reported. */
 export const MAX_ISSUES = 10;
@@ -192,6 +194,10 @@ function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
   return result.data;
 }
 
+/**
+ * The fields of the body as sent that the schema does not name. Read from the parsed body itself, not from
+ * zod's output: JSON.parse makes `"__proto__"` an own property, which zod's copy drops without a word.
+ */
 function unknownFields(body: object, known: readonly string[]): InputIssue[] {
   return Object.keys(body)
     .filter((key) => !known.includes(key))
@@ -393,7 +399,7 @@ export function parseCreateRequest(
   policy: EndpointPolicyOptions = {},
 ): CreateRequest {
   const data = parseSchema(createRequestSchema, body);
-  const issues = unknownFields(data, CREATE_FIELDS);
+  const issues = unknownFields(body as object, CREATE_FIELDS);
   const name = checkName(data.name, issues);
   const location = resolveLocation(
     {
@@ -427,7 +433,7 @@ export function parseCreateRequest(
  */
 export function parseUpdateRequest(body: unknown): UpdateRequest {
   const data = parseSchema(updateRequestSchema, body);
-  const issues = unknownFields(data, UPDATE_FIELDS);
+  const issues = unknownFields(body as object, UPDATE_FIELDS);
   const update: UpdateRequest = {};
   if (data.name !== undefined) update.name = checkName(data.name, issues);
   if (data.bucket !== undefined) update.bucket = data.bucket;
@@ -477,6 +483,66 @@ export function resolveUpdatedLocation(
   );
   if (issues.length > 0) throw invalidInput(issues);
   return location;
+}
+
+/** The location fields that decide which host receives requests signed with the destination's key. */
+export const SIGNED_LOCATION_FIELDS = [
+  'bucket',
+  'endpoint',
+  'region',
+] as const satisfies readonly (keyof BucketLocation)[];
+
+/**
+ * Refuses a PATCH that changes where requests go (bucket, endpoint or region) without sending the credentials
+ * again: otherwise a caller who never knew the secret could have Sluice sign requests with it, carrying its key
+ * id, for a host of the caller's choosing. The path prefix may change alone (same bucket, same host). Throws
+ * `InvalidInputError` with one issue per changed field.
+ */
+export function assertCredentialsForMove(
+  stored: BucketLocation,
+  location: BucketLocation,
+  update: UpdateRequest,
+): void {
+  if (update.credentials !== undefined) return;
+  const changed = SIGNED_LOCATION_FIELDS.filter((field) => location[field] !== stored[field]);
+  if (changed.length === 0) return;
+  throw invalidInput(
+    changed.map((field) => ({
+      path: field,
+      message: `Changing ${field} requires the credentials again: send accessKeyId and secretAccessKey with it. The stored secret is only used where it was given.`,
+    })),
+  );
+}
+
+/** The `nextToken` of a runs page that has (or may have) more after it: the last run listed, opaque. */
+export function encodeRunsToken(run: RunsPageToken): string {
+  return Buffer.from(JSON.stringify({ s: run.startedAt, i: run.id }), 'utf8').toString('base64url');
+}
+
+/** Parses the `nextToken` query parameter of the runs list (absent: the first page). */
+export function parseRunsToken(raw: string | undefined): RunsPageToken | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let decoded: unknown;
+  try {
+    decoded = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+  } catch {
+    decoded = undefined;
+  }
+  const { s: startedAt, i: id } = (decoded ?? {}) as { s?: unknown; i?: unknown };
+  if (
+    typeof startedAt !== 'string' ||
+    typeof id !== 'string' ||
+    !z.iso.datetime().safeParse(startedAt).success ||
+    !isKeySafeId(id)
+  ) {
+    throw invalidInput([
+      {
+        path: 'nextToken',
+        message: 'nextToken is not one this API returned: send the nextToken of the previous page.',
+      },
+    ]);
+  }
+  return { startedAt, id };
 }
 
 /** Parses the `limit` query parameter of the runs list: an integer 1-100, default 20. */

@@ -1,4 +1,4 @@
-import { type Dataset, type Destination, maskAccessKeyId } from '@sluice/core';
+import { type Dataset, type Destination, type DestinationFailing, maskAccessKeyId } from '@sluice/core';
 
 /** A destination as the API returns it: exactly the OpenAPI `DataExport`, never the secret. */
 export interface DataExportView {
@@ -23,6 +23,8 @@ export interface DataExportView {
   lastError: string | null;
   lastErrorAt: string | null;
   consecutiveFailures: number;
+  /** Set while runs fail for a reason only the customer can fix; null once a run succeeds again. */
+  failing: DestinationFailing | null;
   totalRowsExported: number;
   createdAt: string;
   updatedAt: string;
@@ -59,6 +61,9 @@ export function toDataExportView(destination: Destination): DataExportView {
     lastError: destination.lastError ?? null,
     lastErrorAt: destination.lastErrorAt ?? null,
     consecutiveFailures: destination.consecutiveFailures ?? 0,
+    failing: destination.failing
+      ? { since: destination.failing.since, reason: destination.failing.reason }
+      : null,
     totalRowsExported: destination.totalRowsExported ?? 0,
     createdAt: destination.createdAt,
     updatedAt: destination.updatedAt,

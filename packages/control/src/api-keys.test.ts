@@ -84,6 +84,7 @@ describe('ApiKeyStore against DynamoDB Local', () => {
     const found = await store.findApiKey(apiKey);
 
     expect(record.scopes).toEqual([...API_KEY_SCOPES]);
+    expect(record.keyId).toMatch(/^key_[0-9a-f]{24}$/);
     expect(found).toEqual({ ...record, keyHash: hashApiKey(apiKey) });
     expect(found?.keyPrefix).toBe(apiKey.slice(0, 8));
   });
@@ -122,6 +123,91 @@ describe('ApiKeyStore against DynamoDB Local', () => {
     await expect(
       store.createApiKey({ workspaceId, role: 'admin', scopes: ['everything' as ApiKeyScope] }),
     ).rejects.toThrow('Unknown scopes: everything');
+  });
+});
+
+describe('listing and revoking keys against DynamoDB Local', () => {
+  const store = new ControlStore(controlTable);
+
+  it("lists a workspace's keys oldest first with id, role, scopes and dates, never the key or its hash", async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const first = await store.createApiKey({
+      workspaceId,
+      role: 'owner',
+      now: new Date('2026-12-01T10:00:00.000Z'),
+    });
+    const second = await store.createApiKey({
+      workspaceId,
+      role: 'member',
+      scopes: ['data_exports:read'],
+      now: new Date('2026-12-02T10:00:00.000Z'),
+    });
+    await store.createApiKey({ workspaceId: `ws_${randomUUID()}`, role: 'owner' });
+
+    // Act
+    const listed = await store.listApiKeys(workspaceId);
+
+    // Assess
+    expect(listed).toEqual([
+      {
+        keyId: first.record.keyId,
+        workspaceId,
+        role: 'owner',
+        scopes: [...API_KEY_SCOPES],
+        keyPrefix: first.apiKey.slice(0, 8),
+        createdAt: '2026-12-01T10:00:00.000Z',
+      },
+      {
+        keyId: second.record.keyId,
+        workspaceId,
+        role: 'member',
+        scopes: ['data_exports:read'],
+        keyPrefix: second.apiKey.slice(0, 8),
+        createdAt: '2026-12-02T10:00:00.000Z',
+      },
+    ]);
+    const text = JSON.stringify(listed);
+    for (const { apiKey, record } of [first, second]) {
+      expect(text).not.toContain(apiKey.slice(8));
+      expect(text).not.toContain(record.keyHash);
+    }
+  });
+
+  it('revokes a key by its public id: it is found no more, and stays listed as revoked', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { apiKey, record } = await store.createApiKey({ workspaceId, role: 'admin' });
+    const revokedAt = new Date('2026-12-03T09:00:00.000Z');
+
+    // Act
+    const revoked = await store.revokeApiKey(workspaceId, record.keyId, revokedAt);
+    const again = await store.revokeApiKey(workspaceId, record.keyId, new Date('2026-12-04T09:00:00.000Z'));
+
+    // Assess
+    expect(revoked).toMatchObject({ keyId: record.keyId, revokedAt: revokedAt.toISOString() });
+    expect(again?.revokedAt).toBe(revokedAt.toISOString());
+    expect(await store.findApiKey(apiKey)).toBeUndefined();
+    expect((await store.listApiKeys(workspaceId)).map((key) => key.revokedAt)).toEqual([
+      revokedAt.toISOString(),
+    ]);
+  });
+
+  it('revokes nothing in another workspace, nor an unknown or malformed id', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { apiKey, record } = await store.createApiKey({ workspaceId, role: 'owner' });
+
+    // Act
+    const results = await Promise.all([
+      store.revokeApiKey(`ws_${randomUUID()}`, record.keyId),
+      store.revokeApiKey(workspaceId, 'key_000000000000000000000000'),
+      store.revokeApiKey(workspaceId, 'key_#'),
+    ]);
+
+    // Assess
+    expect(results).toEqual([undefined, undefined, undefined]);
+    expect(await store.findApiKey(apiKey)).toMatchObject({ keyId: record.keyId });
   });
 });
 

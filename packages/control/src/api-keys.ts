@@ -1,13 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError } from '@sluice/core';
+import { BatchGetCommand, GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DatabaseUnavailableError, InvalidInputError } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
+  isConditionFailed,
   resolveControlTable,
   withDynamoErrors,
 } from './client.js';
-import { API_KEY_SK, apiKeyPk, isKeySafeId } from './items.js';
+import {
+  API_KEY_INDEX_SK_PREFIX,
+  API_KEY_SK,
+  apiKeyIndexSk,
+  apiKeyPk,
+  isKeySafeId,
+  workspacePk,
+} from './items.js';
+import { transact } from './transactions.js';
 
 /** The recognisable prefix of every Sluice API key. */
 export const API_KEY_PREFIX = 'slk_';
@@ -34,8 +43,10 @@ export const API_KEY_SCOPES = [
 ] as const;
 export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
 
-/** An API key as stored: never the key itself, only its SHA-256. */
+/** An API key as stored: never the key itself, only its SHA-256, beside a public id. */
 export interface ApiKeyRecord {
+  /** The key's public id (`key_` + 24 hex digits): what operators list and revoke. */
+  keyId: string;
   /** SHA-256 hex of the key. */
   keyHash: string;
   workspaceId: string;
@@ -44,7 +55,14 @@ export interface ApiKeyRecord {
   /** The first 8 characters of the key, for display. */
   keyPrefix: string;
   createdAt: string;
+  /** When the API last allowed a request with it (written with the rate limit's own write). */
+  lastUsedAt?: string;
+  /** When it was revoked; a revoked key authenticates nothing. */
+  revokedAt?: string;
 }
+
+/** What `keys list` shows of a key: everything but its hash. */
+export type ApiKeySummary = Omit<ApiKeyRecord, 'keyHash'>;
 
 /** Why a string is not a well-formed API key. */
 export type ApiKeyFormatProblem = 'missing' | 'prefix' | 'length' | 'characters' | 'checksum';
@@ -138,6 +156,49 @@ export function isApiKeyScope(value: unknown): value is ApiKeyScope {
   return typeof value === 'string' && (API_KEY_SCOPES as readonly string[]).includes(value);
 }
 
+/** Public ids of keys: `key_` + 24 hex digits. */
+const KEY_ID_RE = /^key_[0-9a-f]{24}$/;
+
+/** A new public key id. */
+export function newApiKeyId(): string {
+  return `key_${randomBytes(12).toString('hex')}`;
+}
+
+/** True for a string shaped like a public key id (anything else names no key, without a read). */
+export function isApiKeyId(value: unknown): value is string {
+  return typeof value === 'string' && KEY_ID_RE.test(value);
+}
+
+/**
+ * The record of a key item, or `undefined` when the item is missing or incomplete (no public id, no
+ * workspace, an unknown role): such an item authenticates nothing.
+ */
+export function toApiKeyRecord(
+  keyHash: string,
+  item: Record<string, unknown> | undefined,
+): ApiKeyRecord | undefined {
+  if (item === undefined || typeof item.workspaceId !== 'string' || !isApiKeyRole(item.role))
+    return undefined;
+  if (!isApiKeyId(item.keyId)) return undefined;
+  const scopes = Array.isArray(item.scopes) ? item.scopes.filter(isApiKeyScope) : [];
+  return {
+    keyId: item.keyId,
+    keyHash,
+    workspaceId: item.workspaceId,
+    role: item.role,
+    scopes,
+    keyPrefix: String(item.keyPrefix ?? ''),
+    createdAt: String(item.createdAt ?? ''),
+    ...(typeof item.lastUsedAt === 'string' ? { lastUsedAt: item.lastUsedAt } : {}),
+    ...(typeof item.revokedAt === 'string' ? { revokedAt: item.revokedAt } : {}),
+  };
+}
+
+function toSummary(record: ApiKeyRecord): ApiKeySummary {
+  const { keyHash: _hash, ...summary } = record;
+  return summary;
+}
+
 /** What a new key is for. */
 export interface CreateApiKeyInput {
   workspaceId: string;
@@ -148,7 +209,16 @@ export interface CreateApiKeyInput {
   now?: Date;
 }
 
-/** Creates and looks up API keys in the control table (`PK = KEY#<sha256>`, `SK = KEY`). */
+const BATCH_GET_SIZE = 100;
+const MAX_BATCH_GET_ATTEMPTS = 8;
+
+/**
+ * API keys in the control table. Two items a key:
+ * - `PK = KEY#<sha256>`, `SK = KEY`: workspace, public id, role, scopes, timestamps, and the rate limit's
+ *   state (`rateTat`, see `ApiKeyMeter`). The authorizer and the API find a key by its hash here;
+ * - `PK = WS#<workspace>`, `SK = APIKEY#<keyId>`: the key's hash, so a workspace's keys can be listed and a
+ *   key revoked by its public id without a scan or an index.
+ */
 export class ApiKeyStore {
   private readonly table: ControlTable;
 
@@ -158,7 +228,8 @@ export class ApiKeyStore {
 
   /**
    * Creates a key for a workspace. Returns the key, which is shown once and never stored, and its record.
-   * 1. validate workspace id, role and scopes; 2. generate the key; 3. put its hash, refusing a collision.
+   * 1. validate workspace id, role and scopes; 2. generate the key and its public id; 3. put the key item
+   * and the workspace's pointer to it in one transaction, refusing a collision.
    */
   async createApiKey(input: CreateApiKeyInput): Promise<{ apiKey: string; record: ApiKeyRecord }> {
     if (!isKeySafeId(input.workspaceId)) {
@@ -180,6 +251,7 @@ export class ApiKeyStore {
     }
     const apiKey = generateApiKey();
     const record: ApiKeyRecord = {
+      keyId: newApiKeyId(),
       keyHash: hashApiKey(apiKey),
       workspaceId: input.workspaceId,
       role: input.role,
@@ -187,13 +259,14 @@ export class ApiKeyStore {
       keyPrefix: apiKey.slice(0, API_KEY_DISPLAY_PREFIX_LENGTH),
       createdAt: (input.now ?? new Date()).toISOString(),
     };
-    await withDynamoErrors(() =>
-      this.table.client.send(
-        new PutCommand({
+    const committed = await transact(this.table, [
+      {
+        Put: {
           TableName: this.table.tableName,
           Item: {
             PK: apiKeyPk(record.keyHash),
             SK: API_KEY_SK,
+            keyId: record.keyId,
             workspaceId: record.workspaceId,
             role: record.role,
             scopes: record.scopes,
@@ -201,15 +274,29 @@ export class ApiKeyStore {
             createdAt: record.createdAt,
           },
           ConditionExpression: 'attribute_not_exists(PK)',
-        }),
-      ),
-    );
+        },
+      },
+      {
+        Put: {
+          TableName: this.table.tableName,
+          Item: {
+            PK: workspacePk(record.workspaceId),
+            SK: apiKeyIndexSk(record.keyId),
+            keyHash: record.keyHash,
+          },
+          ConditionExpression: 'attribute_not_exists(PK)',
+        },
+      },
+    ]);
+    // 190 random bits and 96 for the id: a collision means a broken random source, not bad luck.
+    if (committed !== true) throw new Error('A new API key collided with an existing one');
     return { apiKey, record };
   }
 
   /**
-   * Finds the record of a key. A key of the wrong shape or with a wrong checksum returns `undefined`
-   * without reading the database; otherwise one GetItem by the key's hash.
+   * Finds the record of a usable key. A key of the wrong shape or with a wrong checksum returns `undefined`
+   * without reading the database; otherwise one GetItem by the key's hash. A revoked key, or an item
+   * without a public id, is `undefined` too.
    */
   async findApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
     const parsed = parseApiKey(apiKey);
@@ -220,17 +307,118 @@ export class ApiKeyStore {
         new GetCommand({ TableName: this.table.tableName, Key: { PK: apiKeyPk(keyHash), SK: API_KEY_SK } }),
       ),
     );
-    const item = result.Item;
-    if (item === undefined || typeof item.workspaceId !== 'string' || !isApiKeyRole(item.role))
-      return undefined;
-    const scopes = Array.isArray(item.scopes) ? item.scopes.filter(isApiKeyScope) : [];
-    return {
-      keyHash,
-      workspaceId: item.workspaceId,
-      role: item.role,
-      scopes,
-      keyPrefix: String(item.keyPrefix ?? ''),
-      createdAt: String(item.createdAt ?? ''),
-    };
+    const record = toApiKeyRecord(keyHash, result.Item);
+    return record?.revokedAt === undefined ? record : undefined;
   }
+
+  /**
+   * Every key of a workspace, revoked ones included, oldest first: public id, role, scopes, creation, last
+   * use, revocation. Never the key, nor its hash. One Query of the workspace's pointers, then BatchGetItem
+   * of the key items (100 a call).
+   */
+  async listApiKeys(workspaceId: string): Promise<ApiKeySummary[]> {
+    if (!isKeySafeId(workspaceId)) return [];
+    const hashes: string[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await withDynamoErrors(() =>
+        this.table.client.send(
+          new QueryCommand({
+            TableName: this.table.tableName,
+            KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+            ExpressionAttributeValues: {
+              ':pk': workspacePk(workspaceId),
+              ':prefix': API_KEY_INDEX_SK_PREFIX,
+            },
+            ConsistentRead: true,
+            ExclusiveStartKey: startKey,
+          }),
+        ),
+      );
+      for (const item of page.Items ?? []) if (typeof item.keyHash === 'string') hashes.push(item.keyHash);
+      startKey = page.LastEvaluatedKey;
+    } while (startKey !== undefined);
+
+    const records: ApiKeyRecord[] = [];
+    for (let start = 0; start < hashes.length; start += BATCH_GET_SIZE) {
+      for (const item of await this.batchGetKeyItems(hashes.slice(start, start + BATCH_GET_SIZE))) {
+        const keyHash = String(item.PK).slice(apiKeyPk('').length);
+        const record = toApiKeyRecord(keyHash, item);
+        if (record?.workspaceId === workspaceId) records.push(record);
+      }
+    }
+    return records
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.keyId.localeCompare(b.keyId))
+      .map(toSummary);
+  }
+
+  /**
+   * Revokes a key of a workspace by its public id: sets `revokedAt` (kept when already revoked), after which
+   * neither the authorizer nor the API accepts the key. Returns the revoked key, or `undefined` when the
+   * workspace has no such key. 1. read the workspace's pointer; 2. update the key item, conditional on it
+   * belonging to the workspace.
+   */
+  async revokeApiKey(
+    workspaceId: string,
+    keyId: string,
+    now: Date = new Date(),
+  ): Promise<ApiKeySummary | undefined> {
+    if (!isKeySafeId(workspaceId) || !isApiKeyId(keyId)) return undefined;
+    const pointer = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: apiKeyIndexSk(keyId) },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    const keyHash = pointer.Item?.keyHash;
+    if (typeof keyHash !== 'string') return undefined;
+    try {
+      const result = await withDynamoErrors(() =>
+        this.table.client.send(
+          new UpdateCommand({
+            TableName: this.table.tableName,
+            Key: { PK: apiKeyPk(keyHash), SK: API_KEY_SK },
+            UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :now)',
+            ConditionExpression: 'attribute_exists(PK) AND workspaceId = :ws AND keyId = :keyId',
+            ExpressionAttributeValues: { ':now': now.toISOString(), ':ws': workspaceId, ':keyId': keyId },
+            ReturnValues: 'ALL_NEW',
+          }),
+        ),
+      );
+      const record = toApiKeyRecord(keyHash, result.Attributes);
+      return record === undefined ? undefined : toSummary(record);
+    } catch (error) {
+      if (isConditionFailed(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /** The key items of some hashes, retrying unprocessed keys with backoff. */
+  private async batchGetKeyItems(hashes: readonly string[]): Promise<Record<string, unknown>[]> {
+    const items: Record<string, unknown>[] = [];
+    let keys: Record<string, unknown>[] = hashes.map((hash) => ({ PK: apiKeyPk(hash), SK: API_KEY_SK }));
+    for (let attempt = 0; keys.length > 0; attempt++) {
+      if (attempt >= MAX_BATCH_GET_ATTEMPTS) {
+        throw new DatabaseUnavailableError(new Error('BatchGetItem left keys unprocessed'));
+      }
+      if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
+      const result = await withDynamoErrors(() =>
+        this.table.client.send(
+          new BatchGetCommand({
+            RequestItems: { [this.table.tableName]: { Keys: keys, ConsistentRead: true } },
+          }),
+        ),
+      );
+      items.push(...(result.Responses?.[this.table.tableName] ?? []));
+      keys = result.UnprocessedKeys?.[this.table.tableName]?.Keys ?? [];
+    }
+    return items;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

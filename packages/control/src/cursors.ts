@@ -223,15 +223,17 @@ export class CursorStore {
   /**
    * Saves a writer's progress in one transaction: only while its run holds the lease and the destination
    * is still enabled with the run's `configVersion` (a pause, a delete or a move stops the writer here,
-   * before its next file).
+   * before its next file). Several entries (a window's completion and the next window's first file) are
+   * saved together or not at all.
    */
   async saveProgress(
     fence: ProgressFence,
-    progress: WindowProgress,
+    progress: WindowProgress | readonly WindowProgress[],
     now: Date,
   ): Promise<ProgressSaveOutcome> {
     const { workspaceId, destinationId } = fence.lease;
     const pk = workspacePk(workspaceId);
+    const entries: readonly WindowProgress[] = Array.isArray(progress) ? progress : [progress];
     const outcome = await transact(this.table, [
       leaseCondition(this.table.tableName, { lease: fence.lease }),
       {
@@ -242,18 +244,18 @@ export class CursorStore {
           ExpressionAttributeValues: { ':configVersion': fence.configVersion, ':true': true },
         },
       },
-      {
+      ...entries.map((entry) => ({
         Put: {
           TableName: this.table.tableName,
           Item: {
             PK: pk,
-            SK: progressSk(destinationId, progress.dataset, progress.window),
-            ...progress,
+            SK: progressSk(destinationId, entry.dataset, entry.window),
+            ...entry,
             updatedAt: now.toISOString(),
             expiresAt: Math.floor(now.getTime() / 1000) + PROGRESS_TTL_SECONDS,
           },
         },
-      },
+      })),
     ]);
     if (outcome === true) return 'saved';
     return outcome === 0 ? 'lease_lost' : 'destination_changed';

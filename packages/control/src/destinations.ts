@@ -16,7 +16,7 @@ import {
   isEventDataset,
   DatabaseUnavailableError,
 } from '@sluice/core';
-import { ApiKeyStore, type ApiKeyRecord, type CreateApiKeyInput } from './api-keys.js';
+import { ApiKeyStore, type ApiKeyRecord, type ApiKeySummary, type CreateApiKeyInput } from './api-keys.js';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -63,6 +63,8 @@ const STORED: Record<StoredField, true> = {
   consecutiveFailures: true,
   totalRowsExported: true,
   manualRunQueued: true,
+  failing: true,
+  pendingNotice: true,
   createdAt: true,
   updatedAt: true,
 };
@@ -203,6 +205,16 @@ export class ControlStore {
   /** See {@link ApiKeyStore.findApiKey}: no database read for a malformed key. */
   findApiKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
     return this.apiKeys.findApiKey(apiKey);
+  }
+
+  /** See {@link ApiKeyStore.listApiKeys}: never the key, nor its hash. */
+  listApiKeys(workspaceId: string): Promise<ApiKeySummary[]> {
+    return this.apiKeys.listApiKeys(workspaceId);
+  }
+
+  /** See {@link ApiKeyStore.revokeApiKey}. */
+  revokeApiKey(workspaceId: string, keyId: string, now?: Date): Promise<ApiKeySummary | undefined> {
+    return this.apiKeys.revokeApiKey(workspaceId, keyId, now);
   }
 
   /**
@@ -534,7 +546,7 @@ export class ControlStore {
   listRuns(
     workspaceId: string,
     destinationId: string,
-    options: { limit?: number; now?: Date } = {},
+    options: Parameters<typeof listRuns>[3] = {},
   ): Promise<DataExportRun[]> {
     return listRuns(this.table, workspaceId, destinationId, options);
   }

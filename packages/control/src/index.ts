@@ -1,6 +1,7 @@
 export * from './client.js';
 export * from './items.js';
 export * from './api-keys.js';
+export * from './api-key-meter.js';
 export * from './workspaces.js';
 export * from './runs.js';
 export * from './destinations.js';

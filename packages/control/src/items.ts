@@ -25,6 +25,14 @@ export function apiKeyPk(keyHash: string): string {
 /** Sort key of an API key item. */
 export const API_KEY_SK = 'KEY';
 
+/** `APIKEY#`: the prefix of a workspace's pointers to its API keys. */
+export const API_KEY_INDEX_SK_PREFIX = 'APIKEY#';
+
+/** `APIKEY#<keyId>`: sort key, in the workspace's partition, of the pointer to one API key (its hash). */
+export function apiKeyIndexSk(keyId: string): string {
+  return `${API_KEY_INDEX_SK_PREFIX}${keyId}`;
+}
+
 /** `DEST#<destinationId>`: sort key of a destination item. */
 export function destinationSk(destinationId: string): string {
   return `DEST#${destinationId}`;

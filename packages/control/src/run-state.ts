@@ -1,5 +1,5 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import type { DestinationStatus } from '@sluice/core';
+import type { DestinationFailing, DestinationNotice, DestinationStatus } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -21,6 +21,15 @@ import { transact } from './transactions.js';
 
 type Item = Record<string, unknown>;
 
+/** What {@link RunStateStore.update} re-reads to tell a moved destination from a transient collision. */
+interface DestinationStateRead {
+  configVersion: unknown;
+  isEnabled: unknown;
+  dueAt: unknown;
+  failing?: DestinationFailing | null;
+  pendingNotice?: DestinationNotice | null;
+}
+
 /** Run-state changes of the destination item; absent fields are left alone. */
 export interface RunStateChanges {
   status?: DestinationStatus;
@@ -39,6 +48,39 @@ export interface RunStateChanges {
   expectedConfigVersion?: number;
   /** Only apply when the due index entry is still this one (as read by `queryDue`). */
   expectedDueAt?: string;
+  /** The failing state to set (null: not failing). */
+  failing?: DestinationFailing | null;
+  /** The notice to keep until it is published (null: none). */
+  pendingNotice?: DestinationNotice | null;
+  /**
+   * With a new `pendingNotice`: the writer publishes it and holds it until then (epoch ms), so no other
+   * outcome publishes it at the same time (see {@link RunStateStore.claimPendingNotice}).
+   */
+  pendingNoticeClaimedUntilMs?: number;
+  /**
+   * Only apply when the failing state and the pending notice are still these (as read): the write that
+   * moves the failing state is the one that decides its notice, so each transition is announced once.
+   */
+  expectedHealth?: DestinationHealthRead;
+}
+
+/** The failing state and pending notice as read, for {@link RunStateChanges.expectedHealth}. */
+export interface DestinationHealthRead {
+  failingSince: string | null;
+  pendingNoticeId: string | null;
+}
+
+/** The {@link DestinationHealthRead} of a destination item (absent attributes read as null). */
+export function healthReadOf(item: {
+  failing?: DestinationFailing | null;
+  pendingNotice?: DestinationNotice | null;
+}): DestinationHealthRead {
+  return { failingSince: item.failing?.since ?? null, pendingNoticeId: item.pendingNotice?.id ?? null };
+}
+
+/** True when two reads of the failing state and pending notice are the same. */
+export function sameHealthRead(a: DestinationHealthRead, b: DestinationHealthRead): boolean {
+  return a.failingSince === b.failingSince && a.pendingNoticeId === b.pendingNoticeId;
 }
 
 /** Run state of destinations. Takes `{ client?, tableName? }` like every control store. */
@@ -103,6 +145,31 @@ export class RunStateStore {
       names['#dueAt'] = 'dueAt';
       values[':expectedDueAt'] = changes.expectedDueAt;
       conditions.push('#dueAt = :expectedDueAt');
+    }
+    if (changes.failing !== undefined) set('failing', changes.failing);
+    if (changes.pendingNotice !== undefined) set('pendingNotice', changes.pendingNotice);
+    if (changes.pendingNoticeClaimedUntilMs !== undefined) {
+      set('pendingNoticeClaimedUntil', changes.pendingNoticeClaimedUntilMs);
+    }
+    if (changes.expectedHealth !== undefined) {
+      const { failingSince, pendingNoticeId } = changes.expectedHealth;
+      names['#failing'] = 'failing';
+      names['#pendingNotice'] = 'pendingNotice';
+      names['#since'] = 'since';
+      names['#id'] = 'id';
+      values[':null'] = null;
+      if (failingSince === null) {
+        conditions.push('(attribute_not_exists(#failing) OR #failing = :null)');
+      } else {
+        values[':expectedFailingSince'] = failingSince;
+        conditions.push('#failing.#since = :expectedFailingSince');
+      }
+      if (pendingNoticeId === null) {
+        conditions.push('(attribute_not_exists(#pendingNotice) OR #pendingNotice = :null)');
+      } else {
+        values[':expectedNoticeId'] = pendingNoticeId;
+        conditions.push('#pendingNotice.#id = :expectedNoticeId');
+      }
     }
     if (changes.nextRunAt !== undefined) set('nextRunAt', changes.nextRunAt);
 
@@ -179,24 +246,92 @@ export class RunStateStore {
         return false;
       }
       if (changes.expectedDueAt !== undefined && current.dueAt !== changes.expectedDueAt) return false;
+      if (
+        changes.expectedHealth !== undefined &&
+        !sameHealthRead(healthReadOf(current), changes.expectedHealth)
+      ) {
+        return false;
+      }
     }
     return false;
+  }
+
+  /**
+   * Takes the pending notice `noticeId` to publish it, until `untilMs`: only while nobody else holds it
+   * (the writer that recorded it holds it for a while; a holder that failed to publish lets it lapse).
+   * Returns false when it is not pending or held by another.
+   */
+  async claimPendingNotice(
+    workspaceId: string,
+    destinationId: string,
+    noticeId: string,
+    nowMs: number,
+    untilMs: number,
+  ): Promise<boolean> {
+    try {
+      await this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          UpdateExpression: 'SET #claim = :until',
+          ConditionExpression:
+            '#pendingNotice.#id = :id AND (attribute_not_exists(#claim) OR #claim <= :now)',
+          ExpressionAttributeNames: {
+            '#pendingNotice': 'pendingNotice',
+            '#id': 'id',
+            '#claim': 'pendingNoticeClaimedUntil',
+          },
+          ExpressionAttributeValues: { ':id': noticeId, ':now': nowMs, ':until': untilMs },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
+  }
+
+  /**
+   * Forgets the pending notice once it is published, only while it is still notice `noticeId` (a later
+   * outcome may have replaced it). Returns false when it was not (or no longer) pending.
+   */
+  async clearPendingNotice(workspaceId: string, destinationId: string, noticeId: string): Promise<boolean> {
+    try {
+      await this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+          UpdateExpression: 'SET #pendingNotice = :null REMOVE #claim',
+          ConditionExpression: '#pendingNotice.#id = :id',
+          ExpressionAttributeNames: {
+            '#pendingNotice': 'pendingNotice',
+            '#id': 'id',
+            '#claim': 'pendingNoticeClaimedUntil',
+          },
+          ExpressionAttributeValues: { ':null': null, ':id': noticeId },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
   }
 
   private async getDestinationState(
     workspaceId: string,
     destinationId: string,
-  ): Promise<{ configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined> {
+  ): Promise<DestinationStateRead | undefined> {
     const result = await withDynamoErrors(() =>
       this.table.client.send(
         new GetCommand({
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
-          ProjectionExpression: 'configVersion, isEnabled, dueAt',
+          ProjectionExpression: 'configVersion, isEnabled, dueAt, failing, pendingNotice',
           ConsistentRead: true,
         }),
       ),
     );
-    return result.Item as { configVersion: unknown; isEnabled: unknown; dueAt: unknown } | undefined;
+    return result.Item as DestinationStateRead | undefined;
   }
 }

@@ -73,7 +73,8 @@ export function toDataExportRun(item: Record<string, unknown>): DataExportRun {
 }
 
 /**
- * Lists a destination's runs of the last 14 days, newest first, at most `limit` (clamped to 1..100).
+ * Lists a destination's runs of the last 14 days, newest first, at most `limit` (clamped to 1..100), from
+ * just below `after` (a run listed on the previous page) when given.
  * One Query on `RUNS#<workspaceId>#<destinationId>` with `SK > RUN#<now - 14 days>`, read backwards.
  * Does not check that the destination exists: the caller does, for its 404.
  */
@@ -81,13 +82,15 @@ export async function listRuns(
   table: ControlTable,
   workspaceId: string,
   destinationId: string,
-  options: { limit?: number; now?: Date } = {},
+  options: { limit?: number; now?: Date; after?: Pick<DataExportRun, 'startedAt' | 'id'> } = {},
 ): Promise<DataExportRun[]> {
   if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return [];
   const limit = Math.min(MAX_RUNS_LIMIT, Math.max(1, Math.floor(options.limit ?? DEFAULT_RUNS_LIMIT)));
   const now = options.now ?? new Date();
   const runs: DataExportRun[] = [];
-  let startKey: Record<string, unknown> | undefined;
+  let startKey: Record<string, unknown> | undefined = options.after
+    ? { PK: runsPk(workspaceId, destinationId), SK: runSk(options.after.startedAt, options.after.id) }
+    : undefined;
   do {
     const page = await withDynamoErrors(() =>
       table.client.send(

@@ -6,6 +6,37 @@ export type Provider = (typeof PROVIDERS)[number];
 export const DESTINATION_STATUSES = ['idle', 'queued', 'running', 'failed'] as const;
 export type DestinationStatus = (typeof DESTINATION_STATUSES)[number];
 
+/**
+ * A destination whose runs fail for a reason only its customer can fix (their bucket, key or settings): set
+ * by the first such failure, cleared by the next run that succeeds.
+ */
+export interface DestinationFailing {
+  /** When the first failure of this streak was recorded (ISO). */
+  since: string;
+  /** The latest failure's reason code, for example `access_denied` (see the engine's `failureReasonCode`). */
+  reason: string;
+}
+
+/**
+ * A change of a destination's failing state, to announce on the event bus: decided in the same write that
+ * records the run's outcome and kept on the destination (`pendingNotice`) until it is published.
+ */
+export interface DestinationNotice {
+  /** Stable per transition (`<destinationId>:<kind>:<failing since>`): a republished notice keeps it. */
+  id: string;
+  kind: 'failing' | 'recovered';
+  workspaceId: string;
+  destinationId: string;
+  /** The reason code of the failure that started (failing) or that was the last one (recovered). */
+  reason: string;
+  /** The failure's message, as `lastError` shows it (failing); null for recovered. Never a secret. */
+  message: string | null;
+  /** When the failing streak began. */
+  failingSince: string;
+  /** When the transition was recorded (ISO). */
+  occurredAt: string;
+}
+
 /** Where files go: everything a writer needs to reach the bucket, except the secret. */
 export interface BucketLocation {
   provider: Provider;
@@ -58,6 +89,10 @@ export interface Destination extends BucketLocation {
   totalRowsExported: number;
   /** True when a manual run is queued (POST /run or create). */
   manualRunQueued: boolean;
+  /** Set while runs fail for a customer-caused reason; null or absent otherwise (and on older items). */
+  failing?: DestinationFailing | null;
+  /** A failing/recovered notice recorded but not yet published on the bus; null or absent when none. */
+  pendingNotice?: DestinationNotice | null;
   createdAt: string;
   updatedAt: string;
 }

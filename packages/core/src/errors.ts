@@ -53,6 +53,17 @@ export class UnauthorizedError extends SluiceError {
 /** The caller: the key's role or scopes do not allow the operation. */
 export class ForbiddenError extends SluiceError {}
 
+/** The caller: its API key sent more requests than its per-key rate limit allows. Retryable after a pause. */
+export class RateLimitedError extends SluiceError {
+  /** Whole seconds until the key may send again. */
+  readonly retryAfterSeconds: number;
+
+  constructor(retryAfterSeconds: number) {
+    super(`Too many requests with this API key. Retry after ${retryAfterSeconds} s.`, { retryable: true });
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** The record: it does not exist for this workspace. */
 export class NotFoundError extends SluiceError {
   constructor(message = 'Data export not found') {

@@ -9,3 +9,4 @@ export * from './layout.js';
 export * from './env.js';
 export * from './transient.js';
 export * from './redact.js';
+export * from './rate-limit.js';

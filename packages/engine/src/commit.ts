@@ -21,6 +21,7 @@ import {
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError, describeFailure } from './errors.js';
 import { recordDestinationFailure } from './failure.js';
+import { recordOutcomeWithHealth } from './health.js';
 import type {
   CommitInput,
   CommitOutput,
@@ -173,7 +174,8 @@ function sumOf(results: readonly { rows: number; files: number; bytes: number }[
  * 3. Forget the progress of the committed windows.
  * 4. The destination, in one transaction with the release of the lease: on failure `failed`, `lastError`,
  *    failures + 1 and backoff; otherwise `idle`, `nextRunAt` now when still behind or out of time (else the
- *    next slot), `lastSuccessAt`, failures reset. Then the run's metrics.
+ *    next slot), `lastSuccessAt`, failures reset, and a failing destination recovered (its notice published,
+ *    `health.ts`). Then the run's metrics.
  */
 export async function commitRun(
   input: CommitInput,
@@ -251,7 +253,7 @@ export async function commitRun(
         { workspaceId: run.workspaceId, destinationId: run.destinationId, run },
         message,
         deps,
-        { addRowsExported: totals.rows },
+        { addRowsExported: totals.rows, errorName: failure.error?.Error },
       );
       deps.metrics.recordRun(figures);
       return { status: 'failed', runAgain: false };
@@ -263,28 +265,41 @@ export async function commitRun(
       runAgain || stopReason === 'config_changed'
         ? now.toISOString()
         : new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString();
-    await deps.runState.update(
-      run.workspaceId,
-      run.destinationId,
-      {
-        status: 'idle',
-        nextRunAt,
-        lastRunAt: run.startedAt,
-        addRowsExported: totals.rows,
-        manualRunQueued: false,
-        ...(stopReason === undefined
-          ? {
-              lastSuccessAt: now.toISOString(),
-              consecutiveFailures: 0,
-              lastError: note,
-              lastErrorAt: note === null ? null : now.toISOString(),
-            }
-          : {}),
-      },
-      now,
-      { lease },
-      { releaseLease: true },
-    );
+    const succeeded = {
+      status: 'idle',
+      nextRunAt,
+      lastRunAt: run.startedAt,
+      addRowsExported: totals.rows,
+      manualRunQueued: false,
+      ...(stopReason === undefined
+        ? {
+            lastSuccessAt: now.toISOString(),
+            consecutiveFailures: 0,
+            lastError: note,
+            lastErrorAt: note === null ? null : now.toISOString(),
+          }
+        : {}),
+    } as const;
+    if (stopReason === undefined) {
+      // A success ends a failing streak: recorded with the health change, its notice published.
+      await recordOutcomeWithHealth(
+        destination,
+        { kind: 'succeeded' },
+        () => succeeded,
+        { lease },
+        { releaseLease: true },
+        deps,
+      );
+    } else {
+      await deps.runState.update(
+        run.workspaceId,
+        run.destinationId,
+        succeeded,
+        now,
+        { lease },
+        { releaseLease: true },
+      );
+    }
     deps.metrics.recordRun(figures);
     return { status: stopReason === undefined ? 'succeeded' : 'stopped', runAgain };
   } catch (error) {

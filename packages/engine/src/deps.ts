@@ -11,6 +11,7 @@ import type { EventSource } from '@sluice/eventlog';
 import type { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
 import { noRunMetrics, type RunMetrics } from './metrics.js';
+import type { NoticePublisher } from './notices.js';
 
 /** A bucket writer; `close` (when present) releases its connections once the window is done. */
 export type ClosableBucketWriter = BucketWriter & { close?: () => void };
@@ -52,6 +53,8 @@ export interface EngineDeps {
   eventSource: EventSource;
   bucketWriterFactory: BucketWriterFactory;
   metrics: RunMetrics;
+  /** Where a destination's failing and recovered notices are published (the Sluice bus). */
+  notices: NoticePublisher;
   now: () => Date;
 }
 
@@ -99,6 +102,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   eventSource: injected('eventSource'),
   bucketWriterFactory: () => defaultBucketWriterFactory,
   metrics: () => noRunMetrics,
+  notices: injected('notices'),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};
@@ -110,8 +114,8 @@ function defaultOf<K extends keyof EngineDeps>(key: K): EngineDeps[K] {
 
 /**
  * Fills the injected dependencies with the module defaults: the settings, the S3 writer, no metrics and the
- * clock. The stores, the sealer and the event source need table names and a key id, so the entry point injects
- * them; one that is used without being injected throws, naming it.
+ * clock. The stores, the sealer, the event source and the notice publisher need table names, a key id or a bus
+ * name, so the entry point injects them; one that is used without being injected throws, naming it.
  */
 export function resolveDeps(injected: Partial<EngineDeps> = {}): EngineDeps {
   const deps = {} as EngineDeps;

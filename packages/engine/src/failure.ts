@@ -1,6 +1,7 @@
-import { nextRunAfterFailure } from '@sluice/core';
+import { type Destination, nextRunAfterFailure } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError, describeFailure } from './errors.js';
+import { recordOutcomeWithHealth } from './health.js';
 import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
 
 /**
@@ -13,7 +14,8 @@ import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
  *    with a run, only while its lease holds, and the lease is released in the same transaction; without
  *    one (the claim failed), only while no live lease is held, so a duplicate execution never marks a
  *    healthy destination failed. When the fence fails nothing changes (the holder records its own outcome;
- *    a run that died is settled when its lease expires).
+ *    a run that died is settled when its lease expires). A customer-caused failure of a healthy destination
+ *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`).
  * Planned spans and window progress stay: the next run continues them.
  */
 export async function recordFailure(
@@ -43,26 +45,25 @@ export async function recordFailure(
         },
       );
     }
-    return await recordDestinationFailure(input, message, deps);
+    return await recordDestinationFailure(input, message, deps, { errorName: input.error?.Error });
   } catch (error) {
     throw classifyEngineError(error);
   }
 }
 
-/** Step 3 of {@link recordFailure}, shared with Commit when a writer failed. */
+/**
+ * Step 3 of {@link recordFailure}, shared with Commit when a writer failed. `extra.errorName` is the
+ * failure's classified name (Step Functions' `Error`): it decides whether the failure is the customer's.
+ */
 export async function recordDestinationFailure(
   input: Pick<RecordFailureInput, 'workspaceId' | 'destinationId' | 'run'>,
   message: string,
-  deps: Pick<EngineDeps, 'controlStore' | 'runState' | 'now'>,
-  extra: { addRowsExported?: number } = {},
+  deps: Pick<EngineDeps, 'controlStore' | 'runState' | 'notices' | 'now'>,
+  extra: { addRowsExported?: number; errorName?: string } = {},
 ): Promise<RecordFailureOutput> {
   const now = deps.now();
-  const destination = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
-  if (destination === undefined) return { message, consecutiveFailures: 0, nextRunAt: null };
-  const consecutiveFailures = destination.consecutiveFailures + 1;
-  const nextRunAt = new Date(
-    nextRunAfterFailure(now.getTime(), destination.frequency, consecutiveFailures),
-  ).toISOString();
+  const read = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
+  if (read === undefined) return { message, consecutiveFailures: 0, nextRunAt: null };
   const fence =
     input.run !== undefined
       ? {
@@ -73,24 +74,28 @@ export async function recordDestinationFailure(
           },
         }
       : { noLiveLeaseAt: now.getTime(), workspaceId: input.workspaceId, destinationId: input.destinationId };
-  const recorded = await deps.runState.update(
-    input.workspaceId,
-    input.destinationId,
-    {
+  const nextRunAtOf = (destination: { frequency: Destination['frequency'] }, failures: number) =>
+    new Date(nextRunAfterFailure(now.getTime(), destination.frequency, failures)).toISOString();
+  const recorded = await recordOutcomeWithHealth(
+    read,
+    { kind: 'failed', errorName: extra.errorName, message },
+    (destination) => ({
       status: 'failed',
       lastError: message,
       lastErrorAt: now.toISOString(),
-      consecutiveFailures,
-      nextRunAt,
+      consecutiveFailures: destination.consecutiveFailures + 1,
+      nextRunAt: nextRunAtOf(destination, destination.consecutiveFailures + 1),
       lastRunAt: input.run?.startedAt ?? now.toISOString(),
       manualRunQueued: false,
       ...(extra.addRowsExported ? { addRowsExported: extra.addRowsExported } : {}),
-    },
-    now,
+    }),
     fence,
     { releaseLease: input.run !== undefined },
+    deps,
   );
-  return recorded
-    ? { message, consecutiveFailures, nextRunAt }
-    : { message, consecutiveFailures: destination.consecutiveFailures, nextRunAt: null };
+  if (recorded === undefined) {
+    return { message, consecutiveFailures: read.consecutiveFailures, nextRunAt: null };
+  }
+  const consecutiveFailures = recorded.consecutiveFailures + 1;
+  return { message, consecutiveFailures, nextRunAt: nextRunAtOf(recorded, consecutiveFailures) };
 }

@@ -16,23 +16,42 @@ import { type ClosableBucketWriter, type EngineDeps, resolveDeps } from './deps.
 import { classifyEngineError } from './errors.js';
 import type { RunRef, StopReason, WindowResult, WorkItem, WriteWindowInput } from './payloads.js';
 
-/** Pulls lines one at a time out of pages, so files can be cut at any line count; remembers the last position. */
+/**
+ * Pulls lines one at a time out of pages, so files can be cut at any line count; remembers the last position.
+ * With recorded times (event pages) it is bounded: lines recorded after {@link LineCursor.until} belong to a
+ * later window, so one pass over a span serves its windows in turn.
+ */
 class LineCursor {
-  private page: SourcePage = { lines: [], keys: [] };
+  private page: SourcePage & { recordedMs?: number[] } = { lines: [], keys: [] };
   private index = 0;
   private done = false;
-  private readonly pages: AsyncIterator<SourcePage>;
+  private untilMs = Number.POSITIVE_INFINITY;
+  private readonly pages: AsyncIterator<SourcePage & { recordedMs?: number[] }>;
   /** The position of the last line taken (undefined before the first). */
   lastKey: string | undefined;
 
   constructor(
-    pages: AsyncIterable<SourcePage>,
+    pages: AsyncIterable<SourcePage & { recordedMs?: number[] }>,
     private readonly map: (line: string) => string = (line) => line,
   ) {
     this.pages = pages[Symbol.asyncIterator]();
   }
 
-  /** True when another line follows; fetches the next non-empty page if needed. */
+  /** Bounds the lines to those recorded at or before `toMs` (the current window's end). */
+  until(toMs: number): void {
+    this.untilMs = toMs;
+  }
+
+  /** The end (exclusive) of the current page's lines inside the bound. */
+  private boundedEnd(): number {
+    const times = this.page.recordedMs;
+    if (times === undefined) return this.page.lines.length;
+    let end = this.index;
+    while (end < times.length && (times[end] as number) <= this.untilMs) end++;
+    return end;
+  }
+
+  /** True when another line follows inside the bound; fetches the next non-empty page if needed. */
   async hasMore(): Promise<boolean> {
     while (this.index >= this.page.lines.length) {
       if (this.done) return false;
@@ -44,14 +63,15 @@ class LineCursor {
       this.page = next.value;
       this.index = 0;
     }
-    return true;
+    const times = this.page.recordedMs;
+    return times === undefined || (times[this.index] as number) <= this.untilMs;
   }
 
-  /** The next at most `limit` lines (the encoder batches them). */
+  /** The next at most `limit` lines inside the bound (the encoder batches them). */
   async *take(limit: number): AsyncGenerator<string> {
     let taken = 0;
     while (taken < limit && (await this.hasMore())) {
-      const end = Math.min(this.page.lines.length, this.index + (limit - taken));
+      const end = Math.min(this.boundedEnd(), this.index + (limit - taken));
       for (let i = this.index; i < end; i++) {
         this.lastKey = this.page.keys[i];
         yield this.map(this.page.lines[i] as string);
@@ -151,81 +171,56 @@ export async function writeWindow(
     const stored = await deps.cursors.getProgress(run.workspaceId, run.destinationId);
     const state = { units: 0 };
     const prefix = destination.pathPrefix;
-    const windows: (() => Promise<void>)[] = [];
-    if (item.kind === 'events') {
-      const dataset = item.dataset;
-      for (const window of spanWindows(item)) {
-        windows.push(async () => {
-          await writeOne(
-            windowKey(window),
-            (index) => eventFileKey(prefix, dataset, window, index),
-            (afterKey) =>
-              deps.eventSource.readWindow(run.workspaceId, dataset, window.fromMs, window.toMs, afterKey),
-          );
-          result.doneThroughMs = window.toMs;
-        });
-      }
-    } else {
-      const date = item.date;
-      windows.push(() =>
-        writeOne(
-          date,
-          (index) => snapshotFileKey(prefix, date, index),
-          (afterKey) => deps.eventSource.readSubscribers(run.workspaceId, afterKey),
-          (line) => withSnapshotDate(line, date),
-          snapshotSuccessKey(prefix, date),
-        ),
-      );
-    }
-
-    /** Writes (or continues) one window; throws StopSignal or OutOfTime. */
-    async function writeOne(
-      window: string,
-      keyOf: (index: number) => string,
-      read: (afterKey: string | undefined) => AsyncIterable<SourcePage>,
-      map?: (line: string) => string,
-      successKey?: string,
-    ): Promise<void> {
+    const outOfTime = () => state.units > 0 && deps.now().getTime() >= deadlineMs;
+    const progressOf = (window: string): WindowProgress => {
       const earlier = stored.get(progressKey(item.dataset, window));
-      const progress: WindowProgress =
-        earlier !== undefined && earlier.configVersion === run.configVersion
-          ? { ...earlier, runId: run.runId }
-          : {
-              dataset: item.dataset,
-              window,
-              configVersion: run.configVersion,
-              nextFile: 0,
-              maxFile: -1,
-              rows: 0,
-              files: 0,
-              bytes: 0,
-              done: false,
-              runId: run.runId,
-            };
-      if (progress.done) return;
-      const save = async () => stopOn(await deps.cursors.saveProgress(fenceOf(run), progress, deps.now()));
-      const lines = new LineCursor(read(progress.lastKey), map);
-      try {
-        while (await lines.hasMore()) {
-          if (state.units > 0 && deps.now().getTime() >= deadlineMs) throw new OutOfTime();
-          if (progress.nextFile > progress.maxFile) {
-            progress.maxFile = progress.nextFile;
-            await save();
-          }
-          const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE));
-          progress.nextFile += 1;
-          if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
-          progress.files += 1;
-          progress.rows += file.lines;
-          progress.bytes += file.bytes;
-          result.files += 1;
-          result.rows += file.lines;
-          result.bytes += file.bytes;
-          state.units += 1;
-          if (await lines.hasMore()) await save();
+      return earlier !== undefined && earlier.configVersion === run.configVersion
+        ? { ...earlier, runId: run.runId }
+        : {
+            dataset: item.dataset,
+            window,
+            configVersion: run.configVersion,
+            nextFile: 0,
+            maxFile: -1,
+            rows: 0,
+            files: 0,
+            bytes: 0,
+            done: false,
+            runId: run.runId,
+          };
+    };
+    const save = async (progress: WindowProgress[]) =>
+      stopOn(await deps.cursors.saveProgress(fenceOf(run), progress, deps.now()));
+
+    /**
+     * Writes (or continues) one window from `lines`; throws StopSignal or OutOfTime. `startNext`, when
+     * given, may return the next window's progress with its first file recorded (`maxFile` 0): it is saved
+     * in the same transaction as this window's completion, which saves that window its own first save.
+     */
+    async function writeOne(
+      progress: WindowProgress,
+      keyOf: (index: number) => string,
+      lines: LineCursor,
+      successKey?: string,
+      startNext?: () => Promise<WindowProgress | undefined>,
+    ): Promise<void> {
+      while (await lines.hasMore()) {
+        if (outOfTime()) throw new OutOfTime();
+        if (progress.nextFile > progress.maxFile) {
+          progress.maxFile = progress.nextFile;
+          await save([progress]);
         }
-      } finally {
-        await lines.close().catch(() => undefined);
+        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE));
+        progress.nextFile += 1;
+        if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
+        progress.files += 1;
+        progress.rows += file.lines;
+        progress.bytes += file.bytes;
+        result.files += 1;
+        result.rows += file.lines;
+        result.bytes += file.bytes;
+        state.units += 1;
+        if (await lines.hasMore()) await save([progress]);
       }
       // Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data.
       for (let index = progress.nextFile; index <= progress.maxFile; index++) {
@@ -233,17 +228,84 @@ export async function writeWindow(
       }
       if (successKey !== undefined) {
         // The last check before `_SUCCESS`: the destination still wants this snapshot.
-        await save();
+        await save([progress]);
         await bucket.writeMarker(successKey, '');
       }
       progress.done = true;
-      if (progress.maxFile >= 0 || successKey !== undefined) await save();
+      if (progress.maxFile >= 0 || successKey !== undefined) {
+        const next = await startNext?.();
+        await save(next !== undefined ? [progress, next] : [progress]);
+      }
       state.units += 1;
     }
 
-    for (const write of windows) {
-      if (state.units > 0 && deps.now().getTime() >= deadlineMs) throw new OutOfTime();
-      await write();
+    if (item.kind === 'events') {
+      const dataset = item.dataset;
+      const windows = spanWindows(item);
+      const progress = windows.map((window) => progressOf(windowKey(window)));
+      // The span is read in one pass from its first window to write, cut into windows by recorded time: a
+      // window already complete, or one begun earlier, starts a new pass at its own position.
+      let lines: LineCursor | undefined;
+      const pass = async (index: number) => {
+        await lines?.close();
+        const window = windows[index] as (typeof windows)[number];
+        const from = progress[index]?.lastKey;
+        lines = new LineCursor(
+          deps.eventSource.readWindow(run.workspaceId, dataset, window.fromMs, item.toMs, from),
+        );
+        return lines;
+      };
+      try {
+        for (const [index, window] of windows.entries()) {
+          if (outOfTime()) throw new OutOfTime();
+          const current = progress[index] as WindowProgress;
+          if (current.done) {
+            await lines?.close();
+            lines = undefined;
+            continue;
+          }
+          const cursor = lines === undefined || current.lastKey !== undefined ? await pass(index) : lines;
+          cursor.until(window.toMs);
+          const next = progress[index + 1];
+          const following = windows[index + 1];
+          await writeOne(
+            current,
+            (file) => eventFileKey(prefix, dataset, window, file),
+            cursor,
+            undefined,
+            async () => {
+              // Only a fresh next window, with rows, while there is time to start it.
+              if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
+              if (outOfTime()) return;
+              cursor.until(following.toMs);
+              if (!(await cursor.hasMore())) return;
+              next.maxFile = 0;
+              return next;
+            },
+          );
+          result.doneThroughMs = window.toMs;
+        }
+      } finally {
+        await (lines as LineCursor | undefined)?.close().catch(() => undefined);
+      }
+    } else {
+      const date = item.date;
+      const progress = progressOf(date);
+      if (progress.done) return result;
+      const lines = new LineCursor(
+        deps.eventSource.readSubscribers(run.workspaceId, progress.lastKey),
+        (line) => withSnapshotDate(line, date),
+      );
+      try {
+        await writeOne(
+          progress,
+          (index) => snapshotFileKey(prefix, date, index),
+          lines,
+          snapshotSuccessKey(prefix, date),
+        );
+      } finally {
+        await lines.close().catch(() => undefined);
+      }
     }
     return result;
   } catch (error) {

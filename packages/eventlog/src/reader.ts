@@ -32,7 +32,7 @@ import {
   SUBSCRIBER_SHARDS,
   subscriberPk,
 } from './keys.js';
-import type { EventSource, SourcePage } from './source.js';
+import type { EventPage, EventSource, SourcePage } from './source.js';
 
 type Item = Record<string, AttributeValue>;
 
@@ -196,7 +196,7 @@ export class EventLogReader implements EventSource {
     fromMs: number,
     toMs: number,
     afterKey?: string,
-  ): AsyncGenerator<SourcePage, void, undefined> {
+  ): AsyncGenerator<EventPage, void, undefined> {
     assertWorkspaceId(workspaceId);
     // A resumed read starts at the millisecond of the last line written and skips through that line.
     const afterMs = afterKey !== undefined ? Number(afterKey.slice(0, 13)) - 1 : undefined;
@@ -205,7 +205,7 @@ export class EventLogReader implements EventSource {
     }
     const startMs = afterMs ?? fromMs;
     if (!(toMs > startMs)) return;
-    let out: SourcePage = { lines: [], keys: [] };
+    let out: EventPage = { lines: [], keys: [], recordedMs: [] };
     const slices = EventLogReader.hours(startMs, toMs);
     // One clock reading for the whole window, so every partition agrees on what has expired.
     const nowSeconds = Math.floor(this.now() / 1000);
@@ -251,11 +251,13 @@ export class EventLogReader implements EventSource {
           if (second !== undefined && key >= second) break;
           out.lines.push(items[index]!.line!.S!);
           out.keys.push(key);
+          // The sort key starts with the recorded time: `<13 digits>#<id>`.
+          out.recordedMs.push(Number(key.slice(0, 13)));
         }
         min.index = index;
         if (out.lines.length >= this.batchSize) {
           yield out;
-          out = { lines: [], keys: [] };
+          out = { lines: [], keys: [], recordedMs: [] };
         }
         if (!(await min.fill())) live = live.filter((c) => c !== min);
       }

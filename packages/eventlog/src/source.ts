@@ -11,9 +11,11 @@ import type { EventDataset } from '@sluice/core';
 export interface EventSource {
   /**
    * The rows of one dataset recorded in `(fromMs, toMs]` (epoch ms; `fromMs` exclusive, `toMs` inclusive), as
-   * pages of lines in recorded-time order, ties broken by id, each line with its position. Streams: memory is
-   * bounded by a few pages, not by the window. An empty window yields nothing. With `afterKey` (a position
-   * from an earlier page), reading continues right after that line: a writer out of time resumes there.
+   * pages of lines in recorded-time order, ties broken by id, each line with its position and its recorded
+   * time. Streams: memory is bounded by a few pages, not by the window. An empty window yields nothing. With
+   * `afterKey` (a position from an earlier page), reading continues right after that line: a writer out of
+   * time resumes there. The writer reads a span of consecutive windows in one pass and cuts it into windows
+   * by the recorded times.
    */
   readWindow(
     workspaceId: string,
@@ -21,7 +23,7 @@ export interface EventSource {
     fromMs: number,
     toMs: number,
     afterKey?: string,
-  ): AsyncIterable<SourcePage>;
+  ): AsyncIterable<EventPage>;
 
   /** True when at least one row of the dataset was recorded in `(afterMs, untilMs]`. Cheap: no rows are read. */
   hasRowsAfter(
@@ -46,4 +48,9 @@ export interface EventSource {
 export interface SourcePage {
   lines: string[];
   keys: string[];
+}
+
+/** A page of {@link EventSource.readWindow}: also each line's recorded time (epoch ms), in the same order. */
+export interface EventPage extends SourcePage {
+  recordedMs: number[];
 }

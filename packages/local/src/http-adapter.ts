@@ -120,8 +120,12 @@ export function toProxyEvent(
   body: Buffer,
   now: Date = new Date(),
 ): APIGatewayProxyEventV2 {
-  const url = new URL(req.url ?? '/', 'http://localhost');
-  const rawQueryString = url.search.startsWith('?') ? url.search.slice(1) : '';
+  // Split by hand: `new URL` throws on request targets such as `//@` (an empty authority), which API Gateway
+  // passes through as the raw path.
+  const target = req.url ?? '/';
+  const queryAt = target.indexOf('?');
+  const pathname = queryAt === -1 ? target : target.slice(0, queryAt);
+  const rawQueryString = queryAt === -1 ? '' : (target.slice(queryAt + 1).split('#')[0] ?? '');
   const headers = eventHeaders(req);
   const contentType = headers['content-type'] ?? '';
   const isBase64Encoded = body.length > 0 && !TEXT_TYPE_RE.test(contentType);
@@ -130,7 +134,7 @@ export function toProxyEvent(
   const event: APIGatewayProxyEventV2 = {
     version: '2.0',
     routeKey: '$default',
-    rawPath: url.pathname,
+    rawPath: pathname,
     rawQueryString,
     headers,
     requestContext: {
@@ -140,7 +144,7 @@ export function toProxyEvent(
       domainPrefix: (headers.host ?? 'localhost').split('.')[0] ?? 'localhost',
       http: {
         method,
-        path: url.pathname,
+        path: pathname,
         protocol: `HTTP/${req.httpVersion}`,
         sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
         userAgent: headers['user-agent'] ?? '',

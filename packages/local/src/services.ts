@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type BusLocal, startBusLocal } from './bus-local.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { type KmsLocal, startKmsLocal } from './kms-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, localDynamoDbClient } from './local-tables.js';
@@ -9,12 +10,13 @@ import { type S3Local, startS3Local } from './s3-local.js';
 /** Options of {@link startLocalServices}. */
 export interface LocalServicesOptions {
   /**
-   * Folder for the persistent state: `dynamodb/`, `s3/`, `kms-keys.json`. When absent a temporary folder is
+   * Folder for the persistent state: `dynamodb/`, `s3/`, `kms-keys.json`, `bus-events.jsonl` (what the
+   * engine put on the bus). When absent a temporary folder is
    * used (removed on stop) and DynamoDB and KMS keep everything in memory.
    */
   dataDir?: string;
   /** Ports on 127.0.0.1; 0 or absent picks a free one. */
-  ports?: { dynamodb?: number; s3?: number; kms?: number };
+  ports?: { dynamodb?: number; s3?: number; kms?: number; bus?: number };
   /**
    * Keep DynamoDB in memory even with a `dataDir`.
    * @default true without a dataDir, false with one
@@ -29,6 +31,9 @@ export interface LocalServicesOptions {
   log?: (line: string) => void;
 }
 
+/** The per-key rate limit of the local API (the deployed default is far lower: `apiKeyRateLimit`). */
+export const LOCAL_API_KEY_RATE_LIMIT = { ratePerSecond: 1000, burst: 1000 } as const;
+
 /** The environment of docs/internals.md for code running against the local services. */
 export interface LocalServicesEnv {
   SLUICE_CONTROL_TABLE: string;
@@ -38,8 +43,14 @@ export interface LocalServicesEnv {
   SLUICE_LOCAL_S3_ENDPOINT: string;
   /** The stage the engine's metrics are published under: `local`. */
   SLUICE_STAGE: string;
+  /** The API's per-key limit, requests a second and burst: high locally, so suites and benches never meet it. */
+  SLUICE_API_KEY_RATE_LIMIT: string;
+  SLUICE_API_KEY_BURST_LIMIT: string;
   AWS_ENDPOINT_URL_DYNAMODB: string;
   AWS_ENDPOINT_URL_KMS: string;
+  /** The bus the engine publishes destination notices on (the local bus stand-in). */
+  SLUICE_EVENT_BUS_NAME: string;
+  AWS_ENDPOINT_URL_EVENTBRIDGE: string;
   AWS_REGION: string;
   AWS_ACCESS_KEY_ID: string;
   AWS_SECRET_ACCESS_KEY: string;
@@ -51,14 +62,16 @@ export interface LocalServices {
   dynamodb: DynamoDbLocal;
   s3: S3Local;
   kms: KmsLocal;
+  /** The event bus stand-in: records what the engine puts on the bus. */
+  bus: BusLocal;
   /** The variables to put in `process.env` (or a child's environment). */
   env: LocalServicesEnv;
-  /** Stops all three (and removes the temporary folder, if one was made). Safe to call twice. */
+  /** Stops all four (and removes the temporary folder, if one was made). Safe to call twice. */
   stop(): Promise<void>;
 }
 
 /**
- * Starts DynamoDB Local, s3rver and the local KMS on 127.0.0.1 (in parallel), creates the tables of
+ * Starts DynamoDB Local, s3rver, the local KMS and the local bus on 127.0.0.1 (in parallel), creates the tables of
  * `@sluice/core`, and returns their endpoints and the environment that points the SDK at them.
  * If one service fails to start, the others are stopped before the error is rethrown.
  */
@@ -91,6 +104,12 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
         ...(inMemory && !options.dataDir ? {} : { keyFile: join(dataDir, 'kms-keys.json') }),
       }),
     ),
+    timed('local bus', () =>
+      startBusLocal({
+        port: options.ports?.bus ?? 0,
+        ...(options.dataDir ? { file: join(dataDir, 'bus-events.jsonl') } : {}),
+      }),
+    ),
   ]);
   const running = results.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const stopAll = async () => {
@@ -102,7 +121,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     await stopAll();
     throw failed.reason;
   }
-  const [dynamodb, s3, kms] = running as [DynamoDbLocal, S3Local, KmsLocal];
+  const [dynamodb, s3, kms, bus] = running as [DynamoDbLocal, S3Local, KmsLocal, BusLocal];
 
   try {
     const client = localDynamoDbClient(dynamodb.endpoint);
@@ -119,6 +138,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     dynamodb,
     s3,
     kms,
+    bus,
     env: {
       SLUICE_CONTROL_TABLE: LOCAL_TABLE_NAMES.control,
       SLUICE_EVENTS_TABLE: LOCAL_TABLE_NAMES.events,
@@ -126,8 +146,12 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_KMS_KEY_ID: kms.keyArn,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
       SLUICE_STAGE: 'local',
+      SLUICE_API_KEY_RATE_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.ratePerSecond),
+      SLUICE_API_KEY_BURST_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.burst),
       AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
       AWS_ENDPOINT_URL_KMS: kms.endpoint,
+      SLUICE_EVENT_BUS_NAME: 'sluice-local',
+      AWS_ENDPOINT_URL_EVENTBRIDGE: bus.endpoint,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',

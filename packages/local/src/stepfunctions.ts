@@ -21,6 +21,7 @@ if (typeof (Promise as { withResolvers?: unknown }).withResolvers !== 'function'
 
 import {
   ExecutionError,
+  ExecutionTimeoutError,
   type RunOptions,
   StateMachine,
   type StateMachineDefinition,
@@ -162,6 +163,11 @@ export interface LocalWorkflowsOptions {
   retryIntervalOverrides?: Record<string, number | number[]>;
   /** Progress and task errors, one line each. @default nothing is logged */
   log?: (line: string) => void;
+  /**
+   * The ExportRun execution's `TimeoutSeconds` (tests: an execution that times out, as Express ends one at
+   * five minutes: no Catch runs, the lease stays until it expires). @default the definition's own
+   */
+  exportRunTimeoutSeconds?: number;
 }
 
 const ACCOUNT = '000000000000';
@@ -190,7 +196,11 @@ export class LocalWorkflows {
     private readonly functions: WorkflowFunctions,
     private readonly options: LocalWorkflowsOptions,
   ) {
-    this.exportRunMachine = stateMachine(definitions.exportRun);
+    this.exportRunMachine = stateMachine(
+      options.exportRunTimeoutSeconds === undefined
+        ? definitions.exportRun
+        : { ...definitions.exportRun, TimeoutSeconds: options.exportRunTimeoutSeconds },
+    );
     this.dispatchMachine = stateMachine(definitions.dispatch);
     this.exportRunHandlers = this.taskHandlers('exportRun');
     this.dispatchHandlers = this.taskHandlers('dispatch');
@@ -464,6 +474,9 @@ function lambdaError(error: unknown): Error {
 }
 
 function toStatesError(error: unknown): StatesError {
+  // An execution past its TimeoutSeconds: Step Functions ends it as TIMED_OUT with States.Timeout.
+  if (error instanceof ExecutionTimeoutError)
+    return { Error: 'States.Timeout', Cause: 'The execution timed out.' };
   const inner = error instanceof ExecutionError && error.cause instanceof Error ? error.cause : error;
   if (inner instanceof Error) return { Error: inner.name, Cause: inner.message };
   return { Error: 'Error', Cause: String(inner) };

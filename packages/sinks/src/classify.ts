@@ -1,6 +1,7 @@
 import type { BucketLocation } from '@sluice/core';
 import { SluiceError } from '@sluice/core';
 import { UNSAFE_ADDRESS_CODE } from './lookup.js';
+import { formatSeconds, RequestDeadlineError } from './request-deadline.js';
 
 /** Why a bucket operation failed, in terms a person can act on. */
 export type BucketErrorReason =
@@ -183,6 +184,16 @@ export function regionFromError(error: unknown): string | undefined {
   return candidates.find((value): value is string => value !== undefined && REGION.test(value));
 }
 
+/** The request deadline that ended the operation, if one did (the SDK may wrap it as a `cause`). */
+function expiredDeadline(error: unknown): RequestDeadlineError | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    if (current instanceof RequestDeadlineError) return current;
+    current = (current as ErrorShape).cause;
+  }
+  return undefined;
+}
+
 /** Walks `cause` chains (the SDK and lib-storage wrap socket errors) looking for an errno-style code. */
 function errorCode(error: unknown): string | undefined {
   let current: unknown = error;
@@ -226,7 +237,7 @@ function make(reason: BucketErrorReason, message: string): BucketErrorClassifica
  * message, the writers throw a {@link BucketError} whose `name` Step Functions Retry/Catch matches.
  *
  * Recognises S3-shaped service exceptions (by `name`, then HTTP status), Node socket and DNS errors,
- * TLS errors, the SDK's `TimeoutError`, and the pinned lookup's `EUNSAFEADDRESS`. Messages name the
+ * TLS errors, the SDK's `TimeoutError`, a {@link RequestDeadlineError}, and the pinned lookup's `EUNSAFEADDRESS`. Messages name the
  * bucket, the region or the endpoint, never a credential.
  */
 export function classifyBucketError(error: unknown, location: BucketLocation): BucketErrorClassification {
@@ -238,6 +249,8 @@ export function classifyBucketError(error: unknown, location: BucketLocation): B
   const bucket = `"${location.bucket}"`;
   const provider = providerName(location);
 
+  const deadline = expiredDeadline(error);
+  if (deadline !== undefined) return notAnswered(location, deadline.deadlineMs);
   if (code === UNSAFE_ADDRESS_CODE) {
     return make(
       'unsafe_endpoint',
@@ -353,11 +366,22 @@ const UNREACHABLE_TEXT: Record<string, string> = {
   ENETUNREACH: 'the network is unreachable',
 };
 
-function unreachable(location: BucketLocation, why: string): BucketErrorClassification {
-  const target = location.endpoint ?? (location.provider === 'gcs' ? 'Google Cloud Storage' : 'Amazon S3');
+function target(location: BucketLocation): string {
+  return location.endpoint ?? (location.provider === 'gcs' ? 'Google Cloud Storage' : 'Amazon S3');
+}
+
+/** A request (or a connection test) that ran past its total deadline: the server accepted but did not finish. */
+export function notAnswered(location: BucketLocation, deadlineMs: number): BucketErrorClassification {
   return make(
     'endpoint_unreachable',
-    `Could not reach ${target}: ${why}. Check the endpoint; Sluice will retry.`,
+    `${target(location)} did not answer in ${formatSeconds(deadlineMs)} s. Check the endpoint; Sluice will retry.`,
+  );
+}
+
+function unreachable(location: BucketLocation, why: string): BucketErrorClassification {
+  return make(
+    'endpoint_unreachable',
+    `Could not reach ${target(location)}: ${why}. Check the endpoint; Sluice will retry.`,
   );
 }
 

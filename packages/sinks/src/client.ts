@@ -3,9 +3,9 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { BucketLocation } from '@sluice/core';
 import { InvalidInputError } from '@sluice/core';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { NO_ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
 import { createPinnedLookup } from './lookup.js';
+import { DeadlineHttpHandler } from './request-deadline.js';
 
 /** An access key pair. The secret is only ever handed to the SDK's signer. */
 export interface BucketCredentials {
@@ -15,6 +15,13 @@ export interface BucketCredentials {
 
 /** The XML API endpoint of Google Cloud Storage, used with HMAC keys. */
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';
+
+/**
+ * The default total deadline of one bucket request (each attempt of a PutObject, of each multipart part, of
+ * every other call): the writers' setting. An 8 MiB part in 30 s needs under 300 KB/s, and three attempts
+ * stay well inside the writer Lambda's 4 minutes. The API's connection test sets its own, shorter one.
+ */
+export const BUCKET_REQUEST_DEADLINE_MS = 30_000;
 
 /** The lookup every bucket connection uses: refuses non-public addresses at connect time. */
 const pinnedLookup = createPinnedLookup();
@@ -32,6 +39,11 @@ export interface BucketClientOptions {
   endpointOverride?: string;
   /** Milliseconds to establish a connection. @default 5000 */
   connectionTimeout?: number;
+  /**
+   * Total milliseconds one request may take, answer included, whatever the server trickles; each retry
+   * attempt gets its own. @default BUCKET_REQUEST_DEADLINE_MS
+   */
+  requestDeadlineMs?: number;
   /** The resolver behind the pinned lookup (tests). @default the system resolver */
   resolve?: Resolver;
 }
@@ -90,7 +102,7 @@ export function resolveBucketEndpoint(
  * The S3 client configuration for a location. Every non-AWS endpoint gets `WHEN_REQUIRED` checksums
  * (R2, GCS and s3rver reject or ignore the SDK's default CRC32 trailers), path-style addressing and
  * region `auto` by default. Every https request goes through the pinned agent; only an allow-listed
- * origin gets a plain handler.
+ * origin gets a plain handler. Every request has a total deadline ({@link DeadlineHttpHandler}).
  */
 export function bucketClientConfig(
   location: BucketLocation,
@@ -98,15 +110,19 @@ export function bucketClientConfig(
   options: BucketClientOptions = {},
 ): S3ClientConfig {
   const resolved = resolveBucketEndpoint(location, options);
-  const timeouts = { connectionTimeout: options.connectionTimeout ?? 5_000, socketTimeout: 60_000 };
+  const timeouts = {
+    connectionTimeout: options.connectionTimeout ?? 5_000,
+    socketTimeout: 60_000,
+    deadlineMs: options.requestDeadlineMs ?? BUCKET_REQUEST_DEADLINE_MS,
+  };
   // One agent per client (destroying a client destroys its agents' sockets, so they are not shared).
   const requestHandler = resolved.allowListed
-    ? new NodeHttpHandler({
+    ? new DeadlineHttpHandler({
         ...timeouts,
         httpAgent: new HttpAgent({ keepAlive: true }),
         httpsAgent: new HttpsAgent({ keepAlive: true }),
       })
-    : new NodeHttpHandler({
+    : new DeadlineHttpHandler({
         ...timeouts,
         httpsAgent: new HttpsAgent({
           keepAlive: true,

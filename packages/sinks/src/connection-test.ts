@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
-import { classifyBucketError } from './classify.js';
+import { classifyBucketError, notAnswered } from './classify.js';
 import { type BucketCredentials, createBucketClient } from './client.js';
 import {
   NO_ALLOWED_ENDPOINTS,
@@ -19,6 +19,12 @@ export const OVERWRITE_DENIED_MESSAGE =
   '(roles/storage.objectUser) or a role with storage.objects.delete, not only Storage Object Creator; on ' +
   'other stores, allow replacing existing objects under the path.';
 
+/**
+ * The default total deadline of a connection test, both writes and their retries included: the API answers
+ * inside API Gateway's 29 s with room for KMS, DynamoDB and the DNS check around it.
+ */
+export const CONNECTION_TEST_DEADLINE_MS = 10_000;
+
 /** Options of {@link testConnection}. */
 export interface ConnectionTestOptions {
   /** The clock for `testedAt`: a clock function or the time itself. */
@@ -29,6 +35,8 @@ export interface ConnectionTestOptions {
   allowedEndpoints?: ReadonlySet<string>;
   /** @default the system resolver */
   resolve?: Resolver;
+  /** Total milliseconds for the bucket requests of the test. @default CONNECTION_TEST_DEADLINE_MS */
+  deadlineMs?: number;
 }
 
 /** What a successful connection test wrote. */
@@ -47,6 +55,8 @@ export interface ConnectionTestResult {
  *    key that may create objects but not overwrite them (GCS `roles/storage.objectCreator`) must fail here,
  *    with {@link OVERWRITE_DENIED_MESSAGE}, not at the first retry of an export;
  * 4. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
+ * Steps 2 and 3 share one total deadline (`deadlineMs`): past it, whatever the server is still sending, the
+ * test fails with "did not answer in N s".
  *
  * @throws InvalidInputError (`endpoint` issue) when the endpoint breaks the rules
  * @throws ConnectionFailedError with a message a person can act on, `cause` the original error
@@ -66,8 +76,15 @@ export async function testConnection(
       });
     }
   }
+  const deadlineMs = options.deadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
+  const deadline = AbortSignal.timeout(deadlineMs);
   const client =
-    options.client ?? createBucketClient(location, credentials, { maxAttempts: 2, allowedEndpoints });
+    options.client ??
+    createBucketClient(location, credentials, {
+      maxAttempts: 2,
+      allowedEndpoints,
+      requestDeadlineMs: deadlineMs,
+    });
   const key = connectionTestKey(location.pathPrefix);
   const testedAt = (typeof options.now === 'function' ? options.now() : options.now).toISOString();
   const put = () =>
@@ -78,6 +95,7 @@ export async function testConnection(
         key,
         body: JSON.stringify({ service: 'sluice', testedAt }),
         contentType: 'application/json',
+        abortSignal: deadline,
       },
       location,
     );
@@ -93,6 +111,12 @@ export async function testConnection(
     }
     return { key, testedAt };
   } catch (error) {
+    if (deadline.aborted) {
+      throw new ConnectionFailedError(notAnswered(location, deadlineMs).message, {
+        cause: error,
+        retryable: true,
+      });
+    }
     if (error instanceof ConnectionFailedError) throw error;
     const classified = classifyBucketError(error, location);
     throw new ConnectionFailedError(classified.message, {

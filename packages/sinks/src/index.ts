@@ -5,5 +5,6 @@ export * from './encoder.js';
 export * from './endpoint.js';
 export * from './keys.js';
 export * from './lookup.js';
+export * from './request-deadline.js';
 export * from './upload.js';
 export * from './writer.js';

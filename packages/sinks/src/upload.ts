@@ -65,6 +65,9 @@ export async function uploadStream(
 ): Promise<UploadResult> {
   let bodyError: unknown;
   const onBodyError = (error: unknown): void => {
+    // lib-storage stops iterating the body when a part fails, and Node then destroys the stream with an
+    // ABORT_ERR: a consequence of the bucket's failure, not a failure of the source.
+    if ((error as { code?: unknown }).code === 'ABORT_ERR') return;
     bodyError ??= error;
   };
   input.body.on('error', onBodyError);
@@ -101,7 +104,14 @@ export async function uploadStream(
  */
 export async function putSmallObject(
   client: S3Client,
-  input: { bucket: string; key: string; body: string | Uint8Array; contentType?: string },
+  input: {
+    bucket: string;
+    key: string;
+    body: string | Uint8Array;
+    contentType?: string;
+    /** Ends the call, retries included, when it aborts. */
+    abortSignal?: AbortSignal;
+  },
   location?: LocationHint,
 ): Promise<UploadResult> {
   try {
@@ -113,6 +123,7 @@ export async function putSmallObject(
         ContentLength: typeof input.body === 'string' ? Buffer.byteLength(input.body) : input.body.byteLength,
         ContentType: input.contentType ?? 'application/octet-stream',
       }),
+      input.abortSignal ? { abortSignal: input.abortSignal } : {},
     );
     return { key: input.key, etag: result.ETag };
   } catch (error) {

@@ -5,8 +5,8 @@
  * from (the reference `data-exports.openapi.yaml`).
  *
  * It matches the reference in paths, operations, schemas and status codes, and adds only what Sluice really
- * does: the status codes every operation can answer (403, 413, 415, 422, 500, 503), the per-dataset shape of
- * a run's `stats`, the error codes, and this document's own path.
+ * does: the status codes every operation can answer (403, 413, 415, 422, 429, 500, 503), the per-dataset shape of
+ * a run's `stats`, the error codes, the runs list's `nextToken` pages, and this document's own path.
  *
  * To change it:
  * - add freely: a path, an operation, an optional property, a status code, an enum value. These pass the
@@ -29,6 +29,15 @@ const PROVIDER_ENUM = ['s3', 'gcs'];
 /** A response whose body is the `Error` schema. */
 function errorResponse(description: string): JsonObject {
   return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+}
+
+/** An error response with a `Retry-After` header, and its example body. */
+function retryAfterResponse(description: string, example: JsonObject): JsonObject {
+  return {
+    description,
+    headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example } },
+  };
 }
 
 /** A required JSON request body. */
@@ -57,19 +66,23 @@ const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
   $ref: '#/components/responses/TransientDatabaseUnavailable',
 };
 const INTERNAL_ERROR: JsonObject = { $ref: '#/components/responses/InternalError' };
+const RATE_LIMITED: JsonObject = { $ref: '#/components/responses/RateLimited' };
 
 const UNAUTHORIZED = 'Unauthorized';
 const FORBIDDEN = 'Missing scope, or the member role cannot manage workspace settings';
 const NOT_FOUND = 'Data export not found';
 const PAYLOAD_TOO_LARGE = 'The request body is over 64 KB (code payload_too_large)';
 const UNSUPPORTED_MEDIA_TYPE = 'The request body is not sent as JSON (code unsupported_media_type)';
+const MOVE_NEEDS_CREDENTIALS =
+  'A change of this field needs accessKeyId and secretAccessKey in the same request.';
 
-/** The responses every operation on one data export can give besides its own: 401, 403, 404, 500, 503. */
+/** The responses every operation on one data export can give besides its own: 401, 403, 404, 429, 500, 503. */
 function itemErrorResponses(): JsonObject {
   return {
     '401': errorResponse(UNAUTHORIZED),
     '403': errorResponse(FORBIDDEN),
     '404': errorResponse(NOT_FOUND),
+    '429': RATE_LIMITED,
     '500': INTERNAL_ERROR,
     '503': TRANSIENT_DATABASE_UNAVAILABLE,
   };
@@ -105,6 +118,7 @@ export const openapiDocument: JsonObject = {
           }),
           '401': errorResponse(UNAUTHORIZED),
           '403': errorResponse(FORBIDDEN),
+          '429': RATE_LIMITED,
           '500': INTERNAL_ERROR,
           '503': TRANSIENT_DATABASE_UNAVAILABLE,
         },
@@ -173,6 +187,7 @@ export const openapiDocument: JsonObject = {
           '422': errorResponse(
             'Request body does not match the schema (for example an unknown dataset), code unprocessable_entity',
           ),
+          '429': RATE_LIMITED,
           '500': INTERNAL_ERROR,
           '503': TRANSIENT_DATABASE_UNAVAILABLE,
         },
@@ -193,7 +208,7 @@ export const openapiDocument: JsonObject = {
       patch: {
         summary: 'Update data export',
         description:
-          'Renames, changes datasets or frequency, pauses or resumes, moves the destination, or rotates credentials. Location and credential changes are verified with a test write first. Newly added event datasets start from the time of the change. Changing the bucket or prefix continues from the current progress in the new location.',
+          'Renames, changes datasets or frequency, pauses or resumes, moves the destination, or rotates credentials. Location and credential changes are verified with a test write first. A new bucket, endpoint or region must come with accessKeyId and secretAccessKey (400 invalid_input naming the fields otherwise): the stored secret is only sent to the location it was given for. Newly added event datasets start from the time of the change. Changing the bucket or prefix continues from the current progress in the new location.',
         operationId: 'updateDataExport',
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
@@ -201,11 +216,11 @@ export const openapiDocument: JsonObject = {
           type: 'object',
           properties: {
             name: { type: 'string', maxLength: 255 },
-            bucket: { type: 'string' },
-            region: { type: ['string', 'null'] },
+            bucket: { type: 'string', description: MOVE_NEEDS_CREDENTIALS },
+            region: { type: ['string', 'null'], description: MOVE_NEEDS_CREDENTIALS },
             endpoint: {
               type: ['string', 'null'],
-              description: 'Send null or an empty string to clear a custom endpoint.',
+              description: `Send null or an empty string to clear a custom endpoint. ${MOVE_NEEDS_CREDENTIALS}`,
             },
             pathPrefix: { type: ['string', 'null'] },
             accessKeyId: { type: 'string', description: 'Must be sent together with secretAccessKey.' },
@@ -291,12 +306,26 @@ export const openapiDocument: JsonObject = {
             required: false,
             schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
           },
+          {
+            name: 'nextToken',
+            in: 'query',
+            required: false,
+            description: 'The nextToken of the previous page, to read the runs after it.',
+            schema: { type: 'string' },
+          },
         ],
         responses: {
           '200': successResponse('Runs returned', {
             runs: { type: 'array', items: { $ref: '#/components/schemas/DataExportRun' } },
+            nextToken: {
+              type: 'string',
+              description:
+                'Present when the page is full: send it as nextToken for the next page (which may be empty). Absent on the last page.',
+            },
           }),
-          '400': errorResponse('limit is not an integer from 1 to 100 (code invalid_input)'),
+          '400': errorResponse(
+            'limit is not an integer from 1 to 100, or nextToken is not one this API returned (code invalid_input)',
+          ),
           ...itemErrorResponses(),
         },
       },
@@ -340,21 +369,23 @@ export const openapiDocument: JsonObject = {
       },
     },
     responses: {
-      TransientDatabaseUnavailable: {
-        description:
-          'The database was temporarily unavailable. The request may be retried after the delay in Retry-After.',
-        headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
-        content: {
-          'application/json': {
-            schema: { $ref: '#/components/schemas/Error' },
-            example: {
-              success: false,
-              error: 'The service could not reach its database for a moment. Retry the request.',
-              code: 'SERVICE_UNAVAILABLE',
-            },
-          },
+      TransientDatabaseUnavailable: retryAfterResponse(
+        'The database was temporarily unavailable. The request may be retried after the delay in Retry-After.',
+        {
+          success: false,
+          error: 'The service could not reach its database for a moment. Retry the request.',
+          code: 'SERVICE_UNAVAILABLE',
         },
-      },
+      ),
+      RateLimited: retryAfterResponse(
+        'Too many requests with this API key (code rate_limited): each key may send a steady number of requests a second with a burst, set by the deployment. Retry after the delay in Retry-After.',
+        {
+          success: false,
+          error: 'Too many requests with this API key. Retry after 1 s.',
+          code: 'rate_limited',
+          retryable: true,
+        },
+      ),
       InternalError: {
         description:
           'An unexpected error. The message is always generic; the details are in the service logs, never in the response.',
@@ -403,6 +434,16 @@ export const openapiDocument: JsonObject = {
           lastError: { type: ['string', 'null'] },
           lastErrorAt: { type: ['string', 'null'], format: 'date-time' },
           consecutiveFailures: { type: 'integer' },
+          failing: {
+            type: ['object', 'null'],
+            description:
+              "Set while the export fails for a reason only you can fix on your side: reason is access_denied, no_such_bucket, invalid_bucket_name, wrong_region, invalid_access_key, signature_mismatch, unsafe_endpoint, redirected, tls_error, not_supported, endpoint_unreachable, throttled, server_error, secret_rejected or invalid_location (lastError has the message). since is when the first of these failures happened. null while the export is healthy, and again once a run succeeds. Failures on Sluice's side never set it. Sluice also announces both changes as events to the platform that runs it.",
+            properties: {
+              since: { type: 'string', format: 'date-time' },
+              reason: { type: 'string' },
+            },
+            required: ['since', 'reason'],
+          },
           totalRowsExported: { type: 'integer' },
           createdAt: { type: 'string', format: 'date-time' },
           updatedAt: { type: 'string', format: 'date-time' },
@@ -416,7 +457,7 @@ export const openapiDocument: JsonObject = {
           code: {
             type: 'string',
             description:
-              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); internal_error (500); SERVICE_UNAVAILABLE (503).',
+              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); rate_limited (429, with a Retry-After header); internal_error (500); SERVICE_UNAVAILABLE (503).',
           },
           retryable: {
             type: 'boolean',

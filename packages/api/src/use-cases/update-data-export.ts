@@ -1,6 +1,6 @@
 import { type BucketLocation, type Dataset, NotFoundError } from '@sluice/core';
 import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
-import { parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
+import { assertCredentialsForMove, parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { assertDestinationId, loadDestination, type UseCaseDeps } from './deps.js';
 
@@ -15,9 +15,12 @@ const LOCATION_FIELDS = [
  * Updates a data export: rename, datasets, frequency, pause or resume, move, rotate credentials.
  * 1. Validate the body field by field (422 wrong shape, 400 invalid values, credentials only together).
  * 2. Read the destination (404 when absent).
- * 3. Merge the location fields with the stored ones and check the result as a whole.
+ * 3. Merge the location fields with the stored ones and check the result as a whole. A new bucket, endpoint
+ *    or region needs the credentials sent again (`400 invalid_input` naming the fields): the stored secret is
+ *    never sent to a host its owner did not give it for.
  * 4. When the location or the credentials change: test the connection with the merged configuration (the
- *    stored secret opened when only the location changes); on failure `400 connection_failed`, nothing changed.
+ *    stored secret opened when only the path prefix changes); on failure `400 connection_failed`, nothing
+ *    changed.
  * 5. Re-seal the secret when credentials change.
  * 6. A location or credential change ends the failure backoff: `consecutiveFailures` 0, a failed status
  *    back to idle, and the next run due now (a run in flight stops at the config version bump, and its
@@ -42,6 +45,7 @@ export async function updateDataExport(
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
 
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
+  assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   const changes: DestinationChanges = {};
 

@@ -9,7 +9,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ControlExportPositions, cursorSk, documentClient, workspacePk } from '@sluice/control';
 import { EventLogReader, EventLogWriter, type IngestMetrics, workspaceSource } from '@sluice/eventlog';
-import { MemoryDeadLetterQueue } from '../async-invoke.js';
+import { MemoryDeadLetterQueue } from '@sluice/local';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createDataCommands } from './data.js';
@@ -451,7 +451,7 @@ describe('data commands', () => {
       }),
       JSON.stringify({ dataset: 'custom_events', id: 'p2', occurred_at: new Date().toISOString() }),
     ]);
-    const cliPath = fileURLToPath(new URL('../cli.ts', import.meta.url));
+    const cliPath = fileURLToPath(new URL('../main.ts', import.meta.url));
 
     // Act
     const outcome = await promisify(execFile)(

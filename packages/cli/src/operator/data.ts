@@ -44,7 +44,7 @@ import {
   powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
-import { readCliTables } from '../runtime-config.js';
+import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import { redactSecrets } from '@sluice/core';

@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type CliCommand, CliUsageError } from './cli/command.js';
-import { loadRuntimeConfig } from './runtime-config.js';
+import { type CliCommand, CliUsageError } from './operator/command.js';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 
 /** The subcommand modules, each exporting `commands: CliCommand[]`; missing ones are skipped. */
-export const COMMAND_MODULES = ['./cli/keys.js', './cli/data.js'] as const;
+export const COMMAND_MODULES = ['./operator/keys.js', './operator/data.js'] as const;
 
 /** Where the dispatcher writes. */
 export interface CliIo {
@@ -107,8 +107,11 @@ export async function loadCommands(
   return commands;
 }
 
-/* `npm run sluice -- <group> <command> ...` */
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+/**
+ * Runs an operator command (`keys …`, `seed`, `events …`, `subscribers …`) as `npm run sluice` does, on the
+ * tables of a running `npm start` or of the stack the environment describes, and returns its exit code.
+ */
+export async function runOperatorCli(argv: readonly string[], io: CliIo = consoleIo): Promise<number> {
   // Keep the output to what the command prints (the SDK's Node 22 notice goes to stderr otherwise).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   // The commands read their tables from process.env when they run (readCliTables).
@@ -118,8 +121,13 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   } catch (error) {
     configError = error;
   }
-  const commands = await loadCommands();
-  process.exitCode = await runCli(process.argv.slice(2), commands, consoleIo, () => {
+  const commands = await loadCommands(COMMAND_MODULES, io);
+  return runCli(argv, commands, io, () => {
     if (configError) throw configError;
   });
+}
+
+/* `node packages/cli/src/operator.ts <group> <command> ...` (`npm run sluice` reaches it through program.ts). */
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.exitCode = await runOperatorCli(process.argv.slice(2));
 }

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { findCommand, runCli } from './cli.js';
-import { type CliCommand, CliUsageError } from './cli/command.js';
+import { findCommand, runCli } from './operator.js';
+import { type CliCommand, CliUsageError } from './operator/command.js';
 
 function recorder() {
   const out: string[] = [];

@@ -1,5 +1,5 @@
 /**
- * One subcommand of the `npm run sluice` CLI. Modules under `packages/local/src/cli/` export
+ * One subcommand of the `npm run sluice` CLI. Modules under `packages/cli/src/operator/` export
  * `commands: CliCommand[]`; the dispatcher (`cli.ts`) matches `name` against the first words of argv.
  */
 export interface CliCommand {

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { ControlStore } from '@sluice/control';
+import { describe, expect, it } from 'vitest';
+import { CliUsageError } from './command.js';
+import { commands, createKeysCommands } from './keys.js';
+import { controlTable } from '../../../../test/helpers/tables.js';
+
+function keysCommand(name: string): { run: (args: string[]) => Promise<void>; lines: string[] } {
+  const lines: string[] = [];
+  const command = createKeysCommands({ out: (line) => lines.push(line) }).find((c) => c.name === name);
+  if (!command) throw new Error(`no command ${name}`);
+  return { run: (args) => command.run(args), lines };
+}
+
+function keysCreate() {
+  return keysCommand('keys create');
+}
+
+describe('keys create', () => {
+  const store = new ControlStore(controlTable);
+
+  it('is exported under its name', () => {
+    expect(commands.map((command) => command.name)).toEqual(['keys create', 'keys list', 'keys revoke']);
+  });
+
+  it('with --json prints exactly {apiKey, keyId, workspaceId}, and the key authenticates for the workspace', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const { run, lines } = keysCreate();
+
+    await run([
+      '--workspace',
+      workspaceId,
+      '--role',
+      'admin',
+      '--scopes',
+      'data_exports:read, analytics:read',
+      '--json',
+    ]);
+
+    expect(lines).toHaveLength(1);
+    const printed = JSON.parse(lines[0] ?? '') as Record<string, unknown>;
+    expect(Object.keys(printed)).toEqual(['apiKey', 'keyId', 'workspaceId']);
+    expect(printed.workspaceId).toBe(workspaceId);
+    const record = await store.findApiKey(String(printed.apiKey));
+    expect(record).toMatchObject({
+      keyId: printed.keyId,
+      workspaceId,
+      role: 'admin',
+      scopes: ['data_exports:read', 'analytics:read'],
+    });
+    expect(await store.getWorkspace(workspaceId)).toMatchObject({ id: workspaceId });
+  });
+
+  it('prints the key for a person, with every scope by default', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const { run, lines } = keysCreate();
+
+    await run(['--workspace', workspaceId, '--role', 'owner']);
+
+    const key = lines.map((line) => line.trim()).find((line) => line.startsWith('slk_'));
+    expect(key).toBeDefined();
+    expect((await store.findApiKey(key ?? ''))?.scopes).toHaveLength(5);
+  });
+
+  it.each([
+    [['--role', 'owner'], '--workspace <id> is required'],
+    [['--workspace', 'ws_x'], '--role is required'],
+    [['--workspace', 'ws_x', '--role', 'root'], 'Unknown role "root". Allowed: owner, admin, member'],
+    [
+      ['--workspace', 'ws_x', '--role', 'admin', '--scopes', 'data_exports:read,everything'],
+      'Unknown scope(s): everything',
+    ],
+    [['--workspace', 'ws_x', '--role', 'admin', '--scopes', ','], '--scopes needs at least one of'],
+    [['--workspace', 'a#b', '--role', 'admin'], '--workspace must be'],
+  ])('refuses %j with a clear usage error', async (args, message) => {
+    const created: unknown[] = [];
+    const [command] = createKeysCommands({
+      store: () => ({
+        ensureWorkspace: async () => {
+          created.push('workspace');
+          return { id: 'x', name: 'x', createdAt: '' };
+        },
+        createApiKey: async () => {
+          throw new Error('must not be called');
+        },
+        listApiKeys: async () => {
+          throw new Error('must not be called');
+        },
+        revokeApiKey: async () => {
+          throw new Error('must not be called');
+        },
+      }),
+      out: () => {},
+    });
+
+    const failure = await command?.run(args).catch((error: unknown) => error);
+
+    expect(failure).toBeInstanceOf(CliUsageError);
+    expect((failure as Error).message).toContain(message);
+    expect(created).toEqual([]);
+  });
+});
+
+describe('keys list and keys revoke', () => {
+  const store = new ControlStore(controlTable);
+
+  async function createKey(workspaceId: string, role: string): Promise<{ apiKey: string; keyId: string }> {
+    const { run, lines } = keysCreate();
+    await run(['--workspace', workspaceId, '--role', role, '--json']);
+    return JSON.parse(lines[0] ?? '') as { apiKey: string; keyId: string };
+  }
+
+  it('lists each key with its id, role, scopes and dates, never the key', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const owner = await createKey(workspaceId, 'owner');
+    const member = await createKey(workspaceId, 'member');
+    const list = keysCommand('keys list');
+    const json = keysCommand('keys list');
+
+    // Act
+    await list.run(['--workspace', workspaceId]);
+    await json.run(['--workspace', workspaceId, '--json']);
+
+    // Assess
+    const printed = JSON.parse(json.lines[0] ?? '') as {
+      workspaceId: string;
+      keys: Record<string, unknown>[];
+    };
+    expect(printed.workspaceId).toBe(workspaceId);
+    expect(printed.keys.map((key) => [key.keyId, key.role])).toEqual(
+      expect.arrayContaining([
+        [owner.keyId, 'owner'],
+        [member.keyId, 'member'],
+      ]),
+    );
+    expect(Object.keys(printed.keys[0] ?? {}).sort()).toEqual(
+      ['createdAt', 'keyId', 'keyPrefix', 'role', 'scopes', 'workspaceId'].sort(),
+    );
+    expect(list.lines).toHaveLength(2);
+    expect(list.lines.find((line) => line.startsWith(owner.keyId))).toMatch(
+      /owner .*active .*last used never/,
+    );
+    const everything = [...list.lines, ...json.lines].join('\n');
+    for (const { apiKey } of [owner, member]) {
+      expect(everything).not.toContain(apiKey);
+      expect(everything).not.toContain(apiKey.slice(8));
+    }
+  });
+
+  it('revokes a key by its id: it authenticates no more and is listed as revoked', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { apiKey, keyId } = await createKey(workspaceId, 'admin');
+    const revoke = keysCommand('keys revoke');
+    const list = keysCommand('keys list');
+
+    // Act
+    await revoke.run(['--workspace', workspaceId, keyId]);
+    await list.run(['--workspace', workspaceId]);
+
+    // Assess
+    expect(revoke.lines[0]).toContain(`Revoked ${keyId} (admin)`);
+    expect(await store.findApiKey(apiKey)).toBeUndefined();
+    expect(list.lines[0]).toMatch(new RegExp(`^${keyId} .*revoked 20`));
+  });
+
+  it('fails for a key of another workspace, and refuses a malformed id as a usage error', async () => {
+    // Prepare
+    const { keyId } = await createKey(`ws_${randomUUID()}`, 'owner');
+    const revoke = keysCommand('keys revoke');
+
+    // Act
+    const otherWorkspace = await revoke
+      .run(['--workspace', `ws_${randomUUID()}`, keyId])
+      .catch((e: unknown) => e);
+    const malformed = await revoke.run(['--workspace', 'ws_x', 'slk_notanid']).catch((e: unknown) => e);
+    const missing = await revoke.run(['--workspace', 'ws_x']).catch((e: unknown) => e);
+
+    // Assess
+    expect((otherWorkspace as Error).message).toContain(`has no API key ${keyId}`);
+    expect(otherWorkspace).not.toBeInstanceOf(CliUsageError);
+    expect(malformed).toBeInstanceOf(CliUsageError);
+    expect(missing).toBeInstanceOf(CliUsageError);
+  });
+});

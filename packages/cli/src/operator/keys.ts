@@ -1,0 +1,177 @@
+import { parseArgs } from 'node:util';
+import {
+  API_KEY_ROLES,
+  API_KEY_SCOPES,
+  type ApiKeyScope,
+  type ApiKeySummary,
+  ControlStore,
+  isApiKeyId,
+  isApiKeyRole,
+  isApiKeyScope,
+  isKeySafeId,
+} from '@sluice/control';
+import { readCliTables } from '@sluice/local/runtime-config';
+import { type CliCommand, CliUsageError } from './command.js';
+
+/** What the `keys` commands need, injectable for tests. */
+export interface KeysCommandDeps {
+  /** @default a `ControlStore` on the environment the dispatcher set (created when the command runs) */
+  store?: () => Pick<ControlStore, 'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey'>;
+  /** @default a line on stdout */
+  out?: (line: string) => void;
+}
+
+const USAGE = `keys create --workspace <id> --role <${API_KEY_ROLES.join('|')}> [--scopes a,b] [--json]`;
+const LIST_USAGE = 'keys list --workspace <id> [--json]';
+const REVOKE_USAGE = 'keys revoke --workspace <id> <keyId>';
+
+/** `--workspace <id>`, required and usable as a key. */
+function workspaceOption(value: string | undefined): string {
+  if (value === undefined || value === '') throw new CliUsageError('--workspace <id> is required');
+  if (!isKeySafeId(value)) {
+    throw new CliUsageError('--workspace must be 1-200 characters without "#" or control characters');
+  }
+  return value;
+}
+
+/** One key as a line of `keys list`: id, role, state, dates, scopes. */
+function keyLine(key: ApiKeySummary): string {
+  const state = key.revokedAt ? `revoked ${key.revokedAt}` : 'active';
+  return [
+    key.keyId,
+    key.role.padEnd(6),
+    `${key.keyPrefix}…`,
+    state,
+    `created ${key.createdAt}`,
+    `last used ${key.lastUsedAt ?? 'never'}`,
+    key.scopes.join(','),
+  ].join('  ');
+}
+
+/** Parses `--scopes a,b`: known scopes only, at least one, duplicates dropped. */
+function parseScopes(value: string): ApiKeyScope[] {
+  const scopes = [
+    ...new Set(
+      value
+        .split(',')
+        .map((scope) => scope.trim())
+        .filter(Boolean),
+    ),
+  ];
+  if (scopes.length === 0)
+    throw new CliUsageError(`--scopes needs at least one of: ${API_KEY_SCOPES.join(', ')}`);
+  const unknown = scopes.filter((scope) => !isApiKeyScope(scope));
+  if (unknown.length > 0) {
+    throw new CliUsageError(`Unknown scope(s): ${unknown.join(', ')}. Allowed: ${API_KEY_SCOPES.join(', ')}`);
+  }
+  return scopes as ApiKeyScope[];
+}
+
+/**
+ * The `keys` commands, on the control table directly (operators, not customers).
+ *
+ * `keys create`: 1. validate `--workspace`, `--role` and `--scopes` (default: every scope); 2. ensure the
+ * workspace exists; 3. create the key; 4. print it, once (with `--json`, exactly
+ * `{"apiKey": "...", "keyId": "...", "workspaceId": "..."}`).
+ *
+ * `keys list`: every key of the workspace, revoked ones included: public id, role, display prefix, state,
+ * creation, last use, scopes (with `--json`, `{"workspaceId": "...", "keys": [...]}`). Never the key.
+ *
+ * `keys revoke`: revokes one key by its public id; the API refuses it from its next request.
+ */
+export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
+  const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const store = deps.store ?? (() => new ControlStore(readCliTables().control));
+  return [
+    {
+      name: 'keys create',
+      usage: USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: {
+            workspace: { type: 'string' },
+            role: { type: 'string' },
+            scopes: { type: 'string' },
+            json: { type: 'boolean', default: false },
+          },
+          allowPositionals: true,
+          strict: true,
+        });
+        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+        const workspaceId = workspaceOption(values.workspace);
+        if (values.role === undefined) {
+          throw new CliUsageError(`--role is required: one of ${API_KEY_ROLES.join(', ')}`);
+        }
+        if (!isApiKeyRole(values.role)) {
+          throw new CliUsageError(`Unknown role "${values.role}". Allowed: ${API_KEY_ROLES.join(', ')}`);
+        }
+        const role = values.role;
+        const scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
+
+        const control = store();
+        await control.ensureWorkspace(workspaceId);
+        const { apiKey, record } = await control.createApiKey({ workspaceId, role, scopes });
+
+        if (values.json) {
+          out(JSON.stringify({ apiKey, keyId: record.keyId, workspaceId }));
+          return;
+        }
+        out(`Created a ${role} API key ${record.keyId} for workspace ${workspaceId}.`);
+        out(`Scopes: ${record.scopes.join(', ')}`);
+        out('Store it now: it is shown only once.');
+        out('');
+        out(`  ${apiKey}`);
+      },
+    },
+    {
+      name: 'keys list',
+      usage: LIST_USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
+          allowPositionals: true,
+          strict: true,
+        });
+        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+        const workspaceId = workspaceOption(values.workspace);
+        const keys = await store().listApiKeys(workspaceId);
+        if (values.json) {
+          out(JSON.stringify({ workspaceId, keys }));
+          return;
+        }
+        if (keys.length === 0) {
+          out(`Workspace ${workspaceId} has no API keys.`);
+          return;
+        }
+        for (const key of keys) out(keyLine(key));
+      },
+    },
+    {
+      name: 'keys revoke',
+      usage: REVOKE_USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: { workspace: { type: 'string' } },
+          allowPositionals: true,
+          strict: true,
+        });
+        const workspaceId = workspaceOption(values.workspace);
+        const [keyId, ...rest] = positionals;
+        if (keyId === undefined) throw new CliUsageError('Give the key id to revoke (keys list shows them)');
+        if (rest.length > 0) throw new CliUsageError(`Unexpected argument: ${rest.join(' ')}`);
+        if (!isApiKeyId(keyId))
+          throw new CliUsageError(`"${keyId}" is not a key id like key_0123456789abcdef01234567`);
+        const revoked = await store().revokeApiKey(workspaceId, keyId);
+        if (revoked === undefined) throw new Error(`Workspace ${workspaceId} has no API key ${keyId}`);
+        out(`Revoked ${keyId} (${revoked.role}) of workspace ${workspaceId} at ${revoked.revokedAt}.`);
+        out('The API refuses it from its next request.');
+      },
+    },
+  ];
+}
+
+/** The `keys` commands of the `npm run sluice` CLI. */
+export const commands: CliCommand[] = createKeysCommands();

@@ -1,0 +1,172 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
+import {
+  type ContractHarness,
+  startContractHarness,
+  type TestWorkspace,
+} from '../helpers/contract-harness.js';
+
+let harness: ContractHarness;
+let ws: TestWorkspace;
+let client: Client;
+let serverLog = '';
+
+beforeAll(async () => {
+  harness = await startContractHarness();
+  ws = await harness.newWorkspace();
+  // `sluice mcp` as an MCP client would start it: its own process, the connection in its environment.
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', 'packages/cli/src/main.ts', 'mcp'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      SLUICE_API_URL: `${harness.url}/api/v1`,
+      SLUICE_API_KEY: ws.client.apiKey!,
+    },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (chunk) => {
+    serverLog += chunk;
+  });
+  client = new Client({ name: 'sluice-test', version: '1.0.0' });
+  await client.connect(transport);
+});
+
+afterAll(async () => {
+  await client?.close();
+  expect(await harness.closeAndFindLeaks()).toEqual([]);
+  expect(serverLog).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
+});
+
+/** The text parts of a tool result. */
+function texts(result: CallToolResult): string[] {
+  return result.content.flatMap((part) => (part.type === 'text' ? [part.text] : []));
+}
+
+/** The API's JSON a tool returned (its first text part). */
+function apiJson(result: CallToolResult): Record<string, unknown> {
+  return JSON.parse(texts(result)[0]!);
+}
+
+async function callTool(name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+describe('sluice mcp over stdio, against the local API', () => {
+  it('lists one tool per operation, input schemas from the API validation, destructive ones marked', async () => {
+    // Act
+    const { tools } = await client.listTools();
+
+    // Assess
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    expect([...byName.keys()].sort()).toEqual([
+      'create_data_export',
+      'delete_data_export',
+      'get_data_export',
+      'list_data_export_runs',
+      'list_data_exports',
+      'run_data_export',
+      'test_data_export',
+      'update_data_export',
+    ]);
+    const create = byName.get('create_data_export')!;
+    expect(create.inputSchema.required).toEqual(
+      expect.arrayContaining(['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey']),
+    );
+    expect(create.inputSchema.properties).toMatchObject({
+      provider: { enum: ['s3', 'gcs'] },
+      datasets: {
+        type: 'array',
+        minItems: 1,
+        items: { enum: expect.arrayContaining(['email_events', 'subscribers']) },
+      },
+      frequency: { enum: expect.arrayContaining(['every_5_minutes', 'daily']) },
+    });
+    expect(create.description).toMatch(/^Create data export\. Adds an S3/);
+    expect(byName.get('update_data_export')!.inputSchema.required).toEqual(['id']);
+    expect(byName.get('update_data_export')!.inputSchema.properties).toHaveProperty('isEnabled');
+    expect(byName.get('list_data_export_runs')!.inputSchema.properties).toMatchObject({
+      limit: { type: 'integer', minimum: 1, maximum: 100 },
+    });
+    expect(byName.get('delete_data_export')!.annotations).toMatchObject({ destructiveHint: true });
+    expect(byName.get('update_data_export')!.annotations).toMatchObject({ destructiveHint: true });
+    for (const name of ['list_data_exports', 'get_data_export', 'list_data_export_runs']) {
+      expect(byName.get(name)!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
+    }
+    for (const name of ['create_data_export', 'run_data_export', 'test_data_export']) {
+      expect(byName.get(name)!.annotations).toMatchObject({ destructiveHint: false });
+    }
+  });
+
+  it('creates an export, reads it back, updates, runs, lists runs and deletes it, with the API JSON as results', async () => {
+    // Act
+    const body = harness.createBody({ datasets: ['email_events', 'sms_events'], frequency: 'hourly' });
+    const created = await callTool('create_data_export', body);
+
+    // Assess
+    expect(created.isError).toBeFalsy();
+    const view = apiJson(created).dataExport as Record<string, unknown>;
+    expect(view).toMatchObject({
+      name: 'Analytics lake',
+      datasets: ['email_events', 'sms_events'],
+      frequency: 'hourly',
+    });
+    const id = view.id as string;
+    const got = await callTool('get_data_export', { id });
+    expect(apiJson(got)).toEqual({
+      success: true,
+      dataExport: expect.objectContaining({ id, accessKeyId: 'S3…' }),
+    });
+    const listed = apiJson(await callTool('list_data_exports'));
+    expect((listed.dataExports as { id: string }[]).map((item) => item.id)).toContain(id);
+    const updated = apiJson(await callTool('update_data_export', { id, isEnabled: false, name: 'Renamed' }));
+    expect(updated.dataExport).toMatchObject({ name: 'Renamed', isEnabled: false });
+    const refused = await callTool('run_data_export', { id });
+    expect(refused.isError).toBe(true);
+    expect(texts(refused)[0]).toMatch(/\(HTTP 409, destination_disabled\)/);
+    await callTool('update_data_export', { id, isEnabled: true });
+    // The create queued the first run already: no second one starts.
+    expect(apiJson(await callTool('run_data_export', { id }))).toMatchObject({
+      success: true,
+      queued: false,
+      dataExport: { id, status: 'queued' },
+    });
+    expect(apiJson(await callTool('test_data_export', { id }))).toMatchObject({ success: true });
+    expect(apiJson(await callTool('list_data_export_runs', { id, limit: 5 }))).toEqual({
+      success: true,
+      runs: [],
+    });
+    expect(apiJson(await callTool('delete_data_export', { id }))).toEqual({
+      success: true,
+      dataExportId: id,
+    });
+    const gone = await callTool('get_data_export', { id });
+    expect(gone.isError).toBe(true);
+    expect(texts(gone)[0]).toMatch(/HTTP 404, not_found/);
+  });
+
+  it("returns the API's validation error as a tool error, with the message and each field issue", async () => {
+    // Act: values that pass the schema but not the API's checks, and an unknown field
+    const result = await callTool(
+      'create_data_export',
+      harness.createBody({ bucket: 's3://acme-exports', pathPrefix: '../up', colour: 'blue' }),
+    );
+
+    // Assess
+    expect(result.isError).toBe(true);
+    const [summary, json] = texts(result);
+    expect(summary).toMatch(/\(HTTP 400, invalid_input\)/);
+    expect(summary).toMatch(/^- bucket: Bucket name, not a URL/m);
+    expect(summary).toMatch(/^- pathPrefix: Path prefix cannot contain \. or \.\. segments\.$/m);
+    expect(summary).toMatch(/^- colour: Unknown field "colour"\.$/m);
+    expect(JSON.parse(json!)).toMatchObject({
+      success: false,
+      code: 'invalid_input',
+      issues: expect.any(Array),
+    });
+    expect(JSON.stringify(result)).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
+  });
+});
