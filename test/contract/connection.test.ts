@@ -162,6 +162,7 @@ describe('a bucket host that accepts and then answers one byte at a time', () =>
     const api = createApiHandler({
       store: harness.store,
       sealer: new SecretSealer(kmsKey),
+      allowedEndpoints: localBucketOrigins,
       connectionTestDeadlineMs: 1_000,
       testConnection: (location, credentials, options) =>
         testConnection({ ...location, endpoint: slow.endpoint }, credentials, {

@@ -4,7 +4,7 @@ import { eventFileKey, type EventDataset, newDestination, spanWindows, windowKey
 import { type EventSource, EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import {
   LOCAL_BUCKET,
   LOCAL_S3_ENDPOINT,
@@ -14,7 +14,7 @@ import {
 } from './local-bucket.test-support.js';
 import type { RunRef, WorkItem } from './payloads.js';
 import { writeWindow } from './write.js';
-import { controlTable, eventTables, kmsKey } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
 
 /**
  * A span of sub-hour windows is read from the event log in one pass and cut into windows by recorded time;
@@ -125,6 +125,9 @@ function countingSource(): { source: EventSource; calls: () => number } {
   };
 }
 
+/** The S3 writer with the local bucket exempt from the endpoint rules. */
+const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+
 function deps(overrides: Partial<EngineDeps>): Partial<EngineDeps> {
   return {
     controlStore,
@@ -132,7 +135,7 @@ function deps(overrides: Partial<EngineDeps>): Partial<EngineDeps> {
     leases: new LeaseStore(controlTable),
     runs: new RunStore(controlTable),
     sealer,
-    bucketWriterFactory: defaultBucketWriterFactory,
+    bucketWriterFactory: localBucketWriterFactory,
     metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
     ...overrides,
   };
@@ -180,7 +183,7 @@ describe('writeWindow over a span of 15-minute windows', () => {
     const run = await leasedRun();
     const second = eventFileKey(`span-read-test/${run.destinationId}`, dataset, windows[1]!, 0);
     const failing: BucketWriterFactory = (location, credentials) => {
-      const writer = defaultBucketWriterFactory(location, credentials);
+      const writer = localBucketWriterFactory(location, credentials);
       return {
         ...writer,
         writeFile: async (key, lines, options) => {
