@@ -7,7 +7,12 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/client-kms';
 import { DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ControlStore } from '@sluice/control';
-import { DatabaseUnavailableError, KmsUnavailableError, SecretRejectedError } from '@sluice/core';
+import {
+  DatabaseUnavailableError,
+  KmsUnavailableError,
+  RateLimitedError,
+  SecretRejectedError,
+} from '@sluice/core';
 import { classifyEngineError, PERMANENT_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '@sluice/engine';
 import { SecretSealer } from '@sluice/secrets';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -118,5 +123,23 @@ describe('the key service', () => {
     expect((failure as SecretRejectedError).retryable).toBe(false);
     expect(PERMANENT_ERROR_NAMES).toContain(classifyEngineError(failure).name);
     expect(errorResponse(failure, { error: () => undefined } as never).statusCode).toBe(500);
+  });
+});
+
+describe('the caller over its per-key rate limit', () => {
+  it('a retryable RateLimitedError, 429 rate_limited with Retry-After in whole seconds', () => {
+    // Act
+    const response = errorResponse(new RateLimitedError(3));
+
+    // Assess
+    expect(new RateLimitedError(3).retryable).toBe(true);
+    expect(response.statusCode).toBe(429);
+    expect(response.headers['Retry-After']).toBe('3');
+    expect(JSON.parse(response.body)).toEqual({
+      success: false,
+      error: 'Too many requests with this API key. Retry after 3 s.',
+      code: 'rate_limited',
+      retryable: true,
+    });
   });
 });
