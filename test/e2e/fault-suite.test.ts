@@ -71,29 +71,19 @@ let lastRunStartedAt: number;
 // The packages read the environment at load: they are imported once the proxies are in it.
 let modules: Awaited<ReturnType<typeof load>>;
 async function load() {
-  const [control, eventlog, secrets, core, engine, local, s3local] = await Promise.all([
-    import('@sluice/control'),
-    import('@sluice/eventlog'),
-    import('@sluice/secrets'),
-    import('@sluice/core'),
-    import('@sluice/engine'),
-    import('../../packages/local/src/stepfunctions.js'),
-    import('../../packages/local/src/s3-local.js'),
-  ]);
-  return { control, eventlog, secrets, core, engine, local, s3local };
-}
-
-/** The writer function's factory and configuration reader, loaded with the other modules. */
-let writerFunctions: {
-  createWriterFunction: typeof import('../../functions/writer/function.js').createWriterFunction;
-  readWriterConfig: typeof import('../../functions/writer/config.js').readWriterConfig;
-};
-async function loadWriterFunctions(): Promise<typeof writerFunctions> {
-  const [{ createWriterFunction }, { readWriterConfig }] = await Promise.all([
-    import('../../functions/writer/function.js'),
-    import('../../functions/writer/config.js'),
-  ]);
-  return { createWriterFunction, readWriterConfig };
+  const [control, eventlog, secrets, core, engine, local, s3local, writerFunction, writerConfig] =
+    await Promise.all([
+      import('@sluice/control'),
+      import('@sluice/eventlog'),
+      import('@sluice/secrets'),
+      import('@sluice/core'),
+      import('@sluice/engine'),
+      import('../../packages/local/src/stepfunctions.js'),
+      import('../../packages/local/src/s3-local.js'),
+      import('../../functions/writer/function.js'),
+      import('../../functions/writer/config.js'),
+    ]);
+  return { control, eventlog, secrets, core, engine, local, s3local, writerFunction, writerConfig };
 }
 
 beforeAll(async () => {
@@ -123,7 +113,6 @@ beforeAll(async () => {
   // The SDK's DynamoDB clients take their endpoint from the environment when they are built, at load.
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoProxy.endpoint;
   modules = await load();
-  writerFunctions = await loadWriterFunctions();
   const { control, eventlog, secrets, core, s3local } = modules;
   direct = new S3Client({
     endpoint: s3Endpoint,
@@ -207,13 +196,13 @@ afterAll(async () => {
 
 /** Runs ExportRun executions, faults on, until a run succeeds with nothing left to do. */
 async function exportUntilCaughtUp(): Promise<void> {
-  const { local } = modules;
+  const { local, writerFunction, writerConfig } = modules;
   // The definition's own Retry backoff (2 s, 4 s, ... with jitter) is shortened: the faults are the point.
   const retryIntervalOverrides = Object.fromEntries(
     ['ClaimAndPlan', 'WriteWindow', 'Commit', 'RecordFailure'].map((state) => [state, 50]),
   );
   // The real writer, with the bucket proxy's origin exempt from the endpoint rules beside the local bucket's.
-  const writer = writerFunctions.createWriterFunction(writerFunctions.readWriterConfig(process.env), {
+  const writer = writerFunction.createWriterFunction(writerConfig.readWriterConfig(process.env), {
     allowedEndpoints: new Set([...localBucketOrigins, new URL(s3Proxy.endpoint).origin]),
   });
   const runner = await local.LocalWorkflows.create({
