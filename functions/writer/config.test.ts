@@ -32,13 +32,17 @@ describe('engine function configuration', () => {
   });
 
   it('reads run-control budget and retention, with defaults, and refuses a value that is not positive', () => {
-    const env = { SLUICE_CONTROL_TABLE: 'c', SLUICE_STAGE: 'prod' };
+    const env = { SLUICE_CONTROL_TABLE: 'c', SLUICE_STAGE: 'prod', SLUICE_EVENT_BUS_NAME: 'sluice-prod' };
     expect(readRunControlConfig(env)).toEqual({
       controlTable: 'c',
       runBudgetMs: 180_000,
       eventRetentionMs: 35 * 86_400_000,
       stage: 'prod',
+      eventBusName: 'sluice-prod',
     });
+    expect(() => readRunControlConfig({ ...env, SLUICE_EVENT_BUS_NAME: '' })).toThrow(
+      'SLUICE_EVENT_BUS_NAME is not set',
+    );
     expect(readRunControlConfig({ ...env, SLUICE_RUN_BUDGET_SECONDS: '0.5' }).runBudgetMs).toBe(500);
     expect(() => readRunControlConfig({ ...env, SLUICE_RUN_BUDGET_SECONDS: '-1' })).toThrow(
       'SLUICE_RUN_BUDGET_SECONDS must be a positive number, got -1',
