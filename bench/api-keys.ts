@@ -36,13 +36,15 @@ export async function runApiKeyBench(
 ): Promise<ApiKeyBench> {
   const samples = options.samples ?? 500;
   const floodRequests = options.floodRequests ?? 4_000;
-  const tableName = process.env.SLUICE_CONTROL_TABLE as string;
-  const store = new ControlStore();
+  // Read once the services' environment is set.
+  const { controlTable } = await import('../test/helpers/tables.js');
+  const tableName = controlTable.tableName;
+  const store = new ControlStore(controlTable);
   const workspaceId = `ws_bench_${Date.now()}`;
 
   // 1. Latency, alternating the two calls so both see the same load.
   const { apiKey, record } = await store.createApiKey({ workspaceId, role: 'owner' });
-  const unlimited = new ApiKeyMeter({ limit: { ratePerSecond: 1000, burst: 5000 } });
+  const unlimited = new ApiKeyMeter({ ...controlTable, limit: { ratePerSecond: 1000, burst: 5000 } });
   const get = new GetCommand({ TableName: tableName, Key: { PK: apiKeyPk(record.keyHash), SK: API_KEY_SK } });
   const getTimes: number[] = [];
   const meterTimes: number[] = [];

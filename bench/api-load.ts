@@ -97,7 +97,8 @@ export async function runApiLoadBench(options: ApiLoadBenchOptions = {}): Promis
   const server = await startApiServer({ host: '127.0.0.1', port: 0 });
   try {
     const workspaceId = `ws_load${randomBytes(4).toString('hex')}`;
-    const store = new ControlStore();
+    const { controlTable } = await import('../test/helpers/tables.js');
+    const store = new ControlStore(controlTable);
     await store.ensureWorkspace(workspaceId, 'API load');
     const { apiKey } = await store.createApiKey({ workspaceId, role: 'owner' });
     const headers = { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' };

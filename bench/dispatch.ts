@@ -39,11 +39,12 @@ interface ChildTask {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [{ LocalWorkflows }, { loadWorkflowDefinitions }, control, engine] = await Promise.all([
+  const [{ LocalWorkflows }, { loadWorkflowDefinitions }, control, engine, eventlog] = await Promise.all([
     import('../packages/local/src/stepfunctions.js'),
     import('../packages/local/src/template.js'),
     import('@sluice/control'),
     import('@sluice/engine'),
+    import('@sluice/eventlog'),
   ]);
   const counts = new Map<string, number>();
   let pages = 0;
@@ -64,6 +65,10 @@ async function child(task: ChildTask): Promise<void> {
     runs: new control.RunStore({ tableName }),
     runState: new control.RunStateStore({ tableName }),
     dueIndex: new control.DueIndex({ tableName }),
+    eventSource: new eventlog.EventLogReader({
+      eventsTable: process.env.SLUICE_EVENTS_TABLE as string,
+      subscribersTable: process.env.SLUICE_SUBSCRIBERS_TABLE as string,
+    }),
   };
   const directStarted = Date.now();
   let next: string | undefined;

@@ -73,7 +73,9 @@ export async function runResumeBench(
   const hourStart = core.startOfUtcDay(Date.now()) - 12 * HOUR_MS;
   const window = { fromMs: hourStart - 1, toMs: hourStart + HOUR_MS - 1 };
 
-  const writer = new eventlog.EventLogWriter({ explicitRecordedAt: 'unchecked' });
+  // Read once the services' environment is set.
+  const { controlTable, eventTables, kmsKey, localBucketOrigins } = await import('../test/helpers/tables.js');
+  const writer = new eventlog.EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   const ingestStarted = performance.now();
   // Ingested only when DynamoDB Local is measured.
   let batch: unknown[] = [];
@@ -99,9 +101,17 @@ export async function runResumeBench(
         `${((performance.now() - ingestStarted) / 1000).toFixed(1)} s`,
     );
 
-  const store = new control.ControlStore();
-  const leases = new control.LeaseStore();
-  const sealer = new SecretSealer();
+  const store = new control.ControlStore(controlTable);
+  const leases = new control.LeaseStore(controlTable);
+  const sealer = new SecretSealer(kmsKey);
+  const writerDeps = {
+    controlStore: store,
+    cursors: new control.CursorStore(controlTable),
+    sealer,
+    eventSource: new eventlog.EventLogReader(eventTables),
+    bucketWriterFactory: engine.createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+    metrics: engine.noRunMetrics,
+  };
   const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
   const bucket = new s3.S3Client({
     endpoint,
@@ -175,7 +185,7 @@ export async function runResumeBench(
           },
           item: { dataset: 'email_events', kind: 'events', fromMs: window.fromMs, toMs: window.toMs },
         },
-        { metrics: engine.noRunMetrics, ...(eventSource ? { eventSource } : {}) },
+        { ...writerDeps, ...(eventSource ? { eventSource } : {}) },
       );
       await leases.release(lease);
       rows += result.rows;

@@ -130,17 +130,19 @@ export async function runWholeExportBench(
       import('../packages/local/src/stepfunctions.js'),
       import('../packages/local/src/s3-local.js'),
     ]);
+  // Read once the services' environment is set.
+  const { controlTable, eventTables } = await import('../test/helpers/tables.js');
   const server = await startApiServer({ host: '127.0.0.1', port: 0 });
   try {
     const workspaceId = `ws_bench${randomBytes(4).toString('hex')}`;
-    const store = new ControlStore();
+    const store = new ControlStore(controlTable);
     await store.ensureWorkspace(workspaceId, 'Benchmark');
     const { apiKey } = await store.createApiKey({ workspaceId, role: 'owner' });
 
     // Ingest, ending on a whole hour that every frequency may export now
     const to = gridExportLimit(Date.now(), 'hourly');
     const from = to - days * DAY_MS;
-    const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+    const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
     const ingestStarted = performance.now();
     let batch: Record<string, unknown>[] = [];
     let ingested = 0;

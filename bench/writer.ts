@@ -59,11 +59,23 @@ function memorySource(pool: string[], rows: number): EventSource {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [{ writeWindow, noRunMetrics }, { generateEmailLines }, { CursorStore, LeaseStore }] =
-    await Promise.all([import('@sluice/engine'), import('./encode.js'), import('@sluice/control')]);
+  const [
+    { createBucketWriterFactory, writeWindow, noRunMetrics },
+    { generateEmailLines },
+    { ControlStore, CursorStore, LeaseStore },
+    { EventLogReader },
+    { SecretSealer },
+  ] = await Promise.all([
+    import('@sluice/engine'),
+    import('./encode.js'),
+    import('@sluice/control'),
+    import('@sluice/eventlog'),
+    import('@sluice/secrets'),
+  ]);
+  const { controlTable, eventTables, kmsKey, localBucketOrigins } = await import('../test/helpers/tables.js');
   const runId = `run_bench${randomUUID().slice(0, 8)}`;
   // The writer saves its progress under the run's lease, as in a real run.
-  const lease = await new LeaseStore().claim({
+  const lease = await new LeaseStore(controlTable).claim({
     workspaceId: task.workspaceId,
     destinationId: task.destinationId,
     runId,
@@ -74,7 +86,7 @@ async function child(task: ChildTask): Promise<void> {
   });
   if (lease === undefined) throw new Error('the bench destination is leased by another run');
   // Each case writes its window whole: forget an earlier case's progress in the same window.
-  await new CursorStore().deleteProgress(task.workspaceId, task.destinationId, [
+  await new CursorStore(controlTable).deleteProgress(task.workspaceId, task.destinationId, [
     { dataset: 'email_events', window: `${task.fromMs}-${task.toMs}` },
   ]);
   const pool = task.source === 'memory' ? generateEmailLines(10_000, 11) : [];
@@ -99,7 +111,16 @@ async function child(task: ChildTask): Promise<void> {
       },
       item: { dataset: 'email_events' as EventDataset, kind: 'events', fromMs: task.fromMs, toMs: task.toMs },
     },
-    { metrics: noRunMetrics, ...overrides },
+    {
+      controlStore: new ControlStore(controlTable),
+      cursors: new CursorStore(controlTable),
+      sealer: new SecretSealer(kmsKey),
+      eventSource: new EventLogReader(eventTables),
+      // The local s3rver, allow-listed as the local runtime does.
+      bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+      metrics: noRunMetrics,
+      ...overrides,
+    },
   );
   const ms = performance.now() - started;
   clearInterval(sampler);
@@ -168,11 +189,12 @@ export async function runWriterBench(
     import('@sluice/secrets'),
     import('@sluice/core'),
   ]);
+  const { controlTable, eventTables, kmsKey } = await import('../test/helpers/tables.js');
   const workspaceId = `ws_benchw${randomUUID().slice(0, 8)}`;
   const from = core.startOfUtcDay(Date.now()) - core.DAY_MS;
   const to = from + core.DAY_MS - 1;
 
-  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   const ingestStarted = performance.now();
   let ingestedRows = 0;
   let batch: unknown[] = [];
@@ -197,9 +219,9 @@ export async function runWriterBench(
 
   const destinationId = `exp_bench${randomUUID().replaceAll('-', '').slice(0, 16)}`;
   const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
-  const sealer = new SecretSealer();
+  const sealer = new SecretSealer(kmsKey);
   const startFrom = new Date(from).toISOString();
-  await new ControlStore().createDestination({
+  await new ControlStore(controlTable).createDestination({
     ...newDestination({
       workspaceId,
       id: destinationId,

@@ -1,42 +1,56 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-
-const saved = { ...process.env };
-
-afterEach(() => {
-  process.env = { ...saved };
-  vi.resetModules();
-});
+import { describe, expect, it } from 'vitest';
+import { readApiConfig } from './config.js';
+import { readAuthorizerConfig } from '../authorizer/config.js';
+import { readIngestConfig } from '../ingest/config.js';
 
 describe('function configuration', () => {
-  it('reads the API configuration at load', async () => {
-    process.env.SLUICE_CONTROL_TABLE = 'control';
-    process.env.SLUICE_KMS_KEY_ID = 'arn:aws:kms:us-east-1:000000000000:key/1';
-    process.env.SLUICE_API_KEY_RATE_LIMIT = '10';
-    process.env.SLUICE_API_KEY_BURST_LIMIT = '20';
-    const { config } = await import('./config.js');
-    expect(config).toEqual({
+  const apiEnv = {
+    SLUICE_CONTROL_TABLE: 'control',
+    SLUICE_KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/1',
+    SLUICE_API_KEY_RATE_LIMIT: '10',
+    SLUICE_API_KEY_BURST_LIMIT: '20',
+  };
+
+  it('reads the API configuration from the environment it is given', () => {
+    expect(readApiConfig(apiEnv)).toEqual({
       controlTable: 'control',
       kmsKeyId: 'arn:aws:kms:us-east-1:000000000000:key/1',
       apiKeyRateLimit: { ratePerSecond: 10, burst: 20 },
     });
   });
 
-  it.each(['', '0', '2.5', 'ten'])('fails at load when the per-key rate limit is %j', async (value) => {
-    process.env.SLUICE_CONTROL_TABLE = 'control';
-    process.env.SLUICE_KMS_KEY_ID = 'arn:aws:kms:us-east-1:000000000000:key/1';
-    process.env.SLUICE_API_KEY_RATE_LIMIT = value;
-    process.env.SLUICE_API_KEY_BURST_LIMIT = '20';
-    await expect(import('./config.js')).rejects.toThrow('SLUICE_API_KEY_RATE_LIMIT');
+  it.each(['', '0', '2.5', 'ten'])('fails when the per-key rate limit is %j', (value) => {
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_API_KEY_RATE_LIMIT: value })).toThrow(
+      'SLUICE_API_KEY_RATE_LIMIT',
+    );
   });
 
-  it('fails at load when a variable is missing', async () => {
-    process.env.SLUICE_CONTROL_TABLE = 'control';
-    delete process.env.SLUICE_KMS_KEY_ID;
-    await expect(import('./config.js')).rejects.toThrow('SLUICE_KMS_KEY_ID is not set');
+  it('fails when the per-key burst is missing', () => {
+    const { SLUICE_API_KEY_BURST_LIMIT: _burst, ...withoutBurst } = apiEnv;
+    expect(() => readApiConfig(withoutBurst)).toThrow('SLUICE_API_KEY_BURST_LIMIT is not set');
   });
 
-  it('fails the authorizer at load without its table', async () => {
-    delete process.env.SLUICE_CONTROL_TABLE;
-    await expect(import('../authorizer/config.js')).rejects.toThrow('SLUICE_CONTROL_TABLE is not set');
+  it('fails naming a missing or empty variable', () => {
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_KMS_KEY_ID: undefined })).toThrow(
+      'SLUICE_KMS_KEY_ID is not set',
+    );
+    expect(() => readApiConfig({ ...apiEnv, SLUICE_CONTROL_TABLE: '', SLUICE_KMS_KEY_ID: '' })).toThrow(
+      'SLUICE_CONTROL_TABLE is not set; SLUICE_KMS_KEY_ID is not set',
+    );
+  });
+
+  it('fails the authorizer without its table', () => {
+    expect(() => readAuthorizerConfig({})).toThrow('SLUICE_CONTROL_TABLE is not set');
+  });
+
+  it('reads the ingest retention in days, refusing 30 or fewer', () => {
+    const tables = { SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's' };
+    expect(readIngestConfig(tables).retentionSeconds).toBe(35 * 86_400);
+    expect(readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '60' }).retentionSeconds).toBe(
+      60 * 86_400,
+    );
+    expect(() => readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '30' })).toThrow(
+      'SLUICE_EVENT_RETENTION_DAYS must be an integer above 30',
+    );
   });
 });

@@ -1,14 +1,32 @@
-import { requiredEnv, requiredPositiveIntegerEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, positiveIntegerVariable, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the API function, read once at load; throws on a missing variable. */
-export const config = {
+/** The variables of the API function. */
+export const apiEnvironment = z.object({
   /** The control table: destinations, cursors, runs. */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  SLUICE_CONTROL_TABLE: requiredVariable,
   /** The KMS key that wraps each destination's data key. */
-  kmsKeyId: requiredEnv('SLUICE_KMS_KEY_ID'),
-  /** Per API key: steady requests a second and burst (settings `apiKeyRateLimit`, `apiKeyBurstLimit`). */
-  apiKeyRateLimit: {
-    ratePerSecond: requiredPositiveIntegerEnv('SLUICE_API_KEY_RATE_LIMIT'),
-    burst: requiredPositiveIntegerEnv('SLUICE_API_KEY_BURST_LIMIT'),
-  },
-} as const;
+  SLUICE_KMS_KEY_ID: requiredVariable,
+  /** Per API key: steady requests a second (setting `apiKeyRateLimit`). */
+  SLUICE_API_KEY_RATE_LIMIT: positiveIntegerVariable,
+  /** Per API key: the burst (setting `apiKeyBurstLimit`). */
+  SLUICE_API_KEY_BURST_LIMIT: positiveIntegerVariable,
+});
+
+/** Configuration of the API function. */
+export interface ApiConfig {
+  controlTable: string;
+  kmsKeyId: string;
+  /** Per API key: steady requests a second and burst. */
+  apiKeyRateLimit: { ratePerSecond: number; burst: number };
+}
+
+/** Reads the API function's configuration; throws naming a missing or invalid variable. */
+export function readApiConfig(env: Env): ApiConfig {
+  const vars = readEnv(apiEnvironment, env);
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    kmsKeyId: vars.SLUICE_KMS_KEY_ID,
+    apiKeyRateLimit: { ratePerSecond: vars.SLUICE_API_KEY_RATE_LIMIT, burst: vars.SLUICE_API_KEY_BURST_LIMIT },
+  };
+}

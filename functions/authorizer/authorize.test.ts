@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { ApiKeyRecord } from '@sluice/control';
 import { generateApiKey } from '@sluice/control';
-import { ServiceUnavailableError } from '@sluice/core';
+import { DatabaseUnavailableError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { createAuthorizer } from './authorize.js';
 
@@ -74,7 +74,7 @@ describe('createAuthorizer', () => {
       authError: 'invalid_api_key',
     });
     const down = setup(async () => {
-      throw new ServiceUnavailableError();
+      throw new DatabaseUnavailableError();
     });
     expect((await down.authorize({ identitySource: [`Bearer ${key}`] })).context).toEqual({
       authError: 'unavailable',

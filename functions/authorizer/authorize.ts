@@ -1,7 +1,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { type AuthorizerContext, bearerToken } from '@sluice/api';
 import { type ApiKeyRecord, parseApiKey } from '@sluice/control';
-import { ServiceUnavailableError, redactSecrets } from '@sluice/core';
+import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
 
 /** The authorizer's logger. It logs outcomes only, never a key or any part of one. */
 export const logger = new Logger({ serviceName: 'sluice-authorizer', jsonReplacerFn: redactSecrets });
@@ -59,7 +59,7 @@ export function createAuthorizer(store: ApiKeyFinder, log: Logger = logger) {
       record = await store.findApiKey(parsed.apiKey);
     } catch (error) {
       log.warn('API key lookup failed', {
-        reason: error instanceof ServiceUnavailableError ? 'unavailable' : 'error',
+        reason: error instanceof DatabaseUnavailableError ? 'unavailable' : 'error',
         errorName: error instanceof Error ? error.name : undefined,
       });
       return { isAuthorized: true, context: { authError: 'unavailable' } };

@@ -1,7 +1,18 @@
-import { requiredEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the authorizer function, read once at load; throws on a missing variable. */
-export const config = {
+/** The variables of the authorizer function. */
+export const authorizerEnvironment = z.object({
   /** The control table holding API keys (by SHA-256). */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
-} as const;
+  SLUICE_CONTROL_TABLE: requiredVariable,
+});
+
+/** Configuration of the authorizer function. */
+export interface AuthorizerConfig {
+  controlTable: string;
+}
+
+/** Reads the authorizer's configuration; throws naming a missing variable. */
+export function readAuthorizerConfig(env: Env): AuthorizerConfig {
+  return { controlTable: readEnv(authorizerEnvironment, env).SLUICE_CONTROL_TABLE };
+}

@@ -1,11 +1,29 @@
-import { requiredEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the dispatch function, read once at load; throws on a missing variable. */
-export const config = {
+/** The variables of the dispatch function. */
+export const dispatchEnvironment = z.object({
   /** The control table and its due index. */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  SLUICE_CONTROL_TABLE: requiredVariable,
   /** The event log table: one cheap Query per dataset looks for new rows. */
-  eventsTable: requiredEnv('SLUICE_EVENTS_TABLE'),
+  SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
-  subscribersTable: requiredEnv('SLUICE_SUBSCRIBERS_TABLE'),
-} as const;
+  SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+});
+
+/** Configuration of the dispatch function. */
+export interface DispatchConfig {
+  controlTable: string;
+  eventsTable: string;
+  subscribersTable: string;
+}
+
+/** Reads the dispatch function's configuration; throws naming a missing variable. */
+export function readDispatchConfig(env: Env): DispatchConfig {
+  const vars = readEnv(dispatchEnvironment, env);
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    eventsTable: vars.SLUICE_EVENTS_TABLE,
+    subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+  };
+}

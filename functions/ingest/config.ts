@@ -1,12 +1,31 @@
-import { requiredEnv } from '@sluice/core';
 import { parseEventRetentionDays } from '@sluice/eventlog';
+import { z } from 'zod';
+import { type Env, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the ingest function, read once at load; throws on a missing or invalid variable. */
-export const config = {
+/** The variables of the ingest function. */
+export const ingestEnvironment = z.object({
   /** The event log table. */
-  eventsTable: requiredEnv('SLUICE_EVENTS_TABLE'),
+  SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
-  subscribersTable: requiredEnv('SLUICE_SUBSCRIBERS_TABLE'),
-  /** Seconds events are kept after they are recorded: `SLUICE_EVENT_RETENTION_DAYS` (above 30), else 35 days. */
-  retentionSeconds: parseEventRetentionDays(process.env.SLUICE_EVENT_RETENTION_DAYS),
-} as const;
+  SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+  /** Days events are kept after they are recorded: above 30, else 35 days. */
+  SLUICE_EVENT_RETENTION_DAYS: z.string().optional(),
+});
+
+/** Configuration of the ingest function. */
+export interface IngestConfig {
+  eventsTable: string;
+  subscribersTable: string;
+  /** Seconds events are kept after they are recorded. */
+  retentionSeconds: number;
+}
+
+/** Reads the ingest function's configuration; throws naming a missing or invalid variable. */
+export function readIngestConfig(env: Env): IngestConfig {
+  const vars = readEnv(ingestEnvironment, env);
+  return {
+    eventsTable: vars.SLUICE_EVENTS_TABLE,
+    subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+    retentionSeconds: parseEventRetentionDays(vars.SLUICE_EVENT_RETENTION_DAYS),
+  };
+}

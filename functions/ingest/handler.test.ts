@@ -4,6 +4,7 @@ import { EventLogReader, EventLogWriter, redriveDeadLetters, workspaceSource } f
 import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/local';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { eventTables } from '../../test/helpers/tables.js';
 
 let handler: (event: EventBridgeEvent<string, unknown>) => Promise<unknown>;
 let createIngestHandler: typeof import('./handler.js').createIngestHandler;
@@ -74,7 +75,7 @@ describe('ingest handler', () => {
     });
     expect(warn).toHaveBeenCalledWith(expect.stringContaining('Refused 1 invalid events'), expect.anything());
     const written = await lines(
-      new EventLogReader().readWindow(workspaceId, 'custom_events', now - 60_000, Date.now()),
+      new EventLogReader(eventTables).readWindow(workspaceId, 'custom_events', now - 60_000, Date.now()),
     );
     expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_1']);
   });
@@ -97,7 +98,12 @@ describe('ingest handler', () => {
     // Assess
     expect(result).toMatchObject({ kind: 'events', accepted: 1, recordedAtIgnored: 1, invalid: [] });
     const written = await lines(
-      new EventLogReader().readWindow(workspaceId, 'custom_events', before - 7_200_000, Date.now()),
+      new EventLogReader(eventTables).readWindow(
+        workspaceId,
+        'custom_events',
+        before - 7_200_000,
+        Date.now(),
+      ),
     );
     expect(written).toHaveLength(1);
     expect(Date.parse(JSON.parse(written[0]!).recorded_at)).toBeGreaterThanOrEqual(before);
@@ -125,7 +131,7 @@ describe('ingest handler', () => {
       upserted: { accepted: 1 },
       deleted: { accepted: 1 },
     });
-    const ids = (await lines(new EventLogReader().readSubscribers(workspaceId))).map(
+    const ids = (await lines(new EventLogReader(eventTables).readSubscribers(workspaceId))).map(
       (line) => JSON.parse(line).id,
     );
     expect(ids.sort()).toEqual(['b', 'c']);
@@ -166,7 +172,12 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     // Prepare: a write that fails for real (DynamoDB Local has no such table), invoked as EventBridge does
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
     const broken = createIngestHandler(
-      new EventLogWriter({ eventsTable: `missing-${randomUUID()}`, logger, explicitRecordedAt: 'ignore' }),
+      new EventLogWriter({
+        ...eventTables,
+        eventsTable: `missing-${randomUUID()}`,
+        logger,
+        explicitRecordedAt: 'ignore',
+      }),
       logger,
     );
     const attempts = vi.fn(broken);
@@ -192,7 +203,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     const redriveAt = sentAt + 8 * 24 * 3_600_000;
     const summary = await redriveDeadLetters(
       queue,
-      new EventLogWriter({ now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
+      new EventLogWriter({ ...eventTables, now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
       logger,
     );
 
@@ -212,7 +223,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     });
     expect(queue.size).toBe(0);
     const written = await lines(
-      new EventLogReader().readWindow(workspaceId, 'custom_events', redriveAt - 1, redriveAt),
+      new EventLogReader(eventTables).readWindow(workspaceId, 'custom_events', redriveAt - 1, redriveAt),
     );
     expect(written.map((line) => JSON.parse(line).id).sort()).toEqual(['ce_1', 'ce_2']);
   });
@@ -221,6 +232,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     // Prepare
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
     const broken = new EventLogWriter({
+      ...eventTables,
       eventsTable: `missing-${randomUUID()}`,
       logger,
       explicitRecordedAt: 'ignore',

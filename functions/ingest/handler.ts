@@ -9,7 +9,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type BusIngestResult, EventLogWriter, ingestBusEvent } from '@sluice/eventlog';
-import { config } from './config.js';
+import { readIngestConfig } from './config.js';
 import { redactSecrets } from '@sluice/core';
 
 /** The handler over a given writer and logger (the module's `handler` uses the configured tables). */
@@ -20,6 +20,7 @@ export function createIngestHandler(
   return (event) => ingestBusEvent(writer, event, logger);
 }
 
+const config = readIngestConfig(process.env);
 const logger = new Logger({ serviceName: 'sluice-ingest', jsonReplacerFn: redactSecrets });
 const writer = new EventLogWriter({
   eventsTable: config.eventsTable,

@@ -1,24 +1,43 @@
 import { DEFAULT_ENGINE_SETTINGS } from '@sluice/engine';
-import { optionalPositiveNumberEnv, requiredEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, positiveNumberVariable, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the run-control function, read once at load; throws on a missing or invalid variable. */
-export const config = {
+const DAY_MS = 86_400_000;
+
+/** The variables of the run-control function. */
+export const runControlEnvironment = z.object({
   /** The control table: destinations, cursors, leases, runs. */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  SLUICE_CONTROL_TABLE: requiredVariable,
   /**
-   * The run's time budget (`SLUICE_RUN_BUDGET_SECONDS`, default 180): writers start no file after it, so a
-   * run ends well inside an Express execution's 5 minutes; what is left continues in the next run.
+   * The run's time budget in seconds (default 180): writers start no file after it, so a run ends well inside
+   * an Express execution's 5 minutes; what is left continues in the next run.
    */
-  runBudgetMs:
-    optionalPositiveNumberEnv('SLUICE_RUN_BUDGET_SECONDS', DEFAULT_ENGINE_SETTINGS.runBudgetMs / 1000) * 1000,
-  /** How long the event log keeps rows (`SLUICE_EVENT_RETENTION_DAYS`, default 35): older unexported rows are reported lost. */
-  eventRetentionMs:
-    optionalPositiveNumberEnv(
-      'SLUICE_EVENT_RETENTION_DAYS',
-      DEFAULT_ENGINE_SETTINGS.eventRetentionMs / 86_400_000,
-    ) * 86_400_000,
+  SLUICE_RUN_BUDGET_SECONDS: positiveNumberVariable(DEFAULT_ENGINE_SETTINGS.runBudgetMs / 1000),
+  /** How long the event log keeps rows, in days (default 35): older unexported rows are reported lost. */
+  SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(DEFAULT_ENGINE_SETTINGS.eventRetentionMs / DAY_MS),
   /** The deployment stage: the `Stage` dimension of the engine's metrics. */
-  stage: requiredEnv('SLUICE_STAGE'),
+  SLUICE_STAGE: requiredVariable,
   /** The Sluice bus: where a destination's failing and recovered notices are published. */
-  eventBusName: requiredEnv('SLUICE_EVENT_BUS_NAME'),
-} as const;
+  SLUICE_EVENT_BUS_NAME: requiredVariable,
+});
+
+/** Configuration of the run-control function. */
+export interface RunControlConfig {
+  controlTable: string;
+  runBudgetMs: number;
+  eventRetentionMs: number;
+  stage: string;
+  eventBusName: string;
+}
+
+/** Reads the run-control function's configuration; throws naming a missing or invalid variable. */
+export function readRunControlConfig(env: Env): RunControlConfig {
+  const vars = readEnv(runControlEnvironment, env);
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    runBudgetMs: vars.SLUICE_RUN_BUDGET_SECONDS * 1000,
+    eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
+    stage: vars.SLUICE_STAGE,
+    eventBusName: vars.SLUICE_EVENT_BUS_NAME,
+  };
+}

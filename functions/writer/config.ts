@@ -1,13 +1,33 @@
-import { requiredEnv } from '@sluice/core';
+import { z } from 'zod';
+import { type Env, readEnv, requiredVariable } from '../env.js';
 
-/** Configuration of the writer function, read once at load; throws on a missing variable. */
-export const config = {
+/** The variables of the writer function. */
+export const writerEnvironment = z.object({
   /** The control table: the destination is re-read before every file. */
-  controlTable: requiredEnv('SLUICE_CONTROL_TABLE'),
+  SLUICE_CONTROL_TABLE: requiredVariable,
   /** The event log table. */
-  eventsTable: requiredEnv('SLUICE_EVENTS_TABLE'),
+  SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
-  subscribersTable: requiredEnv('SLUICE_SUBSCRIBERS_TABLE'),
+  SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
   /** The KMS key the destinations' data keys were generated under. */
-  kmsKeyId: requiredEnv('SLUICE_KMS_KEY_ID'),
-} as const;
+  SLUICE_KMS_KEY_ID: requiredVariable,
+});
+
+/** Configuration of the writer function. */
+export interface WriterConfig {
+  controlTable: string;
+  eventsTable: string;
+  subscribersTable: string;
+  kmsKeyId: string;
+}
+
+/** Reads the writer function's configuration; throws naming a missing variable. */
+export function readWriterConfig(env: Env): WriterConfig {
+  const vars = readEnv(writerEnvironment, env);
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    eventsTable: vars.SLUICE_EVENTS_TABLE,
+    subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+    kmsKeyId: vars.SLUICE_KMS_KEY_ID,
+  };
+}

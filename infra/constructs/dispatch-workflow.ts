@@ -1,4 +1,4 @@
-import { LAMBDA_SERVICE_ERROR_NAMES } from '@sluice/engine';
+import { TRANSIENT_ERROR_NAMES } from '@sluice/engine';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -146,10 +146,11 @@ export class DispatchWorkflow extends Construct {
       }),
       taskTimeout: sfn.Timeout.duration(Duration.seconds(60)),
     });
-    // Lambda service errors and a throttled database: a page retried reads on from the same token, and
-    // destinations it already marked have left the due range. Anything else waits for the next tick.
+    // The one list of transient errors (Lambda service errors, a throttled database, ...): a page retried reads
+    // on from the same token, and destinations it already marked have left the due range. Anything else waits
+    // for the next tick.
     task.addRetry({
-      errors: [...LAMBDA_SERVICE_ERROR_NAMES, 'DatabaseUnavailableError'],
+      errors: [...TRANSIENT_ERROR_NAMES],
       interval: Duration.seconds(1),
       backoffRate: 2,
       maxAttempts: 3,

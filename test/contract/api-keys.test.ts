@@ -20,6 +20,7 @@ import {
   startContractHarness,
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
+import { kmsKey } from '../helpers/tables.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
 const LIMIT = { ratePerSecond: 1, burst: 3 };
@@ -50,7 +51,7 @@ beforeAll(async () => {
   const frozen = new Date('2026-12-03T12:00:00.000Z');
   const api = createApiHandler({
     store,
-    sealer: new SecretSealer(),
+    sealer: new SecretSealer(kmsKey),
     keyMeter: new ApiKeyMeter({ client: counted.client, tableName, limit: LIMIT, now: () => frozen }),
   }) as unknown as ApiFunction;
   harness = await startContractHarness({ handlers: { authorizer: cachingAuthorizer, api } });

@@ -12,6 +12,7 @@ import {
   type TestWorkspace,
   uniqueId,
 } from '../helpers/contract-harness.js';
+import { kmsKey, localBucketOrigins } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -114,7 +115,8 @@ describe('SSRF: a name that resolves to a private address', () => {
     const { handler: authorizer } = await import('../../functions/authorizer/handler.js');
     const api = createApiHandler({
       store: harness.store,
-      sealer: new SecretSealer(),
+      sealer: new SecretSealer(kmsKey),
+      allowedEndpoints: localBucketOrigins,
       testConnection: (location, credentials, options) =>
         testConnection(location, credentials, {
           ...options,
@@ -159,7 +161,8 @@ describe('a bucket host that accepts and then answers one byte at a time', () =>
     const { handler: authorizer } = await import('../../functions/authorizer/handler.js');
     const api = createApiHandler({
       store: harness.store,
-      sealer: new SecretSealer(),
+      sealer: new SecretSealer(kmsKey),
+      allowedEndpoints: localBucketOrigins,
       connectionTestDeadlineMs: 1_000,
       testConnection: (location, credentials, options) =>
         testConnection({ ...location, endpoint: slow.endpoint }, credentials, {

@@ -15,6 +15,7 @@ import {
   startContractHarness,
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
+import { eventTables } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -119,10 +120,10 @@ describe('GET /data-exports/{id}/runs while a run runs', () => {
       to: startFromMs + 2 * HOUR_MS - 60_000,
       mix: { custom_events: 1 },
     });
-    const ingested = await new EventLogWriter({ explicitRecordedAt: 'unchecked' }).ingestEvents(
-      ws.workspaceId,
-      [...events],
-    );
+    const ingested = await new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'unchecked',
+    }).ingestEvents(ws.workspaceId, [...events]);
     expect(ingested.accepted).toBe(PROGRESS_EVENTS);
     const planned = await claimAndPlan({
       workspaceId: ws.workspaceId,

@@ -12,6 +12,7 @@ import {
   startContractHarness,
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
+import { kmsKey, localBucketOrigins } from '../helpers/tables.js';
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -35,7 +36,8 @@ beforeAll(async () => {
   });
   const deadApi = createApiHandler({
     store: deadStore,
-    sealer: new SecretSealer(),
+    sealer: new SecretSealer(kmsKey),
+    allowedEndpoints: localBucketOrigins,
   }) as unknown as ApiFunction;
   // The real authorizer, the API's database unreachable.
   liveHarness = await startContractHarness({ handlers: { authorizer: authorizerHandler, api: deadApi } });

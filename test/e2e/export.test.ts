@@ -15,9 +15,11 @@ import {
   type Window,
 } from '@sluice/core';
 import type { SubscriberRow } from '@sluice/core';
-import { type GeneratedEvent, generateEvents, generateSubscribers } from '@sluice/eventlog';
+import { EventLogReader, type GeneratedEvent, generateEvents, generateSubscribers } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import { eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
 import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
@@ -323,8 +325,9 @@ describe('a whole export on the local runtime, through the synthesized state mac
         if (state !== 'WriteWindow' || !covers) return invoke(input);
         attempts += 1;
         // The real writer, with a bucket connection that breaks 500 lines into the second file (of 1,000).
+        const writerFactory = engine.createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
         const factory: typeof engine.defaultBucketWriterFactory = (location, credentials) => {
-          const real = engine.defaultBucketWriterFactory(location, credentials);
+          const real = writerFactory(location, credentials);
           return {
             ...real,
             writeFile: (key, lines, options) => {
@@ -337,7 +340,13 @@ describe('a whole export on the local runtime, through the synthesized state mac
             },
           };
         };
-        return (await engine.writeWindow(input as never, { bucketWriterFactory: factory })) as never;
+        return (await engine.writeWindow(input as never, {
+          controlStore: h.store,
+          cursors: h.cursors,
+          sealer: new SecretSealer(kmsKey),
+          eventSource: new EventLogReader(eventTables),
+          bucketWriterFactory: factory,
+        })) as never;
       },
     });
 

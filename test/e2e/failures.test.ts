@@ -11,6 +11,7 @@ import {
   startE2eHarness,
   uniqueId,
 } from './harness.js';
+import { kmsKey } from '../helpers/tables.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
 type Json = Record<string, any>;
@@ -111,7 +112,10 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     const { id } = await createExport();
     const wrong = uniqueId('wrongSecret');
     h.api.secrets.add(wrong);
-    const sealed = await new SecretSealer().seal(wrong, { workspaceId: h.ws.workspaceId, destinationId: id });
+    const sealed = await new SecretSealer(kmsKey).seal(wrong, {
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+    });
     await h.store.updateDestination(h.ws.workspaceId, id, { secret: sealed });
     const runner = await h.workflows();
 

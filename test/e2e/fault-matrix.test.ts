@@ -27,6 +27,7 @@ import {
   startE2eHarness,
   uniqueId,
 } from './harness.js';
+import { localBucketOrigins } from '../helpers/tables.js';
 
 /**
  * The fault matrix of issue 7, end to end: the synthesized ExportRun and Dispatch definitions run by the
@@ -61,14 +62,17 @@ const ingested = new Map<string, { dataset: EventDataset; recordedMs: number }>(
 
 /** Loaded after the harness set this file's control table (these read it at load). */
 let control: typeof import('@sluice/control');
-let defaultBucketWriterFactory: BucketWriterFactory;
-let createWriterHandler: typeof import('../../functions/writer/handler.js').createWriterHandler;
+let localBucketWriterFactory: BucketWriterFactory;
+let createWriterFunction: typeof import('../../functions/writer/function.js').createWriterFunction;
+let readWriterConfig: typeof import('../../functions/writer/config.js').readWriterConfig;
 
 beforeAll(async () => {
   h = await startE2eHarness();
   control = await import('@sluice/control');
-  ({ defaultBucketWriterFactory } = await import('@sluice/engine'));
-  ({ createWriterHandler } = await import('../../functions/writer/handler.js'));
+  const { createBucketWriterFactory } = await import('@sluice/engine');
+  localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+  ({ createWriterFunction } = await import('../../functions/writer/function.js'));
+  ({ readWriterConfig } = await import('../../functions/writer/config.js'));
   const { generateEvents } = await import('@sluice/eventlog');
   workflows = await h.workflows();
   const ws = h.ws.workspaceId;
@@ -244,7 +248,7 @@ const noBudget: LocalWorkflowsOptions['intercept'] = async (state, payload, invo
 /** A bucket writer that dies (as a Lambda whose process exits) right after the upload `shouldDie` picks. */
 function dyingBucketWriter(shouldDie: (key: string) => Promise<boolean> | boolean): BucketWriterFactory {
   return (location, credentials) => {
-    const real = defaultBucketWriterFactory(location, credentials);
+    const real = localBucketWriterFactory(location, credentials);
     return {
       ...real,
       async writeFile(key, lines, options) {
@@ -265,7 +269,10 @@ async function workflowsWithBucket(
   factory: BucketWriterFactory,
   options: Omit<LocalWorkflowsOptions, 'definitions' | 'functions'> = {},
 ): Promise<LocalWorkflows> {
-  const writer = createWriterHandler({ bucketWriterFactory: factory });
+  const writer = createWriterFunction(readWriterConfig(process.env), {
+    allowedEndpoints: localBucketOrigins,
+    overrides: { bucketWriterFactory: factory },
+  });
   return h.workflows({ ...options, functions: { writer: writer as LambdaHandler } });
 }
 

@@ -11,9 +11,10 @@ import {
   startOfUtcDay,
 } from '@sluice/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExportRunOutcome } from '../../packages/local/src/stepfunctions.js';
+import type { ExportRunOutcome, LambdaHandler } from '../../packages/local/src/stepfunctions.js';
 import { captureOutput } from '../helpers/output-capture.js';
 import { FAULT_KINDS, type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
 
 /**
  * The fault suite: an export of {@link ROWS} rows through the synthesized ExportRun definition and the real
@@ -70,16 +71,19 @@ let lastRunStartedAt: number;
 // The packages read the environment at load: they are imported once the proxies are in it.
 let modules: Awaited<ReturnType<typeof load>>;
 async function load() {
-  const [control, eventlog, secrets, core, engine, local, s3local] = await Promise.all([
-    import('@sluice/control'),
-    import('@sluice/eventlog'),
-    import('@sluice/secrets'),
-    import('@sluice/core'),
-    import('@sluice/engine'),
-    import('../../packages/local/src/stepfunctions.js'),
-    import('../../packages/local/src/s3-local.js'),
-  ]);
-  return { control, eventlog, secrets, core, engine, local, s3local };
+  const [control, eventlog, secrets, core, engine, local, s3local, writerFunction, writerConfig] =
+    await Promise.all([
+      import('@sluice/control'),
+      import('@sluice/eventlog'),
+      import('@sluice/secrets'),
+      import('@sluice/core'),
+      import('@sluice/engine'),
+      import('../../packages/local/src/stepfunctions.js'),
+      import('../../packages/local/src/s3-local.js'),
+      import('../../functions/writer/function.js'),
+      import('../../functions/writer/config.js'),
+    ]);
+  return { control, eventlog, secrets, core, engine, local, s3local, writerFunction, writerConfig };
 }
 
 beforeAll(async () => {
@@ -106,8 +110,8 @@ beforeAll(async () => {
     burst: { chance: 0.5, length: 6 },
     maxStallMs: MAX_STALL_MS,
   });
+  // The SDK's DynamoDB clients take their endpoint from the environment when they are built, at load.
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoProxy.endpoint;
-  process.env.SLUICE_ALLOWED_ENDPOINTS = `${process.env.SLUICE_ALLOWED_ENDPOINTS ?? ''},${s3Proxy.endpoint}`;
   modules = await load();
   const { control, eventlog, secrets, core, s3local } = modules;
   direct = new S3Client({
@@ -121,6 +125,7 @@ beforeAll(async () => {
 
   // Seed the event log straight into DynamoDB Local (not through the proxy): EventLogWriter's batch path.
   const writer = new eventlog.EventLogWriter({
+    ...eventTables,
     explicitRecordedAt: 'unchecked',
     client: eventlog.createEventLogClient({ endpoint: dynamoEndpoint }),
     batch: { concurrency: 16 },
@@ -150,7 +155,7 @@ beforeAll(async () => {
 
   // The destination, on the local bucket through the proxy.
   destinationId = `exp_${randomUUID().replaceAll('-', '')}`;
-  const store = new control.ControlStore();
+  const store = new control.ControlStore(controlTable);
   await store.ensureWorkspace(workspaceId);
   await store.createDestination({
     ...core.newDestination({
@@ -163,7 +168,7 @@ beforeAll(async () => {
       endpoint: s3Proxy.endpoint,
       pathPrefix,
       accessKeyId: s3local.LOCAL_S3_CREDENTIALS.accessKeyId,
-      secret: await new secrets.SecretSealer().seal(s3local.LOCAL_S3_CREDENTIALS.secretAccessKey, {
+      secret: await new secrets.SecretSealer(kmsKey).seal(s3local.LOCAL_S3_CREDENTIALS.secretAccessKey, {
         workspaceId,
         destinationId,
       }),
@@ -191,12 +196,17 @@ afterAll(async () => {
 
 /** Runs ExportRun executions, faults on, until a run succeeds with nothing left to do. */
 async function exportUntilCaughtUp(): Promise<void> {
-  const { local } = modules;
+  const { local, writerFunction, writerConfig } = modules;
   // The definition's own Retry backoff (2 s, 4 s, ... with jitter) is shortened: the faults are the point.
   const retryIntervalOverrides = Object.fromEntries(
     ['ClaimAndPlan', 'WriteWindow', 'Commit', 'RecordFailure'].map((state) => [state, 50]),
   );
+  // The real writer, with the bucket proxy's origin exempt from the endpoint rules beside the local bucket's.
+  const writer = writerFunction.createWriterFunction(writerConfig.readWriterConfig(process.env), {
+    allowedEndpoints: new Set([...localBucketOrigins, new URL(s3Proxy.endpoint).origin]),
+  });
   const runner = await local.LocalWorkflows.create({
+    functions: { writer: writer as LambdaHandler },
     retryIntervalOverrides,
     log: (line) => taskErrors.push(line),
   });
@@ -213,7 +223,7 @@ async function exportUntilCaughtUp(): Promise<void> {
       if (outcome.status === 'skipped' && outcome.reason === 'lease_held') {
         // The runs here go one at a time, so the holder is a run that ended without releasing its lease (its
         // RecordFailure failed too). As in production, the lease expires and the next claim settles that run.
-        const lease = await new modules.control.LeaseStore().get(workspaceId, destinationId);
+        const lease = await new modules.control.LeaseStore(controlTable).get(workspaceId, destinationId);
         const waitMs = Math.min((lease?.expiresAtMs ?? 0) - Date.now() + 1_000, LEASE_WAIT_LIMIT_MS);
         leaseWaits.push(waitMs);
         if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
@@ -291,7 +301,7 @@ describe('the fault suite', () => {
 
     // Assess 2: each cursor is the end of its last window, and every window before it that holds rows has files
     const { control } = modules;
-    const cursors = await new control.CursorStore().get(workspaceId, destinationId);
+    const cursors = await new control.CursorStore(controlTable).get(workspaceId, destinationId);
     // The last run's limit: of its start, or of a later instant when its plan came after an hour's edge.
     const limits = [gridExportLimit(lastRunStartedAt, 'hourly'), gridExportLimit(Date.now(), 'hourly')];
     for (const dataset of DATASETS) {
@@ -312,9 +322,9 @@ describe('the fault suite', () => {
     }
 
     // Assess 3: nothing left running
-    const destination = await new control.ControlStore().getDestination(workspaceId, destinationId);
+    const destination = await new control.ControlStore(controlTable).getDestination(workspaceId, destinationId);
     expect(destination?.status).not.toBe('running');
-    expect(await new control.LeaseStore().get(workspaceId, destinationId)).toBeUndefined();
+    expect(await new control.LeaseStore(controlTable).get(workspaceId, destinationId)).toBeUndefined();
     const runs = await control.documentClient.send(
       new QueryCommand({
         TableName: process.env.SLUICE_CONTROL_TABLE,

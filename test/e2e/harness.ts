@@ -14,6 +14,7 @@ import type { EventLogWriter } from '@sluice/eventlog';
 import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
 import type { LocalWorkflows, LocalWorkflowsOptions } from '../../packages/local/src/stepfunctions.js';
 import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
+import { eventTables } from '../helpers/tables.js';
 
 /** One object of the local bucket. */
 export interface BucketObject {
@@ -113,7 +114,7 @@ export async function startE2eHarness(): Promise<E2eHarness> {
     store: new control.ControlStore({ tableName: controlTable }),
     cursors: new control.CursorStore({ tableName: controlTable }),
     leases: new control.LeaseStore({ tableName: controlTable }),
-    events: new eventlog.EventLogWriter({ explicitRecordedAt: 'unchecked' }),
+    events: new eventlog.EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' }),
     controlTable,
     workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),
     list,

@@ -21,7 +21,7 @@ export interface ContractHarness {
   store: ControlStore;
   /** s3rver, to look at what the connection test wrote. */
   s3: S3Client;
-  /** The local S3 endpoint (allow-listed by `SLUICE_ALLOWED_ENDPOINTS`). */
+  /** The local S3 endpoint (its origin is the allowedEndpoints the local runtime passes). */
   s3Endpoint: string;
   output: OutputCapture;
   /** Secrets used in requests: none may appear in a response or a log line. */

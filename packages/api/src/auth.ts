@@ -1,4 +1,4 @@
-import { ForbiddenError, HttpError, UnauthorizedError } from '@sluice/core';
+import { ForbiddenError, RateLimitedError, UnauthorizedError } from '@sluice/core';
 import type { Caller, KeyMeter } from './ports.js';
 
 /** The scopes an API key can carry. */
@@ -55,21 +55,10 @@ export function bearerToken(header: string | undefined): string | undefined {
   return BEARER_RE.exec(header.trim())?.[1] ?? '';
 }
 
-/** 429 rate_limited with `Retry-After`: the key sent more requests than its per-key limit allows. */
-export class RateLimitedError extends HttpError {
-  constructor(retryAfterSeconds: number) {
-    super(429, `Too many requests with this API key. Retry after ${retryAfterSeconds} s.`, {
-      code: 'rate_limited',
-      retryable: true,
-      headers: { 'Retry-After': String(retryAfterSeconds) },
-    });
-  }
-}
-
 /**
  * Counts the request against its key and returns the caller as the key is stored now, not as the
  * authorizer's cached verdict saw it: a key revoked or deleted since is a 401, a narrowed key has its
- * new scopes, and a key over its rate limit is a 429 ({@link RateLimitedError}).
+ * new scopes, and a key over its rate limit is a `RateLimitedError` (429).
  */
 export async function meteredCaller(meter: KeyMeter, authorization: string | undefined): Promise<Caller> {
   const use = await meter.use(bearerToken(authorization) ?? '');

@@ -1,5 +1,5 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
+import { DatabaseUnavailableError, InvalidInputError, UnauthorizedError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { authorize, callerFromContext } from './auth.js';
 import { type ApiHandlerOptions, createApiHandler, errorResponse, matchRoute, readJsonBody } from './http.js';
@@ -7,7 +7,7 @@ import { openapiDocument } from './openapi/document.js';
 import { isPublicRoute, OPENAPI_PATHS } from './openapi/serve.js';
 
 describe('errorResponse', () => {
-  it('maps an HttpError to its status and the error body', () => {
+  it('maps an input error to 400 and the error body', () => {
     const response = errorResponse(new InvalidInputError('Bad', [{ path: 'name', message: 'Bad' }]));
     expect(response.statusCode).toBe(400);
     expect(JSON.parse(response.body)).toEqual({
@@ -20,7 +20,7 @@ describe('errorResponse', () => {
   });
 
   it('adds Retry-After to a 503', () => {
-    const response = errorResponse(new ServiceUnavailableError(new Error('ECONNREFUSED')));
+    const response = errorResponse(new DatabaseUnavailableError(new Error('ECONNREFUSED')));
     expect(response.statusCode).toBe(503);
     expect(response.headers['Retry-After']).toBe('1');
   });
@@ -84,7 +84,8 @@ describe('readJsonBody', () => {
 
 describe('auth', () => {
   it('turns a missing context or an authError into 401', () => {
-    expect(() => callerFromContext(undefined)).toThrow(expect.objectContaining({ statusCode: 401 }));
+    expect(() => callerFromContext(undefined)).toThrow(UnauthorizedError);
+    expect(errorResponse(new UnauthorizedError()).statusCode).toBe(401);
     expect(() => callerFromContext({ authError: 'invalid_api_key' })).toThrow(/Invalid API key/);
     expect(() => callerFromContext({ authError: 'missing_api_key' })).toThrow(/Missing API key/);
   });

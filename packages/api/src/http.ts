@@ -4,10 +4,10 @@
  * {@link HttpRequest} and {@link HttpResponse} are the subsets it reads and writes.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { HttpError, ServiceUnavailableError, redactSecrets } from '@sluice/core';
-import { SecretUnavailableError } from '@sluice/secrets';
-import { CONNECTION_TEST_DEADLINE_MS, testConnection } from '@sluice/sinks';
+import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
+import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
+import { HttpError, toHttpError } from './errors.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
 import { createDataExport } from './use-cases/create-data-export.js';
@@ -210,41 +210,31 @@ function json(statusCode: number, body: unknown, headers: Record<string, string>
 }
 
 /**
- * The one error handler. An `HttpError` becomes its status and `{success:false, error, code, retryable,
- * issues?}` with its headers (`Retry-After` on 503). Anything else is a 500 with a generic message, logged
- * with its stack but never with the request body or a secret.
+ * The one error handler. An error {@link toHttpError} maps becomes its status and `{success:false, error, code,
+ * retryable, issues?}` with its headers (`Retry-After` on 503). Anything else is a 500 with a generic message,
+ * logged with its stack but never with the request body or a secret.
  */
 export function errorResponse(error: unknown, log: Logger = logger): HttpResponse {
-  if (error instanceof SecretUnavailableError && error.retryable) {
-    return errorResponse(
-      new HttpError(503, 'The service could not reach its key service for a moment. Retry the request.', {
-        code: 'SERVICE_UNAVAILABLE',
-        retryable: true,
-        headers: { 'Retry-After': '1' },
-        cause: error,
-      }),
-      log,
-    );
-  }
-  if (error instanceof HttpError) {
-    const shown = error.expose || error instanceof ServiceUnavailableError ? error.message : 'Internal error';
-    if (error.statusCode >= 500) {
+  const http = toHttpError(error);
+  if (http) {
+    const shown = http.expose ? http.message : 'Internal error';
+    if (http.statusCode >= 500) {
       log.warn('Request failed', {
-        statusCode: error.statusCode,
-        code: error.code,
-        cause: causeName(error.cause),
+        statusCode: http.statusCode,
+        code: http.code,
+        cause: causeName(http.cause),
       });
     }
     return json(
-      error.statusCode,
+      http.statusCode,
       {
         success: false,
         error: shown,
-        code: error.code ?? (error.statusCode >= 500 ? 'internal_error' : 'error'),
-        retryable: error.retryable,
-        ...(error.issues && error.issues.length > 0 ? { issues: error.issues } : {}),
+        code: http.code ?? (http.statusCode >= 500 ? 'internal_error' : 'error'),
+        retryable: http.retryable,
+        ...(http.issues && http.issues.length > 0 ? { issues: http.issues } : {}),
       },
-      error.headers,
+      http.headers,
     );
   }
   log.error('Unhandled error', error instanceof Error ? { error } : { error: String(error) });
@@ -259,8 +249,13 @@ function causeName(cause: unknown): string | undefined {
 export interface ApiHandlerOptions {
   store: ApiStore;
   sealer: ApiSealer;
-  /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks` */
+  /** Writes the connection-test file. @default `testConnection` of `@sluice/sinks`, under `allowedEndpoints` */
   testConnection?: ConnectionTester;
+  /**
+   * Origins exempt from the endpoint rules. Only the local runtime passes one (its own bucket); no
+   * environment variable sets it. @default none: every endpoint is checked
+   */
+  allowedEndpoints?: ReadonlySet<string>;
   /**
    * Total milliseconds a connection test's bucket requests may take, passed to every test: well inside API
    * Gateway's 29 s, so a bucket host that trickles its answer gets `400 connection_failed`, not a gateway
@@ -303,13 +298,15 @@ export interface ApiHandlerOptions {
 export function createApiHandler(
   options: ApiHandlerOptions,
 ): (request: HttpRequest) => Promise<HttpResponse> {
+  const endpointPolicy = { allowedEndpoints: options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS };
   const tester = options.testConnection ?? testConnection;
   const deadlineMs = options.connectionTestDeadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
     testConnection: (location, credentials, testOptions) =>
-      tester(location, credentials, { ...testOptions, deadlineMs }),
+      tester(location, credentials, { ...testOptions, ...endpointPolicy, deadlineMs }),
+    endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
   };
@@ -324,7 +321,7 @@ export function createApiHandler(
     let context = request.requestContext.authorizer?.lambda;
     if (context?.authError === 'unavailable' && options.recheckKey)
       context = await options.recheckKey(request);
-    if (context?.authError === 'unavailable') throw new ServiceUnavailableError();
+    if (context?.authError === 'unavailable') throw new DatabaseUnavailableError();
     const verdict = callerFromContext(context);
     const caller = options.keyMeter
       ? await meteredCaller(options.keyMeter, header(request, 'authorization'))

@@ -1,4 +1,5 @@
 export * from './auth.js';
+export * from './errors.js';
 export * from './http.js';
 export * from './openapi/document.js';
 export * from './openapi/serve.js';

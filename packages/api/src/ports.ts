@@ -121,5 +121,7 @@ export type ConnectionTester = (
     now: () => Date;
     /** Total milliseconds for the test's bucket requests; the API always sets it. */
     deadlineMs?: number;
+    /** Origins exempt from the endpoint rules. @default none */
+    allowedEndpoints?: ReadonlySet<string>;
   },
 ) => Promise<unknown>;

@@ -1,4 +1,4 @@
-import { InvalidInputError, UnprocessableError } from '@sluice/core';
+import { InvalidInputError, InputShapeError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import {
   bucketNameProblem,
@@ -81,8 +81,8 @@ describe('parseCreateRequest', () => {
 
   it('reports schema mismatches as 422 and does not check values then', () => {
     const error = thrown(() => parseCreateRequest({ ...valid, name: '', datasets: ['nope'] }, NOW));
-    expect(error).toBeInstanceOf(UnprocessableError);
-    expect((error as UnprocessableError).issues?.map((issue) => issue.path)).toEqual(['datasets[0]']);
+    expect(error).toBeInstanceOf(InputShapeError);
+    expect((error as InputShapeError).issues?.map((issue) => issue.path)).toEqual(['datasets[0]']);
   });
 
   it('never puts the secret in a message', () => {

@@ -22,14 +22,13 @@ import {
   type Dataset,
   FREQUENCIES,
   type Frequency,
-  HttpError,
+  InputShapeError,
   type InputIssue,
   InvalidInputError,
   PROVIDERS,
   type Provider,
-  UnprocessableError,
 } from '@sluice/core';
-import { parseEndpoint } from '@sluice/sinks';
+import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
 import { isKeySafeId } from '@sluice/control';
 import type { RunsPageToken } from './ports.js';
@@ -136,9 +135,9 @@ function invalidInput(issues: InputIssue[]): InvalidInputError {
   return new InvalidInputError(summarizeIssues(kept, 'Invalid request'), kept);
 }
 
-function unprocessable(issues: InputIssue[]): UnprocessableError {
+function unprocessable(issues: InputIssue[]): InputShapeError {
   const kept = issues.slice(0, MAX_ISSUES);
-  return new UnprocessableError(summarizeIssues(kept, 'The request body does not match the schema'), kept);
+  return new InputShapeError(summarizeIssues(kept, 'The request body does not match the schema'), kept);
 }
 
 function jsonType(value: unknown): string {
@@ -270,11 +269,11 @@ export function normalizePathPrefix(raw: string | null | undefined, issues: Inpu
   return issues.length === before ? prefix : '';
 }
 
-function checkEndpoint(raw: string, issues: InputIssue[]): string | null {
+function checkEndpoint(raw: string, issues: InputIssue[], policy: EndpointPolicyOptions): string | null {
   try {
-    return parseEndpoint(raw);
+    return parseEndpoint(raw, policy);
   } catch (error) {
-    if (error instanceof HttpError && error.statusCode === 400) {
+    if (error instanceof InvalidInputError) {
       const found = error.issues?.filter((issue) => issue.path === 'endpoint') ?? [];
       if (found.length > 0) issues.push(...found);
       else issues.push({ path: 'endpoint', message: error.message });
@@ -298,7 +297,11 @@ export interface LocationInput {
  * gcs), region (required for Amazon S3 without an endpoint, `auto` otherwise) and path prefix. Pushes the
  * problems to `issues`; the result is meaningful only when none were pushed.
  */
-export function resolveLocation(input: LocationInput, issues: InputIssue[]): BucketLocation {
+export function resolveLocation(
+  input: LocationInput,
+  issues: InputIssue[],
+  policy: EndpointPolicyOptions = {},
+): BucketLocation {
   const bucket = input.bucket.trim();
   const bucketProblem = bucketNameProblem(bucket, input.provider);
   if (bucketProblem) issues.push({ path: 'bucket', message: bucketProblem });
@@ -312,7 +315,7 @@ export function resolveLocation(input: LocationInput, issues: InputIssue[]): Buc
         message: 'Endpoint is not allowed with gcs: Google Cloud Storage is always storage.googleapis.com.',
       });
     } else {
-      endpoint = checkEndpoint(rawEndpoint, issues);
+      endpoint = checkEndpoint(rawEndpoint, issues, policy);
     }
   }
 
@@ -385,12 +388,16 @@ function checkStartFrom(raw: string | null | undefined, now: Date, issues: Input
 }
 
 /**
- * Validates a create request body (already parsed JSON). Throws `UnprocessableError` (422) when it does not
+ * Validates a create request body (already parsed JSON). Throws `InputShapeError` (422) when it does not
  * match the schema, `InvalidInputError` (400) when a value is invalid; otherwise returns it with defaults:
  * datasets email_events, custom_events, subscribers; frequency every_15_minutes; startFrom now; region `auto`
  * for gcs and custom endpoints; pathPrefix ''.
  */
-export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
+export function parseCreateRequest(
+  body: unknown,
+  now: Date,
+  policy: EndpointPolicyOptions = {},
+): CreateRequest {
   const data = parseSchema(createRequestSchema, body);
   const issues = unknownFields(body as object, CREATE_FIELDS);
   const name = checkName(data.name, issues);
@@ -403,6 +410,7 @@ export function parseCreateRequest(body: unknown, now: Date): CreateRequest {
       pathPrefix: data.pathPrefix,
     },
     issues,
+    policy,
   );
   const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
@@ -456,7 +464,11 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
  * Merges a PATCH's location fields into the stored location and checks the result as a whole (region
  * required once an endpoint is cleared, endpoint refused with gcs, ...). Throws `InvalidInputError`.
  */
-export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateRequest): BucketLocation {
+export function resolveUpdatedLocation(
+  stored: BucketLocation,
+  update: UpdateRequest,
+  policy: EndpointPolicyOptions = {},
+): BucketLocation {
   const issues: InputIssue[] = [];
   const location = resolveLocation(
     {
@@ -467,6 +479,7 @@ export function resolveUpdatedLocation(stored: BucketLocation, update: UpdateReq
       pathPrefix: update.pathPrefix ?? stored.pathPrefix,
     },
     issues,
+    policy,
   );
   if (issues.length > 0) throw invalidInput(issues);
   return location;

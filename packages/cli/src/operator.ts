@@ -114,7 +114,7 @@ export async function loadCommands(
 export async function runOperatorCli(argv: readonly string[], io: CliIo = consoleIo): Promise<number> {
   // Keep the output to what the command prints (the SDK's Node 22 notice goes to stderr otherwise).
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  // The configuration must be in process.env before the command modules (and the stores they import) load.
+  // The commands read their tables from process.env when they run (readCliTables).
   let configError: unknown;
   try {
     loadRuntimeConfig();

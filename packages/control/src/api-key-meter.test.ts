@@ -7,9 +7,10 @@ import { documentClient } from './client.js';
 import { countingDocumentClient } from './counting-client.test-support.js';
 import { ControlStore } from './destinations.js';
 import { API_KEY_SK, apiKeyPk } from './items.js';
+import { controlTable } from '../../../test/helpers/tables.js';
 
-const tableName = process.env.SLUICE_CONTROL_TABLE as string;
-const store = new ControlStore();
+const { tableName } = controlTable;
+const store = new ControlStore(controlTable);
 const limit = { ratePerSecond: 10, burst: 3 };
 
 /** A clock the test moves by hand. */
@@ -28,7 +29,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     // Prepare
     const { apiKey, record } = await newKey();
     const clock = manualClock();
-    const meter = new ApiKeyMeter({ limit, now: clock.now });
+    const meter = new ApiKeyMeter({ tableName, limit, now: clock.now });
 
     // Act
     const burst = [];
@@ -65,7 +66,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     // Prepare
     const { apiKey } = await newKey();
     const clock = manualClock();
-    const first = new ApiKeyMeter({ limit, now: clock.now });
+    const first = new ApiKeyMeter({ tableName, limit, now: clock.now });
     for (let i = 0; i < 3; i++) await first.use(apiKey);
     const { client, calls } = countingDocumentClient();
     const second = new ApiKeyMeter({ client, tableName, limit, now: clock.now });
@@ -84,7 +85,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     // Prepare
     const { apiKey } = await newKey();
     const clock = manualClock();
-    const meters = Array.from({ length: 6 }, () => new ApiKeyMeter({ limit, now: clock.now }));
+    const meters = Array.from({ length: 6 }, () => new ApiKeyMeter({ tableName, limit, now: clock.now }));
 
     // Act
     const uses = await Promise.all(meters.flatMap((meter) => [meter.use(apiKey), meter.use(apiKey)]));
@@ -96,7 +97,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
   it('refuses a revoked key on the next request, whatever an authorizer cache still holds', async () => {
     // Prepare
     const { apiKey, record } = await newKey();
-    const meter = new ApiKeyMeter({ limit });
+    const meter = new ApiKeyMeter({ tableName, limit });
     expect((await meter.use(apiKey)).outcome).toBe('allowed');
 
     // Act
@@ -111,7 +112,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     // Prepare
     const deleted = await newKey();
     const narrowed = await newKey('admin');
-    const meter = new ApiKeyMeter({ limit });
+    const meter = new ApiKeyMeter({ tableName, limit });
     await meter.use(deleted.apiKey);
     await meter.use(narrowed.apiKey);
 
@@ -162,7 +163,7 @@ describe('ApiKeyMeter against DynamoDB Local', () => {
     const apiKey = generateApiKey();
 
     // Act
-    await new ApiKeyMeter({ limit }).use(apiKey);
+    await new ApiKeyMeter({ tableName, limit }).use(apiKey);
     const item = await documentClient.send(
       new GetCommand({ TableName: tableName, Key: { PK: apiKeyPk(hashApiKey(apiKey)), SK: API_KEY_SK } }),
     );

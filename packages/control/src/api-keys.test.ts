@@ -16,6 +16,7 @@ import {
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
 import { apiKeyPk } from './items.js';
+import { controlTable } from '../../../test/helpers/tables.js';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
@@ -74,7 +75,7 @@ describe('API key format', () => {
 });
 
 describe('ApiKeyStore against DynamoDB Local', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it('creates a key with every scope by default and finds it by its hash', async () => {
     const workspaceId = `ws_${randomUUID()}`;
@@ -126,7 +127,7 @@ describe('ApiKeyStore against DynamoDB Local', () => {
 });
 
 describe('listing and revoking keys against DynamoDB Local', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it("lists a workspace's keys oldest first with id, role, scopes and dates, never the key or its hash", async () => {
     // Prepare
@@ -211,7 +212,7 @@ describe('listing and revoking keys against DynamoDB Local', () => {
 });
 
 describe('workspaces', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it('ensureWorkspace is idempotent and keeps the first name and createdAt', async () => {
     const workspaceId = `ws_${randomUUID()}`;

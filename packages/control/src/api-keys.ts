@@ -6,7 +6,7 @@ import {
   paginateScan,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError, ServiceUnavailableError } from '@sluice/core';
+import { DatabaseUnavailableError, InvalidInputError } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -229,7 +229,7 @@ const MAX_BATCH_GET_ATTEMPTS = 8;
 export class ApiKeyStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 
@@ -457,7 +457,7 @@ export class ApiKeyStore {
     let keys: Record<string, unknown>[] = hashes.map((hash) => ({ PK: apiKeyPk(hash), SK: API_KEY_SK }));
     for (let attempt = 0; keys.length > 0; attempt++) {
       if (attempt >= MAX_BATCH_GET_ATTEMPTS) {
-        throw new ServiceUnavailableError(new Error('BatchGetItem left keys unprocessed'));
+        throw new DatabaseUnavailableError(new Error('BatchGetItem left keys unprocessed'));
       }
       if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
       const result = await withDynamoErrors(() =>

@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ServiceUnavailableError } from '@sluice/core';
+import { DatabaseUnavailableError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { createDocumentClient, isTransientDynamoError, mapDynamoError } from './client.js';
 import { ControlStore } from './destinations.js';
@@ -31,9 +31,8 @@ describe('mapDynamoError', () => {
 
     const failure = await store.getDestination('ws_1', 'exp_1').catch((error: unknown) => error);
 
-    expect(failure).toBeInstanceOf(ServiceUnavailableError);
-    expect(failure).toMatchObject({ statusCode: 503, code: 'SERVICE_UNAVAILABLE', retryable: true });
-    expect((failure as ServiceUnavailableError).headers['Retry-After']).toBe('1');
+    expect(failure).toBeInstanceOf(DatabaseUnavailableError);
+    expect(failure).toMatchObject({ name: 'DatabaseUnavailableError', retryable: true });
   });
 
   it.each([
@@ -42,10 +41,10 @@ describe('mapDynamoError', () => {
     ['RequestLimitExceeded', 400],
     ['InternalServerError', 500],
     ['ServiceUnavailable', 503],
-  ])('maps %s to ServiceUnavailableError', (name, status) => {
+  ])('maps %s to DatabaseUnavailableError', (name, status) => {
     const error = awsError(name, status);
 
-    expect(() => mapDynamoError(error)).toThrow(ServiceUnavailableError);
+    expect(() => mapDynamoError(error)).toThrow(DatabaseUnavailableError);
   });
 
   it('maps a timeout and a refused connection inside an AggregateError', () => {

@@ -3,16 +3,13 @@ import { BatchWriteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import {
   isTransientServiceError,
-  ServiceUnavailableError,
+  DatabaseUnavailableError,
   TRANSIENT_DYNAMODB_ERROR_NAMES,
 } from '@sluice/core';
 
-/** The control table name, read once at load. Checked only when a store falls back to it. */
-const CONTROL_TABLE_NAME = process.env.SLUICE_CONTROL_TABLE;
-
 /**
  * Builds a document client with the options every Sluice store relies on: `removeUndefinedValues`, and
- * short connection and request timeouts so that an unreachable database fails fast (then maps to a 503).
+ * short connection and request timeouts so that an unreachable database fails fast (then a retryable `DatabaseUnavailableError`).
  * The endpoint comes from the SDK's own `AWS_ENDPOINT_URL_DYNAMODB` when set.
  */
 export function createDocumentClient(
@@ -32,8 +29,8 @@ export const documentClient: DynamoDBDocumentClient = createDocumentClient();
 export interface ControlTableOptions {
   /** @default the module-level {@link documentClient} */
   client?: DynamoDBDocumentClient;
-  /** @default env `SLUICE_CONTROL_TABLE`, read at load */
-  tableName?: string;
+  /** The control table's name (the entry point reads it from its configuration). */
+  tableName: string;
 }
 
 /** The resolved pair every control store holds. */
@@ -43,13 +40,13 @@ export interface ControlTable {
 }
 
 /**
- * Resolves injected options against the defaults. Throws when the table name is needed from the
- * environment and `SLUICE_CONTROL_TABLE` is not set, so a misconfigured function fails at start.
+ * Resolves injected options against the defaults. Throws on an empty table name, so a misconfigured store
+ * fails when it is built.
  */
-export function resolveControlTable(options: ControlTableOptions = {}): ControlTable {
-  const tableName = options.tableName ?? CONTROL_TABLE_NAME;
-  if (tableName === undefined || tableName === '') {
-    throw new Error('SLUICE_CONTROL_TABLE is not set: the control table name is required');
+export function resolveControlTable(options: ControlTableOptions): ControlTable {
+  const tableName = options?.tableName;
+  if (typeof tableName !== 'string' || tableName === '') {
+    throw new Error('A control store needs the control table name (tableName).');
   }
   return { client: options.client ?? documentClient, tableName };
 }
@@ -78,12 +75,12 @@ function isTransientCancellation(error: object): boolean {
 }
 
 /**
- * Maps a failed DynamoDB call: throttling and connection failures become {@link ServiceUnavailableError}
- * (503 `SERVICE_UNAVAILABLE` with `Retry-After`); every other error is rethrown as it is.
+ * Maps a failed DynamoDB call: throttling and connection failures become {@link DatabaseUnavailableError}
+ * (retryable; the API answers 503 `SERVICE_UNAVAILABLE` with `Retry-After`); every other error is rethrown as it is.
  */
 export function mapDynamoError(error: unknown): never {
-  if (error instanceof ServiceUnavailableError) throw error;
-  if (isTransientDynamoError(error)) throw new ServiceUnavailableError(error);
+  if (error instanceof DatabaseUnavailableError) throw error;
+  if (isTransientDynamoError(error)) throw new DatabaseUnavailableError(error);
   throw error;
 }
 
@@ -136,7 +133,7 @@ const MAX_BATCH_ATTEMPTS = 8;
 
 /**
  * Deletes items by their `PK`/`SK` in BatchWriteItem calls of 25, retrying unprocessed items with backoff and jitter;
- * still unprocessed after 8 attempts: {@link ServiceUnavailableError}. Deleting a missing key is a no-op.
+ * still unprocessed after 8 attempts: {@link DatabaseUnavailableError}. Deleting a missing key is a no-op.
  */
 export async function deleteKeys(
   table: ControlTable,
@@ -148,7 +145,7 @@ export async function deleteKeys(
       .map((key) => ({ DeleteRequest: { Key: { PK: key.PK, SK: key.SK } } }));
     for (let attempt = 0; requests.length > 0; attempt++) {
       if (attempt >= MAX_BATCH_ATTEMPTS) {
-        throw new ServiceUnavailableError(new Error('BatchWriteItem left items unprocessed'));
+        throw new DatabaseUnavailableError(new Error('BatchWriteItem left items unprocessed'));
       }
       if (attempt > 0) {
         const delay = Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);

@@ -193,7 +193,7 @@ function previousNextFileCondition(entry: WindowProgress, count: ProgressCount) 
 export class CursorStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -6,9 +6,10 @@ import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
 import { DUE_INDEX_NAME, dueKey } from './due-index.js';
 import { cursorSk, destinationSk, leaseSk, runExpiresAt, runSk, runsPk, workspacePk } from './items.js';
+import { controlTable } from '../../../test/helpers/tables.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
-const store = new ControlStore();
+const store = new ControlStore(controlTable);
 
 function newWorkspace(): string {
   return `ws_${randomUUID()}`;

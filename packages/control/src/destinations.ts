@@ -14,7 +14,7 @@ import {
   type Destination,
   InvalidInputError,
   isEventDataset,
-  ServiceUnavailableError,
+  DatabaseUnavailableError,
 } from '@sluice/core';
 import { ApiKeyStore, type ApiKeyRecord, type ApiKeySummary, type CreateApiKeyInput } from './api-keys.js';
 import {
@@ -174,14 +174,14 @@ function sleep(ms: number): Promise<void> {
 /**
  * The control table as the API sees it: workspaces, API keys, destinations (with their cursors' progress)
  * and run history. Every DynamoDB error passes through `mapDynamoError`: throttling and connection
- * failures become a 503 `ServiceUnavailableError`.
+ * failures become a retryable `DatabaseUnavailableError`.
  */
 export class ControlStore {
   private readonly table: ControlTable;
   private readonly apiKeys: ApiKeyStore;
   private readonly workspaces: WorkspaceStore;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
     this.apiKeys = new ApiKeyStore(this.table);
     this.workspaces = new WorkspaceStore(this.table);
@@ -413,7 +413,9 @@ export class ControlStore {
       if (outcome === undefined) return undefined;
       return toDestination(outcome, await this.readCursors(workspaceId, destinationId));
     }
-    throw new ServiceUnavailableError(new Error('updateDestination: too much contention on the destination'));
+    throw new DatabaseUnavailableError(
+      new Error('updateDestination: too much contention on the destination'),
+    );
   }
 
   /** One conditional UpdateItem: the new item, or 'condition_failed'. */

@@ -162,7 +162,7 @@ function startKeyOf(position: DuePosition): Record<string, string> | undefined {
 export class DueIndex {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlExportPositions } from './export-positions.js';
 import { cursorSk, destinationSk, leaseSk, workspacePk } from './items.js';
+import { controlTable } from '../../../test/helpers/tables.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
-const positions = new ControlExportPositions();
+const positions = new ControlExportPositions(controlTable);
 
 async function put(item: Record<string, unknown>): Promise<void> {
   await documentClient.send(new PutCommand({ TableName: tableName, Item: item }));

@@ -20,7 +20,7 @@ const CURSOR_MARKER = '#CURSOR#';
 export class ControlExportPositions {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -52,7 +52,7 @@ export interface ClaimLeaseInput {
 export class LeaseStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

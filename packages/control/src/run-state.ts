@@ -87,7 +87,7 @@ export function sameHealthRead(a: DestinationHealthRead, b: DestinationHealthRea
 export class RunStateStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

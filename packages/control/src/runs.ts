@@ -184,7 +184,7 @@ export function runCountsItem(tableName: string, key: RunKey, added: RunCountsAd
 export class RunStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

@@ -31,7 +31,7 @@ function sleep(ms: number): Promise<void> {
 /**
  * Runs one transaction. Returns `true` when it committed, or the index of the first item whose condition
  * failed. A conflict with another transaction in flight is retried shortly (then its outcome decides);
- * anything else is mapped like every store error (transient → 503-style `ServiceUnavailableError`).
+ * anything else is mapped like every store error (transient → retryable `DatabaseUnavailableError`).
  */
 export async function transact(table: ControlTable, items: TransactItem[]): Promise<true | number> {
   for (let attempt = 0; ; attempt++) {

@@ -27,7 +27,7 @@ function toWorkspace(workspaceId: string, item: Record<string, unknown>): Worksp
 export class WorkspaceStore {
   private readonly table: ControlTable;
 
-  constructor(options: ControlTableOptions = {}) {
+  constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
   }
 

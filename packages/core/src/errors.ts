@@ -5,100 +5,108 @@ export interface InputIssue {
   allowedValues?: readonly unknown[];
 }
 
-/** The base of every error Sluice raises on purpose. Sets `name` and keeps `cause`. */
-export class SluiceError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
-
 /**
- * An error that maps to an HTTP response. `expose` says whether `message` may be shown to the caller;
- * every 5xx is shown as a generic message instead.
+ * The one error model. Every error Sluice raises on purpose is a `SluiceError`: its class says what failed
+ * (the input, the caller's access, a record's state, the database, the key service, the bucket), `retryable`
+ * whether a later attempt can succeed without anyone changing anything. No HTTP status: `@sluice/api` maps
+ * these to responses in one place (`errors.ts`), and the engine's error names are what the workflows' Retry
+ * and Catch match (`@sluice/engine` `errors.ts`).
  */
-export class HttpError extends SluiceError {
-  readonly statusCode: number;
-  readonly code: string | undefined;
+export class SluiceError extends Error {
+  /** True when retrying the same operation later can succeed. */
   readonly retryable: boolean;
-  readonly issues: InputIssue[] | undefined;
-  readonly expose: boolean;
-  readonly headers: Record<string, string>;
 
-  constructor(
-    statusCode: number,
-    message: string,
-    options: {
-      code?: string;
-      retryable?: boolean;
-      issues?: InputIssue[];
-      headers?: Record<string, string>;
-      cause?: unknown;
-    } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.statusCode = statusCode;
-    this.code = options.code;
-    this.retryable = options.retryable ?? false;
-    this.issues = options.issues;
-    this.expose = statusCode < 500;
-    this.headers = options.headers ?? {};
-  }
-}
-
-/** 400 invalid_input: a value is not valid. Carries field-level issues. */
-export class InvalidInputError extends HttpError {
-  constructor(message: string, issues: InputIssue[] = []) {
-    super(400, message, { code: 'invalid_input', issues });
-  }
-}
-
-/** 422: the body does not match the schema (wrong type, unknown enum value, not an object). */
-export class UnprocessableError extends HttpError {
-  constructor(message: string, issues: InputIssue[] = []) {
-    super(422, message, { code: 'unprocessable_entity', issues });
-  }
-}
-
-/** 400 connection_failed: the test write to the customer's bucket failed. */
-export class ConnectionFailedError extends HttpError {
   constructor(message: string, options: { cause?: unknown; retryable?: boolean } = {}) {
-    super(400, message, { code: 'connection_failed', ...options });
+    super(message, { cause: options.cause });
+    this.name = new.target.name;
+    this.retryable = options.retryable ?? false;
   }
 }
 
-export class UnauthorizedError extends HttpError {
+/** The input: a value is not valid. Carries field-level issues. */
+export class InvalidInputError extends SluiceError {
+  readonly issues: InputIssue[];
+
+  constructor(message: string, issues: InputIssue[] = []) {
+    super(message);
+    this.issues = issues;
+  }
+}
+
+/** The input: the body does not match the schema (wrong type, unknown enum value, not an object). */
+export class InputShapeError extends SluiceError {
+  readonly issues: InputIssue[];
+
+  constructor(message: string, issues: InputIssue[] = []) {
+    super(message);
+    this.issues = issues;
+  }
+}
+
+/** The caller: no valid API key. */
+export class UnauthorizedError extends SluiceError {
   constructor(message = 'Missing or invalid API key. Send it as "Authorization: Bearer <key>".') {
-    super(401, message, { code: 'unauthorized' });
+    super(message);
   }
 }
 
-export class ForbiddenError extends HttpError {
-  constructor(message: string) {
-    super(403, message, { code: 'forbidden' });
+/** The caller: the key's role or scopes do not allow the operation. */
+export class ForbiddenError extends SluiceError {}
+
+/** The caller: its API key sent more requests than its per-key rate limit allows. Retryable after a pause. */
+export class RateLimitedError extends SluiceError {
+  /** Whole seconds until the key may send again. */
+  readonly retryAfterSeconds: number;
+
+  constructor(retryAfterSeconds: number) {
+    super(`Too many requests with this API key. Retry after ${retryAfterSeconds} s.`, { retryable: true });
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
-export class NotFoundError extends HttpError {
+/** The record: it does not exist for this workspace. */
+export class NotFoundError extends SluiceError {
   constructor(message = 'Data export not found') {
-    super(404, message, { code: 'not_found' });
+    super(message);
   }
 }
 
-export class ConflictError extends HttpError {
+/** The record: its state does not allow the operation; `code` names which conflict (`conflict`, ...). */
+export class ConflictError extends SluiceError {
+  readonly code: string;
+
   constructor(message: string, code: string) {
-    super(409, message, { code });
+    super(message);
+    this.code = code;
   }
 }
 
-/** 503 SERVICE_UNAVAILABLE with Retry-After: the database throttled or could not be reached. */
-export class ServiceUnavailableError extends HttpError {
-  constructor(cause?: unknown, retryAfterSeconds = 1) {
-    super(503, 'The service could not reach its database for a moment. Retry the request.', {
-      code: 'SERVICE_UNAVAILABLE',
-      retryable: true,
-      headers: { 'Retry-After': String(retryAfterSeconds) },
+/** The bucket: the connection test write to the customer's bucket failed. */
+export class ConnectionFailedError extends SluiceError {}
+
+/** The database (control table or event log) throttled or could not be reached. Retryable. */
+export class DatabaseUnavailableError extends SluiceError {
+  constructor(cause?: unknown) {
+    super("Sluice's database was unavailable for a moment. Sluice will retry.", { cause, retryable: true });
+  }
+}
+
+/** The key service (KMS) throttled or could not be reached while sealing or opening a secret. Retryable. */
+export class KmsUnavailableError extends SluiceError {
+  constructor(cause?: unknown) {
+    super('The encryption service (KMS) was unavailable for a moment. Sluice will retry.', {
       cause,
+      retryable: true,
     });
+  }
+}
+
+/** The key service refused the stored secret of this destination (tampered, copied, key refused). */
+export class SecretRejectedError extends SluiceError {
+  constructor(cause?: unknown) {
+    super(
+      'The stored secret of this export could not be decrypted. Update the export with its credentials again.',
+      { cause },
+    );
   }
 }

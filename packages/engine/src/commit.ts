@@ -9,6 +9,7 @@ import type {
 import { progressKey } from '@sluice/control';
 import {
   commitEventSpans,
+  DatabaseUnavailableError,
   type Dataset,
   type Destination,
   gridExportLimit,
@@ -18,7 +19,7 @@ import {
   windowKey,
 } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
-import { classifyEngineError, DatabaseUnavailableError, describeFailure } from './errors.js';
+import { classifyEngineError, describeFailure } from './errors.js';
 import { recordDestinationFailure } from './failure.js';
 import { recordOutcomeWithHealth } from './health.js';
 import type {

@@ -1,10 +1,17 @@
-import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
-import { type BucketLocation, requiredEnv } from '@sluice/core';
-import { EventLogReader, type EventSource } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import type {
+  ControlStore,
+  CursorStore,
+  DueIndex,
+  LeaseStore,
+  RunStateStore,
+  RunStore,
+} from '@sluice/control';
+import type { BucketLocation } from '@sluice/core';
+import type { EventSource } from '@sluice/eventlog';
+import type { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
-import { powertoolsRunMetrics, type RunMetrics } from './metrics.js';
-import { EventBridgeNoticePublisher, type NoticePublisher } from './notices.js';
+import { noRunMetrics, type RunMetrics } from './metrics.js';
+import type { NoticePublisher } from './notices.js';
 
 /** A bucket writer; `close` (when present) releases its connections once the window is done. */
 export type ClosableBucketWriter = BucketWriter & { close?: () => void };
@@ -32,7 +39,7 @@ export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   eventRetentionMs: 35 * 86_400_000,
 };
 
-/** Everything the engine talks to. Each use case takes a `Partial` of it; the rest are module defaults. */
+/** Everything the engine talks to. Each use case takes a `Partial` of it; see {@link resolveDeps}. */
 export interface EngineDeps {
   controlStore: Pick<ControlStore, 'getDestination'>;
   leases: LeaseStore;
@@ -51,30 +58,51 @@ export interface EngineDeps {
   now: () => Date;
 }
 
-/** The production writer: one S3 client per window, destroyed when the window is done. */
-export const defaultBucketWriterFactory: BucketWriterFactory = (location, credentials) => {
-  const client = createBucketClient(location, credentials);
-  const writer = new S3BucketWriter({ location, client });
-  return {
-    writeFile: (key, lines, options) => writer.writeFile(key, lines, options),
-    writeMarker: (key, body) => writer.writeMarker(key, body),
-    close: () => client.destroy(),
+/**
+ * The production writer: one S3 client per window, destroyed when the window is done. `allowedEndpoints`
+ * exempts origins from the endpoint rules: only the local runtime passes one (its own bucket).
+ */
+export function createBucketWriterFactory(
+  options: { allowedEndpoints?: ReadonlySet<string> } = {},
+): BucketWriterFactory {
+  return (location, credentials) => {
+    const client = createBucketClient(
+      location,
+      credentials,
+      options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {},
+    );
+    const writer = new S3BucketWriter({ location, client });
+    return {
+      writeFile: (key, lines, options) => writer.writeFile(key, lines, options),
+      writeMarker: (key, body) => writer.writeMarker(key, body),
+      close: () => client.destroy(),
+    };
   };
-};
+}
+
+/** The production writer with every endpoint checked. */
+export const defaultBucketWriterFactory: BucketWriterFactory = createBucketWriterFactory();
+
+/** A store or client the caller must inject: it needs settings (table names, key id) only an entry point has. */
+function injected<K extends keyof EngineDeps>(key: K): () => EngineDeps[K] {
+  return () => {
+    throw new Error(`The engine needs ${key}: the entry point builds it from its configuration.`);
+  };
+}
 
 const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
-  controlStore: () => new ControlStore(),
-  leases: () => new LeaseStore(),
-  cursors: () => new CursorStore(),
-  runs: () => new RunStore(),
-  runState: () => new RunStateStore(),
-  dueIndex: () => new DueIndex(),
+  controlStore: injected('controlStore'),
+  leases: injected('leases'),
+  cursors: injected('cursors'),
+  runs: injected('runs'),
+  runState: injected('runState'),
+  dueIndex: injected('dueIndex'),
   settings: () => DEFAULT_ENGINE_SETTINGS,
-  sealer: () => new SecretSealer(),
-  eventSource: () => new EventLogReader(),
+  sealer: injected('sealer'),
+  eventSource: injected('eventSource'),
   bucketWriterFactory: () => defaultBucketWriterFactory,
-  metrics: () => powertoolsRunMetrics({ stage: requiredEnv('SLUICE_STAGE') }),
-  notices: () => new EventBridgeNoticePublisher({ eventBusName: requiredEnv('SLUICE_EVENT_BUS_NAME') }),
+  metrics: () => noRunMetrics,
+  notices: injected('notices'),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};
@@ -85,9 +113,9 @@ function defaultOf<K extends keyof EngineDeps>(key: K): EngineDeps[K] {
 }
 
 /**
- * Fills the injected dependencies with the module defaults: the control table stores, the KMS sealer, the
- * DynamoDB event log reader, the S3 writer, Powertools metrics, the EventBridge notice publisher and the clock. Each default is built on
- * first use, once per process, so a function that never opens a secret needs no KMS key id.
+ * Fills the injected dependencies with the module defaults: the settings, the S3 writer, no metrics and the
+ * clock. The stores, the sealer, the event source and the notice publisher need table names, a key id or a bus
+ * name, so the entry point injects them; one that is used without being injected throws, naming it.
  */
 export function resolveDeps(injected: Partial<EngineDeps> = {}): EngineDeps {
   const deps = {} as EngineDeps;

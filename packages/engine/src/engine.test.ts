@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStore } from '@sluice/control';
+import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import {
   DAY_MS,
   type Destination,
@@ -18,7 +18,7 @@ import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } f
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import { findDueDestinations } from './dispatch.js';
 import { TRANSIENT_ERROR_NAMES } from './errors.js';
 import type { RunFigures } from './metrics.js';
@@ -34,15 +34,19 @@ import {
   runKeyOf,
 } from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+
+/** The production writer, with the local s3rver allow-listed as the local runtime does. */
+const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
 
 const endpoint = LOCAL_S3_ENDPOINT;
 const BUCKET = LOCAL_BUCKET;
-const controlStore = new ControlStore();
-const cursorStore = new CursorStore();
-const leaseStore = new LeaseStore();
-const runStore = new RunStore();
-const sealer = new SecretSealer();
-const eventSource = new EventLogReader();
+const controlStore = new ControlStore(controlTable);
+const cursorStore = new CursorStore(controlTable);
+const leaseStore = new LeaseStore(controlTable);
+const runStore = new RunStore(controlTable);
+const sealer = new SecretSealer(kmsKey);
+const eventSource = new EventLogReader(eventTables);
 const figures: RunFigures[] = [];
 /** Payload sizes measured by the tests, reported at the end. */
 const payloadSizes: Record<string, number> = {};
@@ -71,9 +75,10 @@ function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
     cursors: cursorStore,
     leases: leaseStore,
     runs: runStore,
+    runState: new RunStateStore(controlTable),
     sealer,
     eventSource,
-    bucketWriterFactory: defaultBucketWriterFactory,
+    bucketWriterFactory: localBucketWriterFactory,
     metrics: { recordRun: (f) => figures.push(f), recordExpiredRows: () => undefined },
     now: () => new Date(NOW),
     ...overrides,
@@ -147,7 +152,7 @@ async function* breakAfter(
 beforeAll(async () => {
   // Prepare: 51,000 events recorded in the hour before a UTC midnight (one hourly window), 500 in the hour
   // after it.
-  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   const batches: { count: number; from: number; to: number; seed: number }[] = [
     { count: BEFORE_MIDNIGHT_ROWS, from: START, to: MIDNIGHT - 1, seed: 1 },
     { count: AFTER_MIDNIGHT_ROWS, from: MIDNIGHT - 1, to: MIDNIGHT + 50 * 60_000, seed: 2 },
@@ -253,7 +258,7 @@ describe('an export run end to end on the local services', () => {
     const prefix = destination.pathPrefix;
     let files = 0;
     const failing: BucketWriterFactory = (location, credentials) => {
-      const real = defaultBucketWriterFactory(location, credentials);
+      const real = localBucketWriterFactory(location, credentials);
       return {
         ...real,
         writeFile: (key, lines, options) =>
@@ -408,7 +413,7 @@ describe('an export run end to end on the local services', () => {
     // Prepare: pause the destination as soon as the first file is written.
     const destination = await createDestination({ datasets: ['email_events'] });
     const pausing: BucketWriterFactory = (location, credentials) => {
-      const real = defaultBucketWriterFactory(location, credentials);
+      const real = localBucketWriterFactory(location, credentials);
       return {
         ...real,
         writeFile: async (key, lines, options) => {
@@ -532,7 +537,7 @@ describe('catching up a destination far behind', () => {
 describe('findDueDestinations', () => {
   /** The real due index, seen only for this test's workspace (other suites share the table). */
   const isolated = (): EngineDeps['dueIndex'] => {
-    const index = new DueIndex();
+    const index = new DueIndex(controlTable);
     return {
       queryDuePage: async (now, options) => {
         const page = await index.queryDuePage(now, options);

@@ -1,40 +1,20 @@
 import { isTransientDynamoError } from '@sluice/control';
-import { InvalidInputError, ServiceUnavailableError, SluiceError } from '@sluice/core';
-import { SecretUnavailableError } from '@sluice/secrets';
+import {
+  DatabaseUnavailableError,
+  InvalidInputError,
+  KmsUnavailableError,
+  SecretRejectedError,
+  SluiceError,
+} from '@sluice/core';
 import { BucketError, PERMANENT_BUCKET_ERROR_NAMES, TRANSIENT_BUCKET_ERROR_NAMES } from '@sluice/sinks';
 
 /**
- * The one classification of the engine's failures. A Lambda's thrown error `name` becomes the `Error`
- * that Step Functions Retry and Catch match, so every error the engine lets out carries one of the names
- * below: the CDK reads {@link TRANSIENT_ERROR_NAMES} for Retry (backoff and jitter) and never retries
+ * The engine's failures, by name. A Lambda's thrown error `name` becomes the `Error` that Step Functions Retry
+ * and Catch match, so every error the engine lets out carries one of the names below: the domain errors of
+ * `@sluice/core` (the database, the key service) and `@sluice/sinks` (the bucket) pass through as they are,
+ * and every workflow's Retry reads {@link TRANSIENT_ERROR_NAMES} (backoff and jitter) and never retries
  * {@link PERMANENT_ERROR_NAMES}. The messages are for people: no stack, no secret.
  */
-
-/** The stored secret does not decrypt for this destination (tampered, copied, key refused). */
-export class SecretRejectedError extends SluiceError {
-  constructor(cause?: unknown) {
-    super(
-      'The stored secret of this export could not be decrypted. Update the export with its credentials again.',
-      { cause },
-    );
-  }
-}
-
-/** KMS throttled or could not be reached while opening the secret. */
-export class KmsUnavailableError extends SluiceError {
-  constructor(cause?: unknown) {
-    super('The encryption service was unavailable while opening the export credentials. Sluice will retry.', {
-      cause,
-    });
-  }
-}
-
-/** The control table or the event log throttled or could not be reached. */
-export class DatabaseUnavailableError extends SluiceError {
-  constructor(cause?: unknown) {
-    super("Sluice's database was unavailable for a moment. Sluice will retry.", { cause });
-  }
-}
 
 /** The destination's stored location cannot be used (for example a region missing for Amazon S3). */
 export class DestinationConfigError extends SluiceError {}
@@ -59,16 +39,19 @@ export const LAMBDA_SERVICE_ERROR_NAMES: readonly string[] = [
 /** Error names that fail a run at once: nothing changes until someone fixes the destination. */
 export const PERMANENT_ERROR_NAMES: readonly string[] = [
   ...PERMANENT_BUCKET_ERROR_NAMES,
-  'SecretRejectedError',
-  'DestinationConfigError',
+  SecretRejectedError.name,
+  DestinationConfigError.name,
 ];
 
-/** Error names retried inside the run, with backoff and jitter, a few attempts. */
+/**
+ * Error names retried with backoff and jitter, a few attempts: the one list every workflow's Retry reads
+ * (ExportRun's tasks and Dispatch's pages).
+ */
 export const TRANSIENT_ERROR_NAMES: readonly string[] = [
   ...TRANSIENT_BUCKET_ERROR_NAMES,
-  'KmsUnavailableError',
-  'DatabaseUnavailableError',
-  'UnexpectedExportError',
+  KmsUnavailableError.name,
+  DatabaseUnavailableError.name,
+  UnexpectedExportError.name,
   ...LAMBDA_SERVICE_ERROR_NAMES,
 ];
 
@@ -80,18 +63,14 @@ export function isClassified(error: unknown): error is Error {
 }
 
 /**
- * Maps any failure to an error with a classified name and a safe message (the original stays as `cause`
- * for the logs, never for the payload).
+ * Gives any failure a classified name and a safe message: a domain error with a listed name passes as it is;
+ * a raw DynamoDB throttle (the event log's reader) is the database's; a location the endpoint rules refuse is
+ * the destination's configuration; anything else is unexpected (the original stays as `cause` for the logs,
+ * never for the payload).
  */
 export function classifyEngineError(error: unknown): Error {
-  if (error instanceof BucketError) return error;
-  if (isClassified(error)) return error;
-  if (error instanceof SecretUnavailableError) {
-    return error.retryable ? new KmsUnavailableError(error) : new SecretRejectedError(error);
-  }
-  if (error instanceof ServiceUnavailableError || isTransientDynamoError(error)) {
-    return new DatabaseUnavailableError(error);
-  }
+  if (error instanceof BucketError || isClassified(error)) return error;
+  if (isTransientDynamoError(error)) return new DatabaseUnavailableError(error);
   if (error instanceof InvalidInputError) return new DestinationConfigError(error.message, { cause: error });
   return new UnexpectedExportError(error);
 }

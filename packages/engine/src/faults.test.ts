@@ -7,8 +7,9 @@ import {
   documentClient,
   LeaseStore,
   type ProgressCount,
-  RunStore,
   runsPk,
+  RunStateStore,
+  RunStore,
   workspacePk,
 } from '@sluice/control';
 import {
@@ -24,12 +25,7 @@ import { EventLogReader, EventLogWriter, type EventSource, generateEvents } from
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
-import {
-  type BucketWriterFactory,
-  defaultBucketWriterFactory,
-  type EngineDeps,
-  resolveDeps,
-} from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
 import type { ExpiredRowsFigures } from './metrics.js';
 import type { ItemResult, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
@@ -42,6 +38,10 @@ import {
   runKeyOf,
 } from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+
+/** The production writer, with the local s3rver allow-listed as the local runtime does. */
+const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
 
 /**
  * The fault matrix of the export engine, on DynamoDB Local and the local bucket: each case ends with the
@@ -50,11 +50,11 @@ import { writeWindow } from './write.js';
 
 const endpoint = LOCAL_S3_ENDPOINT;
 const BUCKET = LOCAL_BUCKET;
-const controlStore = new ControlStore();
-const cursorStore = new CursorStore();
-const leaseStore = new LeaseStore();
-const runStore = new RunStore();
-const sealer = new SecretSealer();
+const controlStore = new ControlStore(controlTable);
+const cursorStore = new CursorStore(controlTable);
+const leaseStore = new LeaseStore(controlTable);
+const runStore = new RunStore(controlTable);
+const sealer = new SecretSealer(kmsKey);
 const workspaceId = `ws_${randomUUID()}`;
 const MIDNIGHT = startOfUtcDay(Date.now());
 /** Two hours of hourly windows before NOW's limit, 3,000 custom events in them. */
@@ -70,9 +70,10 @@ function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
     cursors: cursorStore,
     leases: leaseStore,
     runs: runStore,
+    runState: new RunStateStore(controlTable),
     sealer,
-    eventSource: new EventLogReader(),
-    bucketWriterFactory: defaultBucketWriterFactory,
+    eventSource: new EventLogReader(eventTables),
+    bucketWriterFactory: localBucketWriterFactory,
     metrics: { recordRun: () => undefined, recordExpiredRows: (f) => expired.push(f) },
     now: () => new Date(NOW),
     ...overrides,
@@ -160,7 +161,7 @@ beforeAll(async () => {
       mix: { custom_events: 1 },
     }),
   ];
-  const result = await new EventLogWriter({ explicitRecordedAt: 'unchecked' }).ingestEvents(
+  const result = await new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' }).ingestEvents(
     workspaceId,
     events,
   );
@@ -325,7 +326,7 @@ describe('the fault matrix', () => {
     });
     let uploads = 0;
     const crashing: BucketWriterFactory = (location, credentials) => {
-      const real = defaultBucketWriterFactory(location, credentials);
+      const real = localBucketWriterFactory(location, credentials);
       return {
         ...real,
         writeFile: async (key, l, options) => {

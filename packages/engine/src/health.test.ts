@@ -15,10 +15,11 @@ import {
   type NoticePublisher,
 } from './notices.js';
 import { claimAndPlan } from './plan.js';
+import { controlTable } from '../../../test/helpers/tables.js';
 
 const workspaceId = `ws_${randomUUID()}`;
-const controlStore = new ControlStore();
-const runState = new RunStateStore();
+const controlStore = new ControlStore(controlTable);
+const runState = new RunStateStore(controlTable);
 const NOW = Date.parse('2026-11-20T10:00:00.000Z');
 let bus: BusLocal;
 let publisher: EventBridgeNoticePublisher;
@@ -40,9 +41,9 @@ function deps(notices: NoticePublisher = publisher, at = NOW): Partial<EngineDep
   return {
     controlStore,
     runState,
-    cursors: new CursorStore(),
-    leases: new LeaseStore(),
-    runs: new RunStore(),
+    cursors: new CursorStore(controlTable),
+    leases: new LeaseStore(controlTable),
+    runs: new RunStore(controlTable),
     notices,
     now: () => new Date(at),
   };

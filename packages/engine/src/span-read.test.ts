@@ -4,7 +4,7 @@ import { eventFileKey, type EventDataset, newDestination, spanWindows, windowKey
 import { type EventSource, EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type BucketWriterFactory, defaultBucketWriterFactory, type EngineDeps } from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import {
   LOCAL_BUCKET,
   LOCAL_S3_ENDPOINT,
@@ -14,6 +14,7 @@ import {
 } from './local-bucket.test-support.js';
 import type { RunRef, WorkItem } from './payloads.js';
 import { writeWindow } from './write.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
 
 /**
  * A span of sub-hour windows is read from the event log in one pass and cut into windows by recorded time;
@@ -25,9 +26,9 @@ const QUARTER_MS = 15 * 60_000;
 const HOUR_START = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
 const workspaceId = `ws_${randomUUID()}`;
 const dataset: EventDataset = 'email_events';
-const sealer = new SecretSealer();
-const cursors = new CursorStore();
-const controlStore = new ControlStore();
+const sealer = new SecretSealer(kmsKey);
+const cursors = new CursorStore(controlTable);
+const controlStore = new ControlStore(controlTable);
 /** Four 15-minute windows of one hour: rows in the first, second and fourth, none in the third. */
 const item: Extract<WorkItem, { kind: 'events' }> = {
   dataset,
@@ -41,7 +42,7 @@ const ROWS_PER_WINDOW = [40, 25, 0, 10];
 
 /** Events in each window, the last of a window at its very end (`toMs` is inclusive). */
 async function ingest(): Promise<void> {
-  const writer = new EventLogWriter({ explicitRecordedAt: 'unchecked' });
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   for (const [index, window] of windows.entries()) {
     const count = ROWS_PER_WINDOW[index] as number;
     if (count === 0) continue;
@@ -86,7 +87,7 @@ async function leasedRun(): Promise<RunRef> {
     exportedThrough: {},
   });
   const runId = `run_${randomUUID().slice(0, 8)}`;
-  const lease = await new LeaseStore().claim({
+  const lease = await new LeaseStore(controlTable).claim({
     workspaceId,
     destinationId: id,
     runId,
@@ -109,7 +110,7 @@ async function leasedRun(): Promise<RunRef> {
 
 /** The real reader, counting its readWindow calls. */
 function countingSource(): { source: EventSource; calls: () => number } {
-  const reader = new EventLogReader();
+  const reader = new EventLogReader(eventTables);
   let calls = 0;
   return {
     source: {
@@ -124,14 +125,17 @@ function countingSource(): { source: EventSource; calls: () => number } {
   };
 }
 
+/** The S3 writer with the local bucket exempt from the endpoint rules. */
+const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+
 function deps(overrides: Partial<EngineDeps>): Partial<EngineDeps> {
   return {
     controlStore,
     cursors,
-    leases: new LeaseStore(),
-    runs: new RunStore(),
+    leases: new LeaseStore(controlTable),
+    runs: new RunStore(controlTable),
     sealer,
-    bucketWriterFactory: defaultBucketWriterFactory,
+    bucketWriterFactory: localBucketWriterFactory,
     metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
     ...overrides,
   };
@@ -175,11 +179,11 @@ describe('writeWindow over a span of 15-minute windows', () => {
   it('a writer that fails after saving a window with the next one begun: the retry writes the same bytes', async () => {
     // Prepare: a clean pass for the reference bytes, then a run whose upload of the second window fails
     const clean = await leasedRun();
-    await writeWindow({ run: clean, item }, deps({ eventSource: new EventLogReader() }));
+    await writeWindow({ run: clean, item }, deps({ eventSource: new EventLogReader(eventTables) }));
     const run = await leasedRun();
     const second = eventFileKey(`span-read-test/${run.destinationId}`, dataset, windows[1]!, 0);
     const failing: BucketWriterFactory = (location, credentials) => {
-      const writer = defaultBucketWriterFactory(location, credentials);
+      const writer = localBucketWriterFactory(location, credentials);
       return {
         ...writer,
         writeFile: async (key, lines, options) => {
@@ -192,7 +196,7 @@ describe('writeWindow over a span of 15-minute windows', () => {
     // Act
     const failed = await writeWindow(
       { run, item },
-      deps({ eventSource: new EventLogReader(), bucketWriterFactory: failing }),
+      deps({ eventSource: new EventLogReader(eventTables), bucketWriterFactory: failing }),
     ).then(
       () => undefined,
       (error: unknown) => error,
@@ -200,7 +204,7 @@ describe('writeWindow over a span of 15-minute windows', () => {
     const begun = (await cursors.getProgress(workspaceId, run.destinationId)).get(
       progressKey(dataset, windowKey(windows[1]!)),
     );
-    const retried = await writeWindow({ run, item }, deps({ eventSource: new EventLogReader() }));
+    const retried = await writeWindow({ run, item }, deps({ eventSource: new EventLogReader(eventTables) }));
 
     // Assess
     expect(failed).toBeInstanceOf(Error);

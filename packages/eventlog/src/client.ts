@@ -23,22 +23,16 @@ export function defaultEventLogClient(): DynamoDBClient {
   return shared;
 }
 
-/** Table names from the environment, read once at load. */
-const ENV_EVENTS_TABLE = process.env.SLUICE_EVENTS_TABLE;
-const ENV_SUBSCRIBERS_TABLE = process.env.SLUICE_SUBSCRIBERS_TABLE;
-
 /** Days an event stays in the log after it was recorded (TTL). Must exceed the 30-day `startFrom` limit. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 35;
 const DAY_SECONDS = 86_400;
 
-/** Resolves a table name: the injected one, else the environment variable; throws when neither is set. */
+/** Checks a table name given to a reader or writer; throws when it is missing or empty. */
 export function resolveTableName(injected: string | undefined, kind: 'events' | 'subscribers'): string {
-  const name = injected ?? (kind === 'events' ? ENV_EVENTS_TABLE : ENV_SUBSCRIBERS_TABLE);
-  if (name === undefined || name === '') {
-    const variable = kind === 'events' ? 'SLUICE_EVENTS_TABLE' : 'SLUICE_SUBSCRIBERS_TABLE';
-    throw new Error(`${variable} is not set: the ${kind} table name is required`);
+  if (typeof injected !== 'string' || injected === '') {
+    throw new Error(`The ${kind} table name is required (${kind}Table).`);
   }
-  return name;
+  return injected;
 }
 
 /**

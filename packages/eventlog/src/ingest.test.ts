@@ -9,6 +9,7 @@ import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
 import type { IngestMetrics } from './metrics.js';
 import { EventLogReader } from './reader.js';
+import { eventTables } from '../../../test/helpers/tables.js';
 
 const NOW = Date.parse('2026-09-30T12:00:00.000Z');
 const HOUR = 3_600_000;
@@ -17,9 +18,14 @@ const DAY = 24 * HOUR;
 function setup(now = NOW) {
   const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
   const warn = vi.spyOn(logger, 'warn');
-  const writer = new EventLogWriter({ now: () => now, logger, explicitRecordedAt: 'unchecked' });
+  const writer = new EventLogWriter({
+    ...eventTables,
+    now: () => now,
+    logger,
+    explicitRecordedAt: 'unchecked',
+  });
   // The fixed dates lie further back than the retention: read with the same clock that wrote.
-  const reader = new EventLogReader({ now: () => now });
+  const reader = new EventLogReader({ ...eventTables, now: () => now });
   const workspaceId = `ws_${randomUUID()}`;
   return { writer, reader, workspaceId, warn };
 }
@@ -212,6 +218,7 @@ describe('EventLogWriter.ingestEvents in slices', () => {
     let clock = NOW;
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
     const writer = new EventLogWriter({
+      ...eventTables,
       now: () => (clock += 1_000),
       logger,
       explicitRecordedAt: 'unchecked',
@@ -226,7 +233,7 @@ describe('EventLogWriter.ingestEvents in slices', () => {
     // Assess
     expect(result.accepted).toBe(2_499);
     expect(result.invalid).toEqual([{ index: 2_100, reason: expect.stringMatching(/^message_type: /) }]);
-    const reader = new EventLogReader({ now: () => clock });
+    const reader = new EventLogReader({ ...eventTables, now: () => clock });
     const counts = await Promise.all(
       [1, 2, 3].map((s) =>
         reader.countWindow(workspaceId, 'email_events', NOW + s * 1_000 - 1, NOW + s * 1_000),
@@ -257,12 +264,13 @@ describe('EventLogWriter and explicit recorded times', () => {
     };
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
     const writer = new EventLogWriter({
+      ...eventTables,
       now: () => NOW,
       logger,
       metrics,
       explicitRecordedAt: { refuseAtOrBehind: port },
     });
-    return { writer, calls, refusals, reader: new EventLogReader({ now: () => NOW }) };
+    return { writer, calls, refusals, reader: new EventLogReader({ ...eventTables, now: () => NOW }) };
   }
 
   it('refuses a recorded_at at or behind the export position of its dataset, with a reason, and writes the rest', async () => {
@@ -326,8 +334,13 @@ describe('EventLogWriter and explicit recorded times', () => {
   it("ignores a producer's recorded_at when told to, and records the row at the ingest's clock", async () => {
     // Prepare
     const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
-    const writer = new EventLogWriter({ now: () => NOW, logger, explicitRecordedAt: 'ignore' });
-    const reader = new EventLogReader({ now: () => NOW });
+    const writer = new EventLogWriter({
+      ...eventTables,
+      now: () => NOW,
+      logger,
+      explicitRecordedAt: 'ignore',
+    });
+    const reader = new EventLogReader({ ...eventTables, now: () => NOW });
     const workspaceId = `ws_${randomUUID()}`;
 
     // Act
@@ -406,7 +419,7 @@ describe('EventLogWriter subscribers', () => {
         updated_at: '2026-01-01T00:00:00Z',
       })),
     );
-    const reader = new EventLogReader({ pageLimit: 4, now: () => NOW });
+    const reader = new EventLogReader({ ...eventTables, pageLimit: 4, now: () => NOW });
     const pages: string[][] = [];
     for await (const page of reader.readSubscribers(workspaceId)) pages.push(page.lines);
     expect(pages.flat()).toHaveLength(30);

@@ -140,15 +140,15 @@ export interface EventLogWriterOptions {
   metrics?: IngestMetrics;
   /** @default the module-level client */
   client?: DynamoDBClient;
-  /** @default env `SLUICE_EVENTS_TABLE` */
-  eventsTable?: string;
-  /** @default env `SLUICE_SUBSCRIBERS_TABLE` */
-  subscribersTable?: string;
+  /** The event log table (the entry point reads it from its configuration). */
+  eventsTable: string;
+  /** The subscribers table. */
+  subscribersTable: string;
   /** The clock, epoch ms. @default Date.now */
   now?: () => number;
   /**
    * Seconds an event is kept after it is recorded (its `expiresAt`). Deployments pass their
-   * `SLUICE_EVENT_RETENTION_DAYS` (see {@link parseEventRetentionDays}); tests may use minutes.
+   * `SLUICE_EVENT_RETENTION_DAYS`; tests may use minutes.
    * @default 35 days
    */
   retentionSeconds?: number;

@@ -6,6 +6,7 @@ import { defaultEventLogClient } from './client.js';
 import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, shardOf } from './keys.js';
 import { EventLogReader } from './reader.js';
+import { eventTables } from '../../../test/helpers/tables.js';
 
 const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
 const HOUR = 3_600_000;
@@ -21,6 +22,7 @@ interface Written {
 /** Writes custom events at explicit recorded times; returns them sorted as the reader must return them. */
 async function seed(workspaceId: string, events: Written[]): Promise<Written[]> {
   const writer = new EventLogWriter({
+    ...eventTables,
     now: () => MIDNIGHT + 10 * HOUR,
     logger,
     explicitRecordedAt: 'unchecked',
@@ -74,7 +76,7 @@ describe('EventLogReader.readWindow', () => {
 
     // Act: small Query pages and output pages, so every partition takes several pages.
     const { pages, ids, rows } = await read(
-      new EventLogReader({ pageLimit: 3, batchSize: 17, now: writtenAt }),
+      new EventLogReader({ ...eventTables, pageLimit: 3, batchSize: 17, now: writtenAt }),
       workspaceId,
       MIDNIGHT - 3 * HOUR,
       MIDNIGHT + 3 * HOUR,
@@ -96,7 +98,7 @@ describe('EventLogReader.readWindow', () => {
       { id: 'at_to', recordedMs: t + HOUR },
       { id: 'after', recordedMs: t + HOUR + 1 },
     ]);
-    const reader = new EventLogReader({ now: writtenAt });
+    const reader = new EventLogReader({ ...eventTables, now: writtenAt });
 
     expect((await read(reader, workspaceId, t, t + HOUR)).ids).toEqual(['inside', 'at_to']);
     expect((await read(reader, workspaceId, t - 1, t)).ids).toEqual(['at_from']);
@@ -108,7 +110,12 @@ describe('EventLogReader.readWindow', () => {
   it('streams a partition larger than one 1 MB DynamoDB page', async () => {
     // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
     const workspaceId = `ws_${randomUUID()}`;
-    const writer = new EventLogWriter({ now: () => MIDNIGHT, logger, explicitRecordedAt: 'unchecked' });
+    const writer = new EventLogWriter({
+      ...eventTables,
+      now: () => MIDNIGHT,
+      logger,
+      explicitRecordedAt: 'unchecked',
+    });
     const padding = 'x'.repeat(2_000);
     const inputs = Array.from({ length: 2_400 }, (_, i) => ({
       dataset: 'custom_events',
@@ -123,7 +130,7 @@ describe('EventLogReader.readWindow', () => {
 
     // Act
     const { ids } = await read(
-      new EventLogReader({ client, now: writtenAt }),
+      new EventLogReader({ ...eventTables, client, now: writtenAt }),
       workspaceId,
       MIDNIGHT - 11 * HOUR,
       MIDNIGHT,
@@ -138,7 +145,7 @@ describe('EventLogReader.readWindow', () => {
   it('yields nothing for an empty or inverted window and keeps workspaces apart', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     await seed(workspaceId, [{ id: 'mine', recordedMs: MIDNIGHT + HOUR }]);
-    const reader = new EventLogReader({ now: writtenAt });
+    const reader = new EventLogReader({ ...eventTables, now: writtenAt });
     expect((await read(reader, `ws_${randomUUID()}`, MIDNIGHT, MIDNIGHT + 2 * HOUR)).pages).toEqual([]);
     expect((await read(reader, workspaceId, MIDNIGHT + 2 * HOUR, MIDNIGHT)).pages).toEqual([]);
     const other = reader.readWindow(workspaceId, 'email_events', MIDNIGHT, MIDNIGHT + 2 * HOUR);
@@ -152,7 +159,7 @@ describe('EventLogReader.hasRowsAfter', () => {
     const t = MIDNIGHT + 30 * 60_000;
     await seed(workspaceId, [{ id: 'only', recordedMs: t }]);
     const { client, counter } = countingClient();
-    const reader = new EventLogReader({ client, now: writtenAt });
+    const reader = new EventLogReader({ ...eventTables, client, now: writtenAt });
 
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t - 1, t)).toBe(true);
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t + HOUR)).toBe(false);
@@ -180,12 +187,14 @@ describe('EventLogReader and expired rows', () => {
   async function seedExpiring(workspaceId: string): Promise<void> {
     const row = (id: string) => ({ dataset: 'custom_events', id, event_name: 'e', occurred_at: T0 - 1 });
     const old = new EventLogWriter({
+      ...eventTables,
       now: () => T0,
       retentionSeconds: RETENTION_SECONDS,
       logger,
       explicitRecordedAt: 'ignore',
     });
     const live = new EventLogWriter({
+      ...eventTables,
       now: () => LIVE_AT,
       retentionSeconds: RETENTION_SECONDS,
       logger,
@@ -200,8 +209,8 @@ describe('EventLogReader and expired rows', () => {
     // Prepare
     const workspaceId = `ws_${randomUUID()}`;
     await seedExpiring(workspaceId);
-    const before = new EventLogReader({ now: () => T0, pageLimit: 3 });
-    const after = new EventLogReader({ now: () => READ_AT, pageLimit: 3 });
+    const before = new EventLogReader({ ...eventTables, now: () => T0, pageLimit: 3 });
+    const after = new EventLogReader({ ...eventTables, now: () => READ_AT, pageLimit: 3 });
 
     // Act
     const allRows = await read(before, workspaceId, T0 - 1, READ_AT);
@@ -220,7 +229,7 @@ describe('EventLogReader and expired rows', () => {
     const workspaceId = `ws_${randomUUID()}`;
     await seedExpiring(workspaceId);
     const { client, counter } = countingClient();
-    const reader = new EventLogReader({ client, now: () => READ_AT });
+    const reader = new EventLogReader({ ...eventTables, client, now: () => READ_AT });
 
     // Act
     const onlyExpired = await reader.hasRowsAfter(workspaceId, 'custom_events', T0 - 1, T0);
@@ -234,7 +243,12 @@ describe('EventLogReader and expired rows', () => {
     expect(expiredCalls).toBeLessThanOrEqual(3 * EVENT_SHARDS);
     expect(counter.calls).toBeLessThanOrEqual(3 * EVENT_SHARDS);
     expect(
-      await new EventLogReader({ now: () => T0 }).hasRowsAfter(workspaceId, 'custom_events', T0 - 1, T0),
+      await new EventLogReader({ ...eventTables, now: () => T0 }).hasRowsAfter(
+        workspaceId,
+        'custom_events',
+        T0 - 1,
+        T0,
+      ),
     ).toBe(true);
   });
 });
@@ -259,7 +273,12 @@ describe('EventLogReader with a failing store', () => {
   }
 
   it('passes a failed page to the consumer', async () => {
-    const reader = new EventLogReader({ client: failingClient(), eventsTable: 't', batchSize: 1 });
+    const reader = new EventLogReader({
+      client: failingClient(),
+      eventsTable: 't',
+      subscribersTable: 's',
+      batchSize: 1,
+    });
     const read = async () => {
       for await (const _page of reader.readWindow('ws', 'custom_events', MIDNIGHT, MIDNIGHT + HOUR)) {
         // consume
@@ -269,7 +288,12 @@ describe('EventLogReader with a failing store', () => {
   });
 
   it('leaves no unhandled rejection when the consumer stops early', async () => {
-    const reader = new EventLogReader({ client: failingClient(), eventsTable: 't', batchSize: 1 });
+    const reader = new EventLogReader({
+      client: failingClient(),
+      eventsTable: 't',
+      subscribersTable: 's',
+      batchSize: 1,
+    });
     const pages: string[][] = [];
     for await (const page of reader.readWindow('ws', 'custom_events', MIDNIGHT, MIDNIGHT + 3 * HOUR)) {
       pages.push(page.lines);

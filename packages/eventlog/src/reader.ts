@@ -47,10 +47,10 @@ interface HourSlice {
 export interface EventLogReaderOptions {
   /** @default the module-level client */
   client?: DynamoDBClient;
-  /** @default env `SLUICE_EVENTS_TABLE` */
-  eventsTable?: string;
-  /** @default env `SLUICE_SUBSCRIBERS_TABLE` */
-  subscribersTable?: string;
+  /** The event log table (the entry point reads it from its configuration). */
+  eventsTable: string;
+  /** The subscribers table. */
+  subscribersTable: string;
   /** Items per Query page. @default none: DynamoDB's 1 MB pages */
   pageLimit?: number;
   /** Lines per yielded page of {@link EventLogReader.readWindow}. @default 1000 */
@@ -135,7 +135,7 @@ export class EventLogReader implements EventSource {
   private readonly consistentRead: boolean;
   private readonly now: () => number;
 
-  constructor(options: EventLogReaderOptions = {}) {
+  constructor(options: EventLogReaderOptions) {
     this.client = options.client ?? defaultEventLogClient();
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;

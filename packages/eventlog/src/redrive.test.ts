@@ -6,6 +6,7 @@ import { workspaceSource } from './bus.js';
 import { EventLogWriter } from './ingest.js';
 import { type DeadLetter, type DeadLetterQueue, readDeadLetter, redriveDeadLetters } from './redrive.js';
 import { SqsDeadLetterQueue } from './sqs-dead-letters.js';
+import { eventTables } from '../../../test/helpers/tables.js';
 
 const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
 
@@ -80,7 +81,7 @@ describe('redriveDeadLetters', () => {
     // Act
     const summary = await redriveDeadLetters(
       queue,
-      new EventLogWriter({ logger, explicitRecordedAt: 'ignore' }),
+      new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       logger,
       { batchSize: 2 },
     );
@@ -104,7 +105,7 @@ describe('redriveDeadLetters', () => {
     // Act
     const summary = await redriveDeadLetters(
       queue,
-      new EventLogWriter({ logger, explicitRecordedAt: 'ignore' }),
+      new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       logger,
       {
         maxMessages: 2,

@@ -117,6 +117,7 @@ describe('DynamoDB Local without a sync per write', () => {
       new EventLogWriter({
         client,
         eventsTable: LOCAL_TABLE_NAMES.events,
+        subscribersTable: LOCAL_TABLE_NAMES.subscribers,
         explicitRecordedAt: 'unchecked',
       }).ingestEvents('ws_persist', events(seed));
     const written: number[] = [];

@@ -32,8 +32,9 @@ export interface ApiServerOptions {
   /** @default 0 (a free port) */
   port?: number;
   /**
-   * The handlers to run. @default the real ones, `functions/authorizer/handler.ts` and `functions/api/handler.ts`,
-   * imported when the server starts (so their configuration is read from `process.env` then).
+   * The handlers to run. @default the real ones, built by the factories `functions/authorizer/handler.ts` and
+   * `functions/api/handler.ts` use, from `process.env` when the server starts, with the local bucket allow-listed
+   * (`local-functions.ts`).
    */
   handlers?: { authorizer: AuthorizerFunction; api: ApiFunction };
   /** Called once each answer is sent (`npm start` prints it). */
@@ -60,14 +61,9 @@ export interface ApiServer {
 const TEXT_TYPE_RE = /^(?:text\/|application\/(?:[\w.+-]+\+)?(?:json|xml|x-www-form-urlencoded))/i;
 
 async function loadHandlers(): Promise<{ authorizer: AuthorizerFunction; api: ApiFunction }> {
-  const [authorizer, api] = await Promise.all([
-    import('../../../functions/authorizer/handler.js'),
-    import('../../../functions/api/handler.js'),
-  ]);
-  return {
-    authorizer: authorizer.handler as AuthorizerFunction,
-    api: api.handler as unknown as ApiFunction,
-  };
+  const { localApiFunctions } = await import('./local-functions.js');
+  const { authorizer, api } = localApiFunctions();
+  return { authorizer, api: api as unknown as ApiFunction };
 }
 
 function gatewayError(res: ServerResponse, statusCode: number, message: string): void {

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { z } from 'zod';
 import { REPO_ROOT } from './jar.js';
 
 /** The state folder of `npm start`: `.sluice/` under the repository root. */
@@ -69,7 +70,7 @@ export type RuntimeSource = 'environment' | 'npm start';
  * - `SLUICE_CONTROL_TABLE` already set: the environment describes a deployed stack; use it as it is;
  * - else a `.sluice/runtime.json` of a running `npm start`: copy its variables into `process.env`;
  * - else throw an error that says what to do.
- * Call it before importing any store module: they read the environment at load.
+ * The commands then read their tables from it with {@link readCliTables}.
  */
 export function loadRuntimeConfig(
   env: NodeJS.ProcessEnv = process.env,
@@ -90,4 +91,35 @@ export function loadRuntimeConfig(
   }
   for (const [name, value] of Object.entries(runtime.env)) env[name] = value;
   return 'npm start';
+}
+
+const tableVariable = z.string({ error: 'is not set' }).min(1, { error: 'is not set' });
+const cliEnvironment = z.object({
+  SLUICE_CONTROL_TABLE: tableVariable,
+  SLUICE_EVENTS_TABLE: tableVariable,
+  SLUICE_SUBSCRIBERS_TABLE: tableVariable,
+});
+
+/** The tables the CLI's commands work on, as store options. */
+export interface CliTables {
+  control: { tableName: string };
+  events: { eventsTable: string; subscribersTable: string };
+}
+
+/**
+ * Reads the CLI's tables from its environment (after {@link loadRuntimeConfig}): the stores take them in
+ * their constructors. Throws naming each variable that is not set.
+ */
+export function readCliTables(env: Readonly<Record<string, string | undefined>> = process.env): CliTables {
+  const result = cliEnvironment.safeParse(env);
+  if (!result.success) {
+    throw new Error(
+      result.error.issues.map((issue) => `${String(issue.path[0])} ${issue.message}`).join('; '),
+    );
+  }
+  const vars = result.data;
+  return {
+    control: { tableName: vars.SLUICE_CONTROL_TABLE },
+    events: { eventsTable: vars.SLUICE_EVENTS_TABLE, subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE },
+  };
 }

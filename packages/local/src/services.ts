@@ -40,7 +40,6 @@ export interface LocalServicesEnv {
   SLUICE_EVENTS_TABLE: string;
   SLUICE_SUBSCRIBERS_TABLE: string;
   SLUICE_KMS_KEY_ID: string;
-  SLUICE_ALLOWED_ENDPOINTS: string;
   SLUICE_LOCAL_S3_ENDPOINT: string;
   /** The stage the engine's metrics are published under: `local`. */
   SLUICE_STAGE: string;
@@ -145,7 +144,6 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_EVENTS_TABLE: LOCAL_TABLE_NAMES.events,
       SLUICE_SUBSCRIBERS_TABLE: LOCAL_TABLE_NAMES.subscribers,
       SLUICE_KMS_KEY_ID: kms.keyArn,
-      SLUICE_ALLOWED_ENDPOINTS: s3.endpoint,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
       SLUICE_STAGE: 'local',
       SLUICE_API_KEY_RATE_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.ratePerSecond),

@@ -3,7 +3,7 @@
  *
  * 1. start DynamoDB Local, s3rver and the local KMS on fixed loopback ports, data in `.sluice/data`
  *    (`--fresh` wipes it first), and create the tables;
- * 2. put their environment in `process.env` (before any store module loads: they read it at load);
+ * 2. put their environment in `process.env` (the SDK's endpoints; the handlers are built from it);
  * 3. ensure the workspace `ws_local` and an owner key with every scope (kept in `.sluice/local.json`, reused
  *    on restart);
  * 4. start the API server (`http-adapter.ts`) and the export scheduler (`scheduler.ts`);
@@ -168,9 +168,9 @@ async function main(): Promise<void> {
     started.push({ name: 'local services', stop: () => services.stop() });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
 
-    // Loaded only now: the stores read process.env when their modules load.
+    // The SDK reads its endpoints (AWS_ENDPOINT_URL_*) from process.env; the stores take their tables here.
     const { ControlStore } = await import('@sluice/control');
-    const store = new ControlStore();
+    const store = new ControlStore({ tableName: services.env.SLUICE_CONTROL_TABLE });
     await store.ensureWorkspace(LOCAL_WORKSPACE_ID, 'Local workspace');
     const previous = readJsonFile<LocalJson>(LOCAL_JSON);
     let apiKey = previous?.workspaceId === LOCAL_WORKSPACE_ID ? previous.apiKey : undefined;

@@ -67,11 +67,6 @@ const ANCHOR_STATES: Record<keyof WorkflowFunctions, { workflow: keyof WorkflowD
     writer: { workflow: 'exportRun', state: 'WriteWindow' },
     dispatch: { workflow: 'dispatch', state: 'FindDueDestinations' },
   };
-const HANDLER_MODULES: Record<keyof WorkflowFunctions, string> = {
-  runControl: '../../../functions/run-control/handler.js',
-  writer: '../../../functions/writer/handler.js',
-  dispatch: '../../../functions/dispatch/handler.js',
-};
 /** Lambda timeouts the local context reports through `getRemainingTimeInMillis`. */
 const FUNCTION_TIMEOUT_MS: Record<keyof WorkflowFunctions, number> = {
   runControl: 60_000,
@@ -83,21 +78,12 @@ const PAYLOAD_LIMIT_BYTES = 256 * 1024;
 const START_EXECUTION_RESOURCE = 'arn:aws:states:::states:startExecution';
 
 /**
- * Loads the real Lambda handlers (`functions/<name>/handler.ts`, export `handler`), so the local runtime runs
- * the same code as Lambda. Imported lazily: their config modules read the environment at load.
+ * Builds the real Lambda handlers with the factories `functions/<name>/handler.ts` use, from `process.env`
+ * now, with the local bucket allow-listed (`local-functions.ts`): the local runtime runs the same code as Lambda.
  */
 export async function loadWorkflowFunctions(): Promise<WorkflowFunctions> {
-  const entries = await Promise.all(
-    (Object.keys(HANDLER_MODULES) as (keyof WorkflowFunctions)[]).map(async (name) => {
-      const mod = (await import(new URL(HANDLER_MODULES[name], import.meta.url).href)) as {
-        handler?: unknown;
-      };
-      if (typeof mod.handler !== 'function')
-        throw new Error(`${HANDLER_MODULES[name]} exports no handler function`);
-      return [name, mod.handler as LambdaHandler] as const;
-    }),
-  );
-  return Object.fromEntries(entries) as unknown as WorkflowFunctions;
+  const { localWorkflowFunctions } = await import('./local-functions.js');
+  return localWorkflowFunctions() as unknown as WorkflowFunctions;
 }
 
 /** The error Step Functions reports: `Error` is the Lambda's errorType, `Cause` its JSON error. */

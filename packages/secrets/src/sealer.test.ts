@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:net';
 import { KMSClient } from '@aws-sdk/client-kms';
-import { ServiceUnavailableError } from '@sluice/core';
+import { KmsUnavailableError, SecretRejectedError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { SecretSealer, SecretUnavailableError } from './sealer.js';
+import { SecretSealer } from './sealer.js';
+import { kmsKey } from '../../../test/helpers/tables.js';
 
 const secret = `wJalrXUtnFEMI/K7MDENG/bPxRfiCY${randomUUID()}`;
 
@@ -21,7 +22,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('SecretSealer against the local KMS', () => {
-  const sealer = new SecretSealer();
+  const sealer = new SecretSealer(kmsKey);
 
   it('opens what it sealed, for the same destination', async () => {
     const ctx = context();
@@ -60,8 +61,8 @@ describe('SecretSealer against the local KMS', () => {
       .catch((error: unknown) => error);
 
     for (const failure of [otherDestination, otherWorkspace]) {
-      expect(failure).toBeInstanceOf(SecretUnavailableError);
-      expect((failure as SecretUnavailableError).retryable).toBe(false);
+      expect(failure).toBeInstanceOf(SecretRejectedError);
+      expect((failure as SecretRejectedError).retryable).toBe(false);
       expect(String((failure as Error).message)).not.toContain(secret);
       expect(JSON.stringify(failure)).not.toContain(secret);
     }
@@ -75,10 +76,8 @@ describe('SecretSealer against the local KMS', () => {
 
     await expect(
       sealer.open({ ...sealed, ciphertext: flipped.toString('base64') }, ctx),
-    ).rejects.toBeInstanceOf(SecretUnavailableError);
-    await expect(sealer.open({ ...sealed, tag: sealed.iv }, ctx)).rejects.toBeInstanceOf(
-      SecretUnavailableError,
-    );
+    ).rejects.toBeInstanceOf(SecretRejectedError);
+    await expect(sealer.open({ ...sealed, tag: sealed.iv }, ctx)).rejects.toBeInstanceOf(SecretRejectedError);
   });
 
   it('zeroes the plaintext data key after sealing', async () => {
@@ -93,25 +92,25 @@ describe('SecretSealer against the local KMS', () => {
     } as unknown as KMSClient;
     const ctx = context();
 
-    const sealed = await new SecretSealer({ client: spy }).seal(secret, ctx);
+    const sealed = await new SecretSealer({ client: spy, ...kmsKey }).seal(secret, ctx);
 
     expect(keys).toHaveLength(1);
     expect(keys[0]?.every((byte) => byte === 0)).toBe(true);
     expect(await sealer.open(sealed, ctx)).toBe(secret);
   });
 
-  it('maps an unreachable KMS: 503 on seal, a retryable SecretUnavailableError on open', async () => {
+  it('maps an unreachable KMS to a retryable KmsUnavailableError, on seal and on open', async () => {
     const ctx = context();
     const sealed = await sealer.seal(secret, ctx);
     const port = await closedPort();
     const down = new SecretSealer({
       client: new KMSClient({ endpoint: `http://127.0.0.1:${port}`, maxAttempts: 1 }),
-      keyId: process.env.SLUICE_KMS_KEY_ID,
+      ...kmsKey,
     });
 
-    await expect(down.seal(secret, ctx)).rejects.toBeInstanceOf(ServiceUnavailableError);
+    await expect(down.seal(secret, ctx)).rejects.toBeInstanceOf(KmsUnavailableError);
     const failure = await down.open(sealed, ctx).catch((error: unknown) => error);
-    expect(failure).toBeInstanceOf(SecretUnavailableError);
-    expect((failure as SecretUnavailableError).retryable).toBe(true);
+    expect(failure).toBeInstanceOf(KmsUnavailableError);
+    expect((failure as KmsUnavailableError).retryable).toBe(true);
   });
 });

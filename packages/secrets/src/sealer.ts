@@ -3,14 +3,12 @@ import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from '@aws-sdk/clie
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import {
   isTransientServiceError,
+  KmsUnavailableError,
   type SealedSecret,
-  ServiceUnavailableError,
+  SecretRejectedError,
   SluiceError,
   TRANSIENT_KMS_ERROR_NAMES,
 } from '@sluice/core';
-
-/** The KMS key used for new data keys, read once at load. Checked only when a sealer falls back to it. */
-const KMS_KEY_ID = process.env.SLUICE_KMS_KEY_ID;
 
 /**
  * The one module-level KMS client; sealers use it unless a client is injected. The endpoint comes from
@@ -24,25 +22,6 @@ export const kmsClient: KMSClient = new KMSClient({
 export interface SecretContext {
   workspaceId: string;
   destinationId: string;
-}
-
-/**
- * The secret of a destination could not be decrypted: the record was tampered with, copied from another
- * destination, or KMS refused or could not be reached (`retryable`). The message never holds the secret.
- */
-export class SecretUnavailableError extends SluiceError {
-  /** True when KMS throttled or could not be reached, so a later attempt may succeed. */
-  readonly retryable: boolean;
-
-  constructor(options: { retryable?: boolean; cause?: unknown } = {}) {
-    super(
-      options.retryable === true
-        ? 'The stored secret could not be decrypted right now: KMS is unavailable.'
-        : 'The stored secret could not be decrypted for this destination.',
-      { cause: options.cause },
-    );
-    this.retryable = options.retryable ?? false;
-  }
 }
 
 const IV_BYTES = 12;
@@ -95,10 +74,11 @@ export class SecretSealer {
   private readonly client: KMSClient;
   private readonly keyId: string;
 
-  constructor(options: { client?: KMSClient; keyId?: string } = {}) {
-    const keyId = options.keyId ?? KMS_KEY_ID;
-    if (keyId === undefined || keyId === '') {
-      throw new Error('SLUICE_KMS_KEY_ID is not set: the KMS key id is required');
+  /** @param options.keyId the KMS key new data keys are generated under (the entry point's configuration) */
+  constructor(options: { client?: KMSClient; keyId: string }) {
+    const keyId = options?.keyId;
+    if (typeof keyId !== 'string' || keyId === '') {
+      throw new Error('A sealer needs the KMS key id (keyId).');
     }
     this.client = options.client ?? kmsClient;
     this.keyId = keyId;
@@ -108,7 +88,7 @@ export class SecretSealer {
    * Seals a secret for one destination.
    * 1. GenerateDataKey (AES_256) with the encryption context; 2. AES-256-GCM with a random IV and the
    * context as additional data; 3. zero the plaintext data key. KMS throttling or an unreachable KMS
-   * throws `ServiceUnavailableError` (503, retryable); other KMS errors are rethrown.
+   * throws {@link KmsUnavailableError} (retryable); other KMS errors are rethrown.
    */
   async seal(secret: string, context: SecretContext): Promise<SealedSecret> {
     assertContext(context);
@@ -138,7 +118,7 @@ export class SecretSealer {
         tag: cipher.getAuthTag().toString('base64'),
       };
     } catch (error) {
-      if (isTransientKmsError(error)) throw new ServiceUnavailableError(error);
+      if (isTransientKmsError(error)) throw new KmsUnavailableError(error);
       throw error;
     } finally {
       dataKey?.fill(0);
@@ -147,8 +127,8 @@ export class SecretSealer {
 
   /**
    * Opens a sealed secret with the context it was sealed for. Any failure (another destination's record,
-   * tampering, a refused or unreachable KMS) throws {@link SecretUnavailableError}, retryable only for
-   * the transient ones.
+   * tampering, a refusing KMS) throws {@link SecretRejectedError}; a throttling or unreachable KMS
+   * {@link KmsUnavailableError} (retryable).
    */
   async open(sealed: SealedSecret, context: SecretContext): Promise<string> {
     assertContext(context);
@@ -157,7 +137,7 @@ export class SecretSealer {
     const ciphertext = decodeBase64(sealed?.ciphertext);
     const tag = decodeBase64(sealed?.tag, TAG_BYTES);
     if (encryptedDataKey === undefined || encryptedDataKey.length === 0 || !iv || !ciphertext || !tag) {
-      throw new SecretUnavailableError();
+      throw new SecretRejectedError();
     }
     let dataKey: Uint8Array | undefined;
     let plaintext: Buffer | undefined;
@@ -178,7 +158,7 @@ export class SecretSealer {
       plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
       return plaintext.toString('utf8');
     } catch (error) {
-      throw new SecretUnavailableError({ retryable: isTransientKmsError(error), cause: error });
+      throw isTransientKmsError(error) ? new KmsUnavailableError(error) : new SecretRejectedError(error);
     } finally {
       dataKey?.fill(0);
       plaintext?.fill(0);

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { type BucketWriterFixture, bucketWriterContract } from './bucket-writer.contract.js';
 import { type BucketClientOptions, createBucketClient } from './client.js';
 import { S3BucketWriter } from './writer.js';
+import { localBucketOrigins } from '../../../test/helpers/tables.js';
 
 const endpoint = process.env.SLUICE_LOCAL_S3_ENDPOINT as string;
 const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
@@ -27,7 +28,9 @@ function recordCommands(client: S3Client): { command: string; key: unknown }[] {
   return sent;
 }
 
-function s3Fixture(location: BucketLocation, options: BucketClientOptions = {}) {
+function s3Fixture(location: BucketLocation, given: BucketClientOptions = {}) {
+  // The local s3rver is allow-listed, as the local runtime does.
+  const options = { ...given, allowedEndpoints: localBucketOrigins };
   return async ({ partSize }: { partSize: number }): Promise<BucketWriterFixture> => {
     const client = createBucketClient(location, credentials, options);
     const sent = recordCommands(client);
@@ -90,7 +93,7 @@ describe('the GCS-style fixture', () => {
     const client = createBucketClient(
       { provider: 'gcs', bucket: 'local-exports', region: 'auto', endpoint: null, pathPrefix: '' },
       credentials,
-      { endpointOverride: endpoint },
+      { endpointOverride: endpoint, allowedEndpoints: localBucketOrigins },
     );
 
     expect(await client.config.region()).toBe('auto');

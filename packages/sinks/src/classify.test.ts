@@ -20,6 +20,7 @@ import {
 } from './classify.js';
 import { bucketClientConfig } from './client.js';
 import { UnsafeAddressError } from './lookup.js';
+import { localBucketOrigins } from '../../../test/helpers/tables.js';
 
 const aws: BucketLocation = {
   provider: 's3',
@@ -344,7 +345,9 @@ describe('classification of real responses', () => {
     location: BucketLocation,
     credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
   ) =>
-    new S3Client(bucketClientConfig(location, credentials, { maxAttempts: 1 }))
+    new S3Client(
+      bucketClientConfig(location, credentials, { maxAttempts: 1, allowedEndpoints: localBucketOrigins }),
+    )
       .send(new PutObjectCommand({ Bucket: location.bucket, Key: 'x.txt', Body: 'x' }))
       .then(
         () => undefined,

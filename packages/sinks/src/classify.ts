@@ -89,15 +89,11 @@ export class BucketError extends SluiceError {
   override readonly name: BucketErrorName;
   readonly reason: BucketErrorReason;
   readonly kind: BucketErrorKind;
-  /** Same as `kind === 'transient'`. */
-  readonly retryable: boolean;
-
   constructor(classification: BucketErrorClassification, options: { cause?: unknown } = {}) {
-    super(classification.message, options);
+    super(classification.message, { ...options, retryable: classification.kind === 'transient' });
     this.name = BUCKET_ERROR_NAMES[classification.reason];
     this.reason = classification.reason;
     this.kind = classification.kind;
-    this.retryable = classification.kind === 'transient';
   }
 }
 

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import type { BucketLocation } from '@sluice/core';
 import { InvalidInputError } from '@sluice/core';
-import { ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
+import { NO_ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
 import { createPinnedLookup } from './lookup.js';
 import { DeadlineHttpHandler } from './request-deadline.js';
 
@@ -30,7 +30,7 @@ const pinnedLookup = createPinnedLookup();
 export interface BucketClientOptions {
   /** Attempts per request, retries included. @default 3 */
   maxAttempts?: number;
-  /** @default ALLOWED_ENDPOINTS */
+  /** @default NO_ALLOWED_ENDPOINTS */
   allowedEndpoints?: ReadonlySet<string>;
   /**
    * Use this origin instead of the provider's, keeping the provider's other settings. For tests that
@@ -69,7 +69,7 @@ export function resolveBucketEndpoint(
   location: BucketLocation,
   options: Pick<BucketClientOptions, 'allowedEndpoints' | 'endpointOverride'> = {},
 ): ResolvedBucketEndpoint {
-  const policy = { allowedEndpoints: options.allowedEndpoints ?? ALLOWED_ENDPOINTS };
+  const policy = { allowedEndpoints: options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS };
   let endpoint: string | undefined;
   let region: string;
   if (location.provider === 'gcs') {

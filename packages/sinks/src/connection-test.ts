@@ -3,7 +3,7 @@ import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
 import { classifyBucketError, notAnswered } from './classify.js';
 import { type BucketCredentials, createBucketClient } from './client.js';
 import {
-  ALLOWED_ENDPOINTS,
+  NO_ALLOWED_ENDPOINTS,
   assertEndpointResolvesPublic,
   isAllowListedEndpoint,
   parseEndpoint,
@@ -31,7 +31,7 @@ export interface ConnectionTestOptions {
   now: (() => Date) | Date;
   /** A client to use instead of one made from the credentials (tests). */
   client?: S3Client;
-  /** @default ALLOWED_ENDPOINTS */
+  /** @default NO_ALLOWED_ENDPOINTS */
   allowedEndpoints?: ReadonlySet<string>;
   /** @default the system resolver */
   resolve?: Resolver;
@@ -66,7 +66,7 @@ export async function testConnection(
   credentials: BucketCredentials,
   options: ConnectionTestOptions,
 ): Promise<ConnectionTestResult> {
-  const allowedEndpoints = options.allowedEndpoints ?? ALLOWED_ENDPOINTS;
+  const allowedEndpoints = options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS;
   if (location.endpoint !== null) {
     const origin = parseEndpoint(location.endpoint, { allowedEndpoints });
     if (!isAllowListedEndpoint(origin, allowedEndpoints)) {

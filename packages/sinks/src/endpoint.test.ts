@@ -1,7 +1,6 @@
 import { ConnectionFailedError, InvalidInputError } from '@sluice/core';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
-  ALLOWED_ENDPOINTS,
   assertEndpointResolvesPublic,
   isAllowListedEndpoint,
   isPublicAddress,
@@ -71,8 +70,7 @@ describe('parseEndpoint', () => {
     ['empty', ''],
   ])('refuses %s (%s)', (_label, input) => {
     const error = refusal(input);
-    expect(error.statusCode).toBe(400);
-    expect(error.code).toBe('invalid_input');
+    expect(error.retryable).toBe(false);
     expect(error.issues?.[0]?.path).toBe('endpoint');
     expect(error.issues?.[0]?.message).toBe(error.message);
   });
@@ -99,12 +97,22 @@ describe('parseEndpoint', () => {
     expect(() => parseEndpoint('http://u:p@127.0.0.1:4569', { allowedEndpoints })).toThrow(InvalidInputError);
   });
 
-  it('reads the allow-list from SLUICE_ALLOWED_ENDPOINTS: the local s3rver origin', () => {
-    const local = process.env.SLUICE_LOCAL_S3_ENDPOINT;
-    expect(local).toBeDefined();
-    expect(ALLOWED_ENDPOINTS.has(new URL(local as string).origin)).toBe(true);
-    expect(parseEndpoint(local as string)).toBe(new URL(local as string).origin);
-    expect(() => parseEndpoint('http://127.0.0.1:1')).toThrow(InvalidInputError);
+  it('exempts no origin by default, whatever the environment says', async () => {
+    // Prepare: the variable that used to switch the checks off, set for the local s3rver, then a fresh load
+    const local = 'http://127.0.0.1:4569';
+    vi.stubEnv('SLUICE_ALLOWED_ENDPOINTS', local);
+    vi.resetModules();
+    try {
+      // Act
+      const fresh = await import('./endpoint.js');
+      // Assess
+      expect(fresh.NO_ALLOWED_ENDPOINTS.size).toBe(0);
+      expect(fresh.isAllowListedEndpoint(local)).toBe(false);
+      expect(() => fresh.parseEndpoint(local)).toThrow('Endpoint must use https.');
+      await expect(fresh.assertEndpointResolvesPublic(local)).rejects.toThrow('Endpoint must use https.');
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
 
@@ -118,8 +126,8 @@ describe('parseAllowedEndpoints', () => {
   });
 
   it('fails fast on an entry that is not an origin', () => {
-    expect(() => parseAllowedEndpoints('127.0.0.1:4569')).toThrow(/SLUICE_ALLOWED_ENDPOINTS/);
-    expect(() => parseAllowedEndpoints('http://127.0.0.1:4569/path')).toThrow(/SLUICE_ALLOWED_ENDPOINTS/);
+    expect(() => parseAllowedEndpoints('127.0.0.1:4569')).toThrow(/Allowed endpoint/);
+    expect(() => parseAllowedEndpoints('http://127.0.0.1:4569/path')).toThrow(/Allowed endpoint/);
   });
 
   it('matches exact origins only', () => {
@@ -221,7 +229,6 @@ describe('assertEndpointResolvesPublic', () => {
       });
       await expect(promise).rejects.toBeInstanceOf(InvalidInputError);
       await expect(promise).rejects.toMatchObject({
-        code: 'invalid_input',
         issues: [{ path: 'endpoint' }],
         message: expect.stringContaining('only public addresses are allowed'),
       });

@@ -83,7 +83,10 @@ export function isPublicAddress(ip: string): boolean {
   return !DENIED_CIDRS.some(([range, bits]) => range.kind() === address.kind() && address.match(range, bits));
 }
 
-/** Parses `SLUICE_ALLOWED_ENDPOINTS`: comma-separated origins; throws on an entry that is not an origin. */
+/**
+ * Parses a comma-separated list of origins into an allow-list for {@link EndpointPolicyOptions}; throws on an
+ * entry that is not an http(s) origin.
+ */
 export function parseAllowedEndpoints(value: string | undefined): ReadonlySet<string> {
   const origins = new Set<string>();
   for (const raw of (value ?? '').split(',')) {
@@ -93,10 +96,10 @@ export function parseAllowedEndpoints(value: string | undefined): ReadonlySet<st
     try {
       url = new URL(entry);
     } catch {
-      throw new Error(`SLUICE_ALLOWED_ENDPOINTS: "${entry}" is not a URL`);
+      throw new Error(`Allowed endpoint "${entry}" is not a URL`);
     }
     if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.pathname !== '/' || url.search) {
-      throw new Error(`SLUICE_ALLOWED_ENDPOINTS: "${entry}" is not an http(s) origin`);
+      throw new Error(`Allowed endpoint "${entry}" is not an http(s) origin`);
     }
     origins.add(url.origin);
   }
@@ -104,16 +107,15 @@ export function parseAllowedEndpoints(value: string | undefined): ReadonlySet<st
 }
 
 /**
- * Origins exempt from the endpoint rules, read once from `SLUICE_ALLOWED_ENDPOINTS` at load. Only the
- * local runtime sets it, to its own s3rver (plain http on 127.0.0.1). Exact origin match.
+ * The default allow-list: empty, so every endpoint is checked. No environment variable changes it: only the
+ * local runtime passes its own s3rver's origin (plain http on 127.0.0.1) as an explicit option, through the
+ * function factories it builds; the deployed handlers never pass one.
  */
-export const ALLOWED_ENDPOINTS: ReadonlySet<string> = parseAllowedEndpoints(
-  process.env.SLUICE_ALLOWED_ENDPOINTS,
-);
+export const NO_ALLOWED_ENDPOINTS: ReadonlySet<string> = new Set<string>();
 
-/** Options shared by the endpoint checks; tests pass their own allow-list and resolver. */
+/** Options shared by the endpoint checks; the local runtime and tests pass their own allow-list and resolver. */
 export interface EndpointPolicyOptions {
-  /** @default ALLOWED_ENDPOINTS (from `SLUICE_ALLOWED_ENDPOINTS`) */
+  /** Origins exempt from the endpoint rules (exact origin match). @default NO_ALLOWED_ENDPOINTS */
   allowedEndpoints?: ReadonlySet<string>;
   /** @default systemResolver */
   resolve?: Resolver;
@@ -122,7 +124,7 @@ export interface EndpointPolicyOptions {
 /** Whether `origin` is on the allow-list (exact origin match after normalization). */
 export function isAllowListedEndpoint(
   origin: string,
-  allowedEndpoints: ReadonlySet<string> = ALLOWED_ENDPOINTS,
+  allowedEndpoints: ReadonlySet<string> = NO_ALLOWED_ENDPOINTS,
 ): boolean {
   try {
     return allowedEndpoints.has(new URL(origin).origin);

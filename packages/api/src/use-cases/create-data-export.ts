@@ -21,7 +21,7 @@ export async function createDataExport(
   body: unknown,
 ): Promise<{ success: true; dataExport: DataExportView }> {
   const now = deps.now();
-  const request = parseCreateRequest(body, now);
+  const request = parseCreateRequest(body, now, deps.endpointPolicy);
   const id = deps.newId();
   const credentials = { accessKeyId: request.accessKeyId, secretAccessKey: request.secretAccessKey };
   await deps.testConnection(request.location, credentials, { now: () => now });

@@ -1,12 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { type Destination, NotFoundError } from '@sluice/core';
+import type { EndpointPolicyOptions } from '@sluice/sinks';
 import type { ApiSealer, ApiStore, ConnectionTester } from '../ports.js';
 
 /** What every use case runs with. Built once per handler by `createApiHandler`. */
 export interface UseCaseDeps {
   store: ApiStore;
   sealer: ApiSealer;
+  /** Writes the connection-test file, under {@link UseCaseDeps.endpointPolicy}. */
   testConnection: ConnectionTester;
+  /** The endpoint rules' options: no allow-list in Lambda, the local bucket's origin in the local runtime. */
+  endpointPolicy: EndpointPolicyOptions;
   /** The clock; injected so tests can pin it. */
   now: () => Date;
   /** New destination ids, `exp_` and 24 hex digits by default. */

@@ -44,7 +44,7 @@ export async function updateDataExport(
   const now = deps.now();
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
 
-  const location = resolveUpdatedLocation(stored, update);
+  const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   const changes: DestinationChanges = {};

@@ -13,6 +13,7 @@ import { MemoryDeadLetterQueue } from '@sluice/local';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createDataCommands } from './data.js';
+import { controlTable, eventTables } from '../../../../test/helpers/tables.js';
 
 const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
 let dir: string;
@@ -37,9 +38,10 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
     err: (line) => err.push(line),
     writer: () =>
       new EventLogWriter({
+        ...eventTables,
         logger,
         metrics,
-        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions() },
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(controlTable) },
       }),
     progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
     deadLetterQueue: (url) => {
@@ -114,7 +116,12 @@ describe('events redrive', () => {
     expect((failure as Error).message).toMatch(/^1 messages stay in the queue/);
     expect(queue.size).toBe(1);
     const written = await readLines(
-      new EventLogReader().readWindow(workspaceId, 'custom_events', Date.now() - 60_000, Date.now()),
+      new EventLogReader(eventTables).readWindow(
+        workspaceId,
+        'custom_events',
+        Date.now() - 60_000,
+        Date.now(),
+      ),
     );
     expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_r']);
   });
@@ -185,7 +192,7 @@ describe('data commands', () => {
     expect(err[1]).toMatch(/^line 4: event_type: /);
     const ids = (
       await readLines(
-        new EventLogReader().readWindow(workspaceId, 'email_events', now - 3_600_000, Date.now()),
+        new EventLogReader(eventTables).readWindow(workspaceId, 'email_events', now - 3_600_000, Date.now()),
       )
     ).map((line) => JSON.parse(line).id);
     expect(ids).toEqual(['e4', 'e1']);
@@ -243,7 +250,7 @@ describe('data commands', () => {
       expect.stringMatching(/^line 2: /),
     ]);
     expect(refusals).toEqual([{ workspaceId, dataset: 'email_events', count: 2 }]);
-    const reader = new EventLogReader();
+    const reader = new EventLogReader(eventTables);
     const ids = async (dataset: 'email_events' | 'custom_events') =>
       (await readLines(reader.readWindow(workspaceId, dataset, committed - 7_200_000, Date.now()))).map(
         (text) => JSON.parse(text).id,
@@ -289,7 +296,7 @@ describe('data commands', () => {
 
     expect(JSON.parse(out[0]!)).toMatchObject({ lines: 4, accepted: 3, invalid: [{ line: 4 }] });
     expect(out[1]).toBe(`Workspace ${workspaceId}: 2 subscribers deleted, 0 refused`);
-    const ids = (await readLines(new EventLogReader().readSubscribers(workspaceId))).map(
+    const ids = (await readLines(new EventLogReader(eventTables).readSubscribers(workspaceId))).map(
       (l) => JSON.parse(l).id,
     );
     expect(ids).toEqual(['s2']);
@@ -321,7 +328,7 @@ describe('data commands', () => {
       dropped: 0,
       invalid: 0,
     });
-    const reader = new EventLogReader();
+    const reader = new EventLogReader(eventTables);
     let total = 0;
     for (const dataset of ['email_events', 'sms_events', 'custom_events'] as const) {
       const count = await reader.countWindow(workspaceId, dataset, before - 1, Date.now());
@@ -368,7 +375,7 @@ describe('data commands', () => {
 
     expect(out[0]).toMatch(/^Seeded workspace .* \(seed 1\): 200 events/);
     // Recorded further back than the retention: read at the CLI's clock, or the rows count as expired.
-    const reader = new EventLogReader({ now: () => now });
+    const reader = new EventLogReader({ ...eventTables, now: () => now });
     const midnight = Date.parse('2026-10-01T00:00:00.000Z');
     const count = async (from: number, to: number) =>
       (await reader.countWindow(workspaceId, 'email_events', from, to)) +
@@ -410,7 +417,7 @@ describe('data commands', () => {
     expect(summary.events + summary.refusedBehindExport).toBe(200);
     expect(summary.invalid).toBe(0);
     expect(refusals.reduce((sum, r) => sum + r.count, 0)).toBe(summary.refusedBehindExport);
-    const reader = new EventLogReader({ now: () => now });
+    const reader = new EventLogReader({ ...eventTables, now: () => now });
     let behind = 0;
     let ahead = 0;
     for (const dataset of ['email_events', 'sms_events', 'custom_events'] as const) {

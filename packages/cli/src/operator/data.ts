@@ -44,6 +44,7 @@ import {
   powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
+import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import { redactSecrets } from '@sluice/core';
@@ -194,18 +195,19 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
     jsonReplacerFn: redactSecrets,
     logLevel: 'SILENT',
   });
+  const env = deps.env ?? process.env;
   const writer =
     deps.writer ??
     (() =>
       new EventLogWriter({
+        ...readCliTables(env).events,
         // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on
         // stdout, so its metrics go to stderr.
         logger: silentLogger,
-        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions() },
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(readCliTables(env).control) },
         metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
-  const env = deps.env ?? process.env;
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
@@ -302,7 +304,12 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       const summary: RedriveSummary = await redriveDeadLetters(
         deadLetterQueue(queueUrl),
         // Bus events, written the ingest function's way: recorded at this clock.
-        deps.writer?.() ?? new EventLogWriter({ logger: silentLogger, explicitRecordedAt: 'ignore' }),
+        deps.writer?.() ??
+          new EventLogWriter({
+            ...readCliTables(env).events,
+            logger: silentLogger,
+            explicitRecordedAt: 'ignore',
+          }),
         silentLogger,
         maxMessages === undefined ? {} : { maxMessages },
       );

@@ -11,6 +11,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createKeysCommands } from './keys.js';
+import { controlTable } from '../../../../test/helpers/tables.js';
 
 function keysCommand(name: string): { run: (args: string[]) => Promise<void>; lines: string[] } {
   const lines: string[] = [];
@@ -24,7 +25,7 @@ function keysCreate() {
 }
 
 describe('keys create', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it('is exported under its name', () => {
     expect(commands.map((command) => command.name)).toEqual([
@@ -117,7 +118,7 @@ describe('keys create', () => {
 });
 
 describe('keys list and keys revoke', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   async function createKey(workspaceId: string, role: string): Promise<{ apiKey: string; keyId: string }> {
     const { run, lines } = keysCreate();
@@ -201,7 +202,7 @@ describe('keys list and keys revoke', () => {
 });
 
 describe('keys upgrade', () => {
-  const store = new ControlStore();
+  const store = new ControlStore(controlTable);
 
   it('gives a key created before key ids its id: refused before, authenticating and listed after, once', async () => {
     // Prepare: a key item as versions without public ids wrote it (no keyId, no workspace pointer)

@@ -10,6 +10,7 @@ import {
   isApiKeyScope,
   isKeySafeId,
 } from '@sluice/control';
+import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
 /** What the `keys` commands need, injectable for tests. */
@@ -87,7 +88,7 @@ function parseScopes(value: string): ApiKeyScope[] {
  */
 export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const store = deps.store ?? (() => new ControlStore());
+  const store = deps.store ?? (() => new ControlStore(readCliTables().control));
   return [
     {
       name: 'keys create',

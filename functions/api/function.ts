@@ -1,0 +1,39 @@
+/**
+ * The API function, built from its configuration. `handler.ts` builds it from the environment; the local
+ * runtime builds it with the local bucket's origin allow-listed.
+ */
+import type {
+  APIGatewayProxyEventV2WithLambdaAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+} from 'aws-lambda';
+import { type AuthorizerContext, createApiHandler } from '@sluice/api';
+import { ApiKeyMeter, ControlStore } from '@sluice/control';
+import { SecretSealer } from '@sluice/secrets';
+import { createAuthorizer } from '../authorizer/authorize.js';
+import type { ApiConfig } from './config.js';
+
+/** What only the local runtime passes. */
+export interface LocalOnlyOptions {
+  /** Origins exempt from the endpoint rules. @default none: every endpoint is checked */
+  allowedEndpoints?: ReadonlySet<string>;
+}
+
+/** The API function's handler over the configured stores. */
+export function createApiFunction(
+  config: ApiConfig,
+  options: LocalOnlyOptions = {},
+): (
+  event: APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>,
+) => Promise<APIGatewayProxyStructuredResultV2> {
+  const store = new ControlStore({ tableName: config.controlTable });
+  const authorizeAgain = createAuthorizer(store);
+  const api = createApiHandler({
+    store,
+    sealer: new SecretSealer({ keyId: config.kmsKeyId }),
+    keyMeter: new ApiKeyMeter({ tableName: config.controlTable, limit: config.apiKeyRateLimit }),
+    // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.
+    recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
+    ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
+  });
+  return (event) => api(event);
+}

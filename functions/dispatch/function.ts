@@ -1,0 +1,46 @@
+/**
+ * The dispatch function: the FindDueDestinations and FindMoreDueDestinations tasks of the Dispatch state
+ * machine, one page of the due index a call. Thin over `@sluice/engine` `findDueDestinations`: destinations
+ * with nothing new are settled here without a workflow; the ones returned get an ExportRun each.
+ */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { DueIndex } from '@sluice/control';
+import { redactSecrets } from '@sluice/core';
+import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
+import { EventLogReader } from '@sluice/eventlog';
+import { engineControlStores } from '../control-stores.js';
+import type { DispatchConfig } from './config.js';
+
+/** The dispatch function's handler over the configured stores. */
+export function createDispatchFunction(
+  config: DispatchConfig,
+): (event: FindDueInput) => Promise<FindDueOutput> {
+  const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: redactSecrets });
+  const deps: Partial<EngineDeps> = {
+    ...engineControlStores(config.controlTable),
+    dueIndex: new DueIndex({ tableName: config.controlTable }),
+    eventSource: new EventLogReader({
+      eventsTable: config.eventsTable,
+      subscribersTable: config.subscribersTable,
+    }),
+  };
+  return async (event) => {
+    try {
+      const result = await findDueDestinations(event ?? {}, deps);
+      if (result.destinations.length > 0) {
+        // Counts only: a page holds up to 250 destinations, and each ExportRun's input names its own.
+        logger.info('starting export runs', {
+          count: result.destinations.length,
+          morePages: result.next !== undefined,
+        });
+      }
+      return result;
+    } catch (error) {
+      logger.error('dispatch failed', {
+        errorName: (error as Error).name,
+        message: (error as Error).message,
+      });
+      throw error;
+    }
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Reading a function's environment: each entry point's `config.ts` declares its variables as a zod object, and
+ * its `handler.ts` reads them once, at load, with {@link readEnv}. No package reads `process.env`.
+ */
+import { z } from 'zod';
+
+/** The environment as a function sees it. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** A variable that must be set and not empty. */
+export const requiredVariable = z.string({ error: 'is not set' }).min(1, { error: 'is not set' });
+
+/** A required whole number from 1, for limits that must never be switched off by a typo. */
+export const positiveIntegerVariable = z
+  .string({ error: 'is not set' })
+  .min(1, { error: 'is not set' })
+  .transform((value, context) => {
+    const number = Number(value);
+    if (!Number.isInteger(number) || number < 1) {
+      context.addIssue({ code: 'custom', message: `must be a whole number from 1, got ${value}` });
+      return z.NEVER;
+    }
+    return number;
+  });
+
+/**
+ * An optional positive number (fractions allowed: tests use short budgets), `fallback` when unset or empty.
+ */
+export function positiveNumberVariable(fallback: number) {
+  return z
+    .string()
+    .optional()
+    .transform((value, context) => {
+      if (value === undefined || value === '') return fallback;
+      const number = Number(value);
+      if (!Number.isFinite(number) || number <= 0) {
+        context.addIssue({ code: 'custom', message: `must be a positive number, got ${value}` });
+        return z.NEVER;
+      }
+      return number;
+    });
+}
+
+/**
+ * Validates `env` against `schema` (only its own keys are read) and returns the parsed variables.
+ * @throws Error naming every variable that is missing or invalid (`SLUICE_KMS_KEY_ID is not set`)
+ */
+export function readEnv<Shape extends z.ZodRawShape>(
+  schema: z.ZodObject<Shape>,
+  env: Env,
+): z.infer<z.ZodObject<Shape>> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map(
+    (issue) => `${String(issue.path[0] ?? 'environment')} ${issue.message}`,
+  );
+  throw new Error(problems.join('; '));
+}

@@ -1,0 +1,43 @@
+/**
+ * The Lambda handlers as the local runtime runs them: the same factories `functions/<name>/handler.ts` use,
+ * built from the local runtime's own environment (read here, once per call, validated by each function's
+ * config) and with the one option only the local runtime passes: its own bucket's origin exempt from the
+ * endpoint rules. No environment variable of a deployed function can set that option.
+ */
+import { readApiConfig } from '../../../functions/api/config.js';
+import { createApiFunction } from '../../../functions/api/function.js';
+import { readAuthorizerConfig } from '../../../functions/authorizer/config.js';
+import { createAuthorizerFunction } from '../../../functions/authorizer/function.js';
+import { readDispatchConfig } from '../../../functions/dispatch/config.js';
+import { createDispatchFunction } from '../../../functions/dispatch/function.js';
+import type { Env } from '../../../functions/env.js';
+import { readRunControlConfig } from '../../../functions/run-control/config.js';
+import { createRunControlFunction } from '../../../functions/run-control/function.js';
+import { readWriterConfig } from '../../../functions/writer/config.js';
+import { createWriterFunction } from '../../../functions/writer/function.js';
+
+/**
+ * The origins the local runtime exempts from the endpoint rules: its own s3rver (`SLUICE_LOCAL_S3_ENDPOINT`,
+ * plain http on 127.0.0.1), or none when it is not set.
+ */
+export function localAllowedEndpoints(env: Env): ReadonlySet<string> {
+  const endpoint = env.SLUICE_LOCAL_S3_ENDPOINT;
+  return new Set(endpoint ? [new URL(endpoint).origin] : []);
+}
+
+/** The API's two functions, built for the local runtime. */
+export function localApiFunctions(env: Env = process.env) {
+  return {
+    authorizer: createAuthorizerFunction(readAuthorizerConfig(env)),
+    api: createApiFunction(readApiConfig(env), { allowedEndpoints: localAllowedEndpoints(env) }),
+  };
+}
+
+/** The workflows' three functions, built for the local runtime. */
+export function localWorkflowFunctions(env: Env = process.env) {
+  return {
+    runControl: createRunControlFunction(readRunControlConfig(env)),
+    writer: createWriterFunction(readWriterConfig(env), { allowedEndpoints: localAllowedEndpoints(env) }),
+    dispatch: createDispatchFunction(readDispatchConfig(env)),
+  };
+}
