@@ -1,13 +1,17 @@
+import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import {
   claimAndPlan,
   commitRun,
+  createBucketWriterFactory,
+  type EngineDeps,
   type ItemResult,
   type RunRef,
   type WindowResult,
   type WorkItem,
   writeWindow,
 } from '@sluice/engine';
-import { EventLogWriter, generateEvents } from '@sluice/eventlog';
+import { EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { putRunRecord } from '../helpers/seed-runs.js';
 import {
@@ -15,7 +19,7 @@ import {
   startContractHarness,
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
-import { eventTables } from '../helpers/tables.js';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -98,6 +102,18 @@ describe('GET /data-exports/{id}/runs pages with nextToken', () => {
 const HOUR_MS = 3_600_000;
 const PROGRESS_EVENTS = 900;
 
+/** The engine's stores on the local tables, the local bucket allowed: what the run-control and writer functions build. */
+const engineDeps: Partial<EngineDeps> = {
+  controlStore: new ControlStore(controlTable),
+  leases: new LeaseStore(controlTable),
+  cursors: new CursorStore(controlTable),
+  runs: new RunStore(controlTable),
+  runState: new RunStateStore(controlTable),
+  sealer: new SecretSealer(kmsKey),
+  eventSource: new EventLogReader(eventTables),
+  bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+};
+
 describe('GET /data-exports/{id}/runs while a run runs', () => {
   it('shows the running run with the rows its writers have saved so far, then the committed totals', async () => {
     // Prepare: an hourly export from three hours ago, 900 custom events in its first two hours
@@ -125,18 +141,21 @@ describe('GET /data-exports/{id}/runs while a run runs', () => {
       explicitRecordedAt: 'unchecked',
     }).ingestEvents(ws.workspaceId, [...events]);
     expect(ingested.accepted).toBe(PROGRESS_EVENTS);
-    const planned = await claimAndPlan({
-      workspaceId: ws.workspaceId,
-      destinationId: id,
-      trigger: 'manual',
-      executionId: 'run-progress',
-    });
+    const planned = await claimAndPlan(
+      {
+        workspaceId: ws.workspaceId,
+        destinationId: id,
+        trigger: 'manual',
+        executionId: 'run-progress',
+      },
+      engineDeps,
+    );
     if (planned.outcome !== 'planned') throw new Error(`skipped: ${planned.reason}`);
     const run = planned.run as RunRef;
     const items = planned.items as WorkItem[];
 
     // Act 1: one writer invocation, out of time after its first window
-    const first = await writeWindow({ run, item: items[0]! }, {}, { deadlineMs: 0 });
+    const first = await writeWindow({ run, item: items[0]! }, engineDeps, { deadlineMs: 0 });
     const whileRunning = await ws.client.get(`/data-exports/${id}/runs`);
 
     // Assess 1
@@ -157,11 +176,11 @@ describe('GET /data-exports/{id}/runs while a run runs', () => {
     const results: ItemResult[] = [];
     for (const item of items) {
       let result: WindowResult;
-      do result = await writeWindow({ run, item });
+      do result = await writeWindow({ run, item }, engineDeps);
       while (result.status === 'partial');
       results.push(result);
     }
-    await commitRun({ run, results });
+    await commitRun({ run, results }, engineDeps);
     const afterCommit = await ws.client.get(`/data-exports/${id}/runs`);
 
     // Assess 2
