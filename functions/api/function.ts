@@ -10,6 +10,7 @@ import { type AuthorizerContext, createApiHandler } from '@sluice/api';
 import { ApiKeyMeter, ControlStore } from '@sluice/control';
 import { SecretSealer } from '@sluice/secrets';
 import { createAuthorizer } from '../authorizer/authorize.js';
+import type { LambdaFunction } from '../lambda.js';
 import type { ApiConfig } from './config.js';
 
 /** What only the local runtime passes. */
@@ -22,9 +23,10 @@ export interface LocalOnlyOptions {
 export function createApiFunction(
   config: ApiConfig,
   options: LocalOnlyOptions = {},
-): (
-  event: APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>,
-) => Promise<APIGatewayProxyStructuredResultV2> {
+): LambdaFunction<
+  APIGatewayProxyEventV2WithLambdaAuthorizer<AuthorizerContext>,
+  APIGatewayProxyStructuredResultV2
+> {
   const store = new ControlStore({ tableName: config.controlTable });
   const authorizeAgain = createAuthorizer(store);
   const api = createApiHandler({
@@ -35,5 +37,6 @@ export function createApiFunction(
     recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
     ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
   });
-  return (event) => api(event);
+  // The API's own middy chain (`createApiHandler`) carries the Lambda context, the body parser and the error handler.
+  return (event, context) => api(event, context);
 }

@@ -1,10 +1,10 @@
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import { type AuthorizerContext, bearerToken } from '@sluice/api';
 import { type ApiKeyRecord, parseApiKey } from '@sluice/control';
-import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
+import { createLogger, DatabaseUnavailableError } from '@sluice/core';
 
 /** The authorizer's logger. It logs outcomes only, never a key or any part of one. */
-export const logger = new Logger({ serviceName: 'sluice-authorizer', jsonReplacerFn: redactSecrets });
+export const logger = createLogger();
 
 /** What the authorizer needs from the control table. */
 export interface ApiKeyFinder {

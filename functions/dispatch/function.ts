@@ -3,19 +3,17 @@
  * machine, one page of the due index a call. Thin over `@sluice/engine` `findDueDestinations`: destinations
  * with nothing new are settled here without a workflow; the ones returned get an ExportRun each.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
 import { DueIndex } from '@sluice/control';
-import { redactSecrets } from '@sluice/core';
+import { createLogger } from '@sluice/core';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
 import { EventLogReader } from '@sluice/eventlog';
 import { engineControlStores } from '../control-stores.js';
+import { type LambdaFunction, lambdaHandler } from '../lambda.js';
 import type { DispatchConfig } from './config.js';
 
 /** The dispatch function's handler over the configured stores. */
-export function createDispatchFunction(
-  config: DispatchConfig,
-): (event: FindDueInput) => Promise<FindDueOutput> {
-  const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: redactSecrets });
+export function createDispatchFunction(config: DispatchConfig): LambdaFunction<FindDueInput, FindDueOutput> {
+  const logger = createLogger();
   const deps: Partial<EngineDeps> = {
     ...engineControlStores(config.controlTable),
     dueIndex: new DueIndex({ tableName: config.controlTable }),
@@ -24,7 +22,7 @@ export function createDispatchFunction(
       subscribersTable: config.subscribersTable,
     }),
   };
-  return async (event) => {
+  return lambdaHandler<FindDueInput, FindDueOutput>(logger, async (event) => {
     try {
       const result = await findDueDestinations(event ?? {}, deps);
       if (result.destinations.length > 0) {
@@ -38,9 +36,9 @@ export function createDispatchFunction(
     } catch (error) {
       logger.error('dispatch failed', {
         errorName: (error as Error).name,
-        message: (error as Error).message,
+        errorMessage: (error as Error).message,
       });
       throw error;
     }
-  };
+  });
 }

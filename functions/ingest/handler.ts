@@ -6,22 +6,25 @@
  * error, to the ingest dead-letter queue (its on-failure destination), from where `sluice events redrive` writes
  * it into the log.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { type BusIngestResult, EventLogWriter, ingestBusEvent } from '@sluice/eventlog';
 import { readIngestConfig } from './config.js';
-import { redactSecrets } from '@sluice/core';
+import { createLogger } from '@sluice/core';
+import { type LambdaFunction, lambdaHandler } from '../lambda.js';
 
 /** The handler over a given writer and logger (the module's `handler` uses the configured tables). */
 export function createIngestHandler(
   writer: EventLogWriter,
   logger: Logger,
-): (event: EventBridgeEvent<string, unknown>) => Promise<BusIngestResult> {
-  return (event) => ingestBusEvent(writer, event, logger);
+): LambdaFunction<EventBridgeEvent<string, unknown>, BusIngestResult> {
+  return lambdaHandler<EventBridgeEvent<string, unknown>, BusIngestResult>(logger, (event) =>
+    ingestBusEvent(writer, event, logger),
+  );
 }
 
 const config = readIngestConfig(process.env);
-const logger = new Logger({ serviceName: 'sluice-ingest', jsonReplacerFn: redactSecrets });
+const logger = createLogger();
 const writer = new EventLogWriter({
   eventsTable: config.eventsTable,
   subscribersTable: config.subscribersTable,

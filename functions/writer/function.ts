@@ -3,9 +3,8 @@
  * snapshot) into the customer's bucket. Thin over `@sluice/engine` `writeWindow`, which opens the secret;
  * nothing here logs it or the payload's lease token. Errors leave with their classified `name`.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
 import { ControlStore, CursorStore } from '@sluice/control';
-import { redactSecrets } from '@sluice/core';
+import { createLogger } from '@sluice/core';
 import {
   createBucketWriterFactory,
   type EngineDeps,
@@ -16,6 +15,7 @@ import {
 import { EventLogReader } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import type { LocalOnlyOptions } from '../api/function.js';
+import { type LambdaFunction, lambdaHandler } from '../lambda.js';
 import type { WriterConfig } from './config.js';
 
 /** The writer starts no file later than this before its own Lambda timeout: the last file must finish. */
@@ -31,14 +31,11 @@ export interface WriterOptions extends LocalOnlyOptions {
 }
 
 /** The writer Lambda's handler. */
-export type WriterHandler = (
-  event: WriteWindowInput,
-  context?: { getRemainingTimeInMillis?: () => number },
-) => Promise<WindowResult>;
+export type WriterHandler = LambdaFunction<WriteWindowInput, WindowResult>;
 
 /** The writer function's handler over the configured stores; only the local runtime and tests pass `options`. */
 export function createWriterFunction(config: WriterConfig, options: WriterOptions = {}): WriterHandler {
-  const logger = new Logger({ serviceName: 'sluice-writer', jsonReplacerFn: redactSecrets });
+  const logger = createLogger();
   const deps: Partial<EngineDeps> = {
     controlStore: new ControlStore({ tableName: config.controlTable }),
     cursors: new CursorStore({ tableName: config.controlTable }),
@@ -52,7 +49,7 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
     ),
     ...options.overrides,
   };
-  return async (event, context) => {
+  return lambdaHandler<WriteWindowInput, WindowResult>(logger, async (event, context) => {
     logger.appendKeys({
       workspaceId: event.run.workspaceId,
       destinationId: event.run.destinationId,
@@ -68,7 +65,8 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
           }
         : { dataset: event.item.dataset, date: event.item.date };
     try {
-      const remaining = context?.getRemainingTimeInMillis?.();
+      // Outside Lambda (tests) there may be no clock: then no deadline.
+      const remaining = context.getRemainingTimeInMillis?.();
       const result = await writeWindow(
         event,
         deps,
@@ -87,14 +85,12 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
       logger.error('window failed', {
         ...item,
         errorName: (error as Error).name,
-        message: (error as Error).message,
+        errorMessage: (error as Error).message,
       });
       // The error's name and message only: Lambda puts the stack into the Cause, which becomes this Map
       // item's result in the ExportRun state, and a few dozen stacks would crowd its 256 KB.
       if (error instanceof Error) error.stack = `${error.name}: ${error.message}`;
       throw error;
-    } finally {
-      logger.resetKeys();
     }
-  };
+  });
 }

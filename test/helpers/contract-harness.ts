@@ -130,7 +130,8 @@ export async function startContractHarness(
       s3.destroy();
       output.stop();
       const logs = output.text();
-      if (!logs.includes('"service":"sluice-api"')) {
+      // The API's access line (the service name is the stack's POWERTOOLS_SERVICE_NAME, unset here).
+      if (!logs.includes('"message":"Request"')) {
         throw new Error('No API log line was captured: the secrets check would prove nothing');
       }
       const haystack = `${recordedResponses.join('\n')}\n${logs}`;

@@ -78,3 +78,11 @@ export function captureOutput(options: { passThrough?: boolean } = {}): OutputCa
     },
   };
 }
+
+/** The Powertools JSON log lines of `service` in captured `text`, parsed. */
+export function logLinesOf(text: string, service: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((line) => line.includes(`"service":"${service}"`))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}

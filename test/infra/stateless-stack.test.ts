@@ -283,6 +283,24 @@ describe('stateless stack: functions', () => {
     expect(fn.Properties.LoggingConfig.LogFormat).toBe('JSON');
   });
 
+  it('gives every function its own POWERTOOLS_SERVICE_NAME: the service of its log lines', () => {
+    // Prepare: the handlers' loggers set no service name, so this variable is the only one (createLogger).
+    const functions = Object.values(t.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
+
+    // Act
+    const serviceNames = functions.map((fn) => fn.Properties.Environment?.Variables?.POWERTOOLS_SERVICE_NAME);
+
+    // Assess
+    expect(functions.length).toBeGreaterThanOrEqual(6);
+    for (const name of serviceNames) expect(name).toMatch(/^[a-z][a-z-]+$/);
+    expect(new Set(serviceNames).size).toBe(serviceNames.length);
+    expect(functionResource('runControl').Properties.Environment.Variables.POWERTOOLS_SERVICE_NAME).toBe(
+      'run-control',
+    );
+  });
+
   it('names each table and the key by the stateful stack outputs', () => {
     // Act
     const env = functionResource('writer').Properties.Environment.Variables;

@@ -1,7 +1,8 @@
 /**
  * The one mapping from Sluice's errors to HTTP. Domain errors (`@sluice/core`) say what failed and whether a
  * retry can help; here each becomes a status, the API's error `code` and the message the caller sees. Errors
- * that only the HTTP layer raises (unknown route, wrong method, body not JSON) are `HttpError`s already.
+ * that only the HTTP layer raises (unknown route, wrong method, empty body) are `HttpError`s already; the JSON
+ * body parser's refusal is mapped here too.
  */
 import {
   ConflictError,
@@ -62,6 +63,22 @@ function unavailable(what: string, error: SluiceError): HttpError {
   });
 }
 
+/** The package that names itself in the `cause` of the errors `@middy/http-json-body-parser` throws. */
+const JSON_BODY_PARSER = '@middy/http-json-body-parser';
+
+/**
+ * Whether `error` is `@middy/http-json-body-parser` refusing a body. Its cause carries the body itself, so the
+ * error is never logged or shown, only mapped.
+ */
+function isJsonBodyParserError(error: unknown): boolean {
+  const cause = error instanceof Error ? error.cause : undefined;
+  return (
+    typeof cause === 'object' &&
+    cause !== null &&
+    (cause as { package?: unknown }).package === JSON_BODY_PARSER
+  );
+}
+
 /**
  * Maps an error to its HTTP form: an `HttpError` as it is, a domain error by its class, anything else (an
  * unexpected error, or a domain error the API has no answer for) `undefined`, which the error handler turns
@@ -69,6 +86,10 @@ function unavailable(what: string, error: SluiceError): HttpError {
  */
 export function toHttpError(error: unknown): HttpError | undefined {
   if (error instanceof HttpError) return error;
+  // The API checks emptiness and the content type first, so the parser's one refusal left is "not JSON".
+  if (isJsonBodyParserError(error)) {
+    return new HttpError(400, 'The request body is not valid JSON.', { code: 'invalid_json' });
+  }
   if (error instanceof InvalidInputError) {
     return new HttpError(400, error.message, { code: 'invalid_input', issues: error.issues });
   }

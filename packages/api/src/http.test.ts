@@ -1,8 +1,15 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { DatabaseUnavailableError, InvalidInputError, UnauthorizedError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
-import { authorize, callerFromContext } from './auth.js';
-import { type ApiHandlerOptions, createApiHandler, errorResponse, matchRoute, readJsonBody } from './http.js';
+import { authorize, callerFromContext, SCOPES } from './auth.js';
+import {
+  type ApiHandlerOptions,
+  checkJsonBody,
+  createApiHandler,
+  errorResponse,
+  MAX_BODY_BYTES,
+  matchRoute,
+} from './http.js';
 import { openapiDocument } from './openapi/document.js';
 import { isPublicRoute, OPENAPI_PATHS } from './openapi/serve.js';
 
@@ -62,7 +69,7 @@ describe('matchRoute', () => {
   });
 });
 
-describe('readJsonBody', () => {
+describe('checkJsonBody', () => {
   const request = (body: string, headers: Record<string, string>, isBase64Encoded = false) => ({
     rawPath: '/v1/data-exports',
     body,
@@ -71,14 +78,77 @@ describe('readJsonBody', () => {
     requestContext: { http: { method: 'POST' } },
   });
 
-  it('decodes a base64 body', () => {
-    const body = Buffer.from('{"a":1}').toString('base64');
-    expect(readJsonBody(request(body, { 'content-type': 'application/json' }, true))).toEqual({ a: 1 });
+  it('accepts +json media types in any case and refuses others', () => {
+    expect(() =>
+      checkJsonBody(request('{}', { 'content-type': 'application/merge-patch+json' })),
+    ).not.toThrow();
+    expect(() =>
+      checkJsonBody(request('{}', { 'content-type': 'Application/JSON ; charset=utf-8' })),
+    ).not.toThrow();
+    expect(() => checkJsonBody(request('{}', { 'content-type': 'text/plain' }))).toThrow(/Content-Type/);
   });
 
-  it('accepts +json media types and refuses others', () => {
-    expect(readJsonBody(request('{}', { 'content-type': 'application/merge-patch+json' }))).toEqual({});
-    expect(() => readJsonBody(request('{}', { 'content-type': 'text/plain' }))).toThrow(/Content-Type/);
+  it('measures a base64 body decoded', () => {
+    const body = Buffer.from(`"${'a'.repeat(MAX_BODY_BYTES)}"`).toString('base64');
+    expect(() => checkJsonBody(request(body, { 'content-type': 'application/json' }, true))).toThrow(/limit/);
+  });
+});
+
+describe('createApiHandler: JSON bodies', () => {
+  const owner = {
+    workspaceId: 'ws_1',
+    role: 'owner',
+    scopes: SCOPES.join(','),
+  };
+  const api = createApiHandler({
+    store: {} as ApiHandlerOptions['store'],
+    sealer: {} as ApiHandlerOptions['sealer'],
+    logger: new Logger({ serviceName: 'test', logLevel: 'SILENT' }),
+  });
+  const post = (body: string, options: { contentType?: string; base64?: boolean; lambda?: object } = {}) => ({
+    rawPath: '/v1/data-exports',
+    body: options.base64 ? Buffer.from(body).toString('base64') : body,
+    isBase64Encoded: options.base64 ?? false,
+    headers: options.contentType === undefined ? {} : { 'content-type': options.contentType },
+    requestContext: { http: { method: 'POST' }, authorizer: { lambda: options.lambda ?? owner } },
+  });
+  const answer = async (request: ReturnType<typeof post>) => {
+    const response = await api(request);
+    return { status: response.statusCode, code: JSON.parse(response.body).code };
+  };
+
+  it.each([
+    ['malformed JSON', post('{"name":', { contentType: 'application/json' }), 400, 'invalid_json'],
+    [
+      'malformed base64 JSON',
+      post('{', { contentType: 'application/json', base64: true }),
+      400,
+      'invalid_json',
+    ],
+    ['an empty body', post('  ', { contentType: 'application/json' }), 400, 'invalid_json'],
+    ['no content type', post('{}'), 415, 'unsupported_media_type'],
+    [
+      'a form body',
+      post('a=1', { contentType: 'application/x-www-form-urlencoded' }),
+      415,
+      'unsupported_media_type',
+    ],
+  ])('answers %s in the API error format', async (_, request, status, code) => {
+    expect(await answer(request)).toEqual({ status, code });
+  });
+
+  it('parses a base64 body and hands the value to validation', async () => {
+    // Act
+    const response = await api(post('{"name":7}', { contentType: 'application/json', base64: true }));
+
+    // Assess: the body was read as JSON (not invalid_json), and validation found what is wrong with it.
+    expect(response.statusCode).toBe(422);
+    expect(JSON.parse(response.body).issues).toContainEqual(expect.objectContaining({ path: 'name' }));
+  });
+
+  it('asks for the API key before it reads the body', async () => {
+    const request = post('{', { contentType: 'application/json', lambda: { authError: 'missing_api_key' } });
+    expect((await answer(request)).status).toBe(401);
   });
 });
 

@@ -1,10 +1,15 @@
 /**
- * The HTTP side of the Data Exports API: one router for `/v1` and `/api/v1`, body parsing, and the one error
- * handler. It speaks the shape of an API Gateway HTTP API (payload 2.0) event without importing a Lambda type:
- * {@link HttpRequest} and {@link HttpResponse} are the subsets it reads and writes.
+ * The HTTP side of the Data Exports API, on middy: the Lambda context on every log line, one router for `/v1`
+ * and `/api/v1`, `@middy/http-json-body-parser` for the bodies of create and update, and the one error handler.
+ * It speaks the shape of an API Gateway HTTP API (payload 2.0) event: {@link HttpRequest} and
+ * {@link HttpResponse} are the subsets it reads and writes.
  */
-import { Logger } from '@aws-lambda-powertools/logger';
-import { DatabaseUnavailableError, redactSecrets } from '@sluice/core';
+import type { Logger } from '@aws-lambda-powertools/logger';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import middy, { type MiddlewareObj, type Request } from '@middy/core';
+import httpJsonBodyParser from '@middy/http-json-body-parser';
+import { createLogger, DatabaseUnavailableError } from '@sluice/core';
+import type { Context } from 'aws-lambda';
 import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
@@ -29,6 +34,7 @@ export interface HttpRequest {
   rawQueryString?: string;
   /** Lower-cased names, as API Gateway v2 delivers them. */
   headers?: Record<string, string | undefined>;
+  /** The raw body; on create and update, the JSON body parser replaces it with the parsed value. */
   body?: string;
   isBase64Encoded?: boolean;
   requestContext: {
@@ -46,7 +52,7 @@ export interface HttpResponse {
 }
 
 /** The API's Powertools logger (JSON lines). It never logs a request body, a header or a secret. */
-export const logger = new Logger({ serviceName: 'sluice-api', jsonReplacerFn: redactSecrets });
+export const logger = createLogger();
 
 /** What an operation runs, once the caller is known and authorized. */
 export type Handler = (context: {
@@ -54,12 +60,16 @@ export type Handler = (context: {
   caller: Caller;
   id: string;
   request: HttpRequest;
+  /** The parsed JSON body, for an operation that {@link Operation.readsBody}. */
+  body: unknown;
 }) => Promise<{ status: number; body: unknown }>;
 
 /** One operation of the API: its OpenAPI id, the access it needs, and what it runs. */
 export interface Operation {
   operationId: string;
   access: Access;
+  /** Whether it takes a JSON body (checked by {@link checkJsonBody}, then parsed). @default false */
+  readsBody?: boolean;
   run: Handler;
 }
 
@@ -77,9 +87,10 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
     POST: {
       operationId: 'createDataExport',
       access: 'write',
-      run: async ({ deps, caller, request }) => ({
+      readsBody: true,
+      run: async ({ deps, caller, body }) => ({
         status: 201,
-        body: await createDataExport(deps, caller, readJsonBody(request)),
+        body: await createDataExport(deps, caller, body),
       }),
     },
   },
@@ -92,8 +103,8 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
     PATCH: {
       operationId: 'updateDataExport',
       access: 'write',
-      run: async ({ deps, caller, id, request }) =>
-        ok(await updateDataExport(deps, caller, id, readJsonBody(request))),
+      readsBody: true,
+      run: async ({ deps, caller, id, body }) => ok(await updateDataExport(deps, caller, id, body)),
     },
     DELETE: {
       operationId: 'deleteDataExport',
@@ -168,11 +179,12 @@ function header(request: HttpRequest, name: string): string | undefined {
 const JSON_TYPE_RE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;.*)?$/i;
 
 /**
- * Reads the JSON body of a create or update: `415` unless the content type is JSON, `413` over
- * {@link MAX_BODY_BYTES}, `400 invalid_json` when empty or not JSON. Parser messages are never echoed, since
- * they can quote the body (and so a secret).
+ * Checks the body of a create or update before the JSON body parser reads it: `400 invalid_json` when empty,
+ * `415` unless the content type is JSON (any `+json` type, in any case, with parameters), `413` over
+ * {@link MAX_BODY_BYTES}. The parser's own refusal (not JSON) becomes `400 invalid_json` in {@link toHttpError};
+ * its message is never echoed, since it can quote the body (and so a secret).
  */
-export function readJsonBody(request: HttpRequest): unknown {
+export function checkJsonBody(request: HttpRequest): void {
   const raw = request.body ?? '';
   const text = request.isBase64Encoded ? Buffer.from(raw, 'base64').toString('utf8') : raw;
   const contentType = header(request, 'content-type');
@@ -195,11 +207,6 @@ export function readJsonBody(request: HttpRequest): unknown {
     throw new HttpError(413, `The request body is ${bytes} bytes; the limit is ${MAX_BODY_BYTES} bytes.`, {
       code: 'payload_too_large',
     });
-  }
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new HttpError(400, 'The request body is not valid JSON.', { code: 'invalid_json' });
   }
 }
 
@@ -283,21 +290,45 @@ export interface ApiHandlerOptions {
   recheckKey?: (request: HttpRequest) => Promise<AuthorizerContext>;
 }
 
+/** The API's handler: an API Gateway v2 event in, a structured result out; the Lambda context is optional. */
+export type ApiHandler = (request: HttpRequest, context?: Partial<Context>) => Promise<HttpResponse>;
+
+/** What the routing step found, for the body parser and the operation. */
+interface RoutedRequest {
+  operation: Operation;
+  caller: Caller;
+  id: string;
+}
+
+/** The Lambda context, with the routing step's finding (middy's way of passing what a middleware found on). */
+type ApiContext = Context & { route?: RoutedRequest };
+
+/** What the access log line shows, collected as the steps go, even when one throws. */
+interface AccessLogFields extends Record<string, unknown> {
+  startedMs?: number;
+  method?: string;
+  operationId?: string;
+  workspaceId?: string;
+}
+
+type ApiRequest = Request<HttpRequest, HttpResponse, Error, ApiContext, AccessLogFields>;
+type ApiMiddleware = MiddlewareObj<HttpRequest, HttpResponse, Error, ApiContext, AccessLogFields>;
+
 /**
- * Builds the API's request handler:
- * 0. `GET` of the OpenAPI document (`/v1/openapi.json`, `/api/v1/openapi.json`) is answered at once, without
+ * Builds the API's request handler, on middy:
+ * 0. `injectLambdaContext`: the request id and cold-start flag on every log line, keys reset after each request;
+ * 1. `GET` of the OpenAPI document (`/v1/openapi.json`, `/api/v1/openapi.json`) is answered at once, without
  *    an API key (the gateway routes it without the authorizer);
- * 1. the authorizer's verdict: no caller is a 401 (a store outage while checking the key a 503); then the
- *    key meter: revoked since is a 401, over the per-key rate limit a 429;
- * 2. the route: unknown path 404, wrong method 405 with `Allow`;
- * 3. role and scopes: 403;
- * 4. the use case, whose errors go through {@link errorResponse}.
- * Every body is JSON (a 304 has none); one access-log line per request (method, route, status, workspace,
+ * 2. routing: the authorizer's verdict (no caller is a 401, a store outage while checking the key a 503), then
+ *    the key meter (revoked since is a 401, over the per-key rate limit a 429); the route (unknown path 404,
+ *    wrong method 405 with `Allow`); role and scopes (403);
+ * 3. for create and update, {@link checkJsonBody} and `@middy/http-json-body-parser`;
+ * 4. the use case;
+ * 5. the one error handler, {@link errorResponse}, for an error thrown by any step.
+ * Every body is JSON (a 304 has none); one access-log line per request (method, operation, status, workspace,
  * duration).
  */
-export function createApiHandler(
-  options: ApiHandlerOptions,
-): (request: HttpRequest) => Promise<HttpResponse> {
+export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
   const endpointPolicy = { allowedEndpoints: options.allowedEndpoints ?? NO_ALLOWED_ENDPOINTS };
   const tester = options.testConnection ?? testConnection;
   const deadlineMs = options.connectionTestDeadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
@@ -311,65 +342,107 @@ export function createApiHandler(
     newId: options.newId ?? newDestinationId,
   };
   const log = options.logger ?? logger;
+  const handler = middy<HttpRequest, HttpResponse, Error, ApiContext, AccessLogFields>()
+    .use(injectLambdaContext(log, { resetKeys: true }))
+    .use(errorHandlerAndAccessLog(log))
+    .use(routing(options))
+    .use(jsonBody())
+    .handler(async (request, context) => {
+      const route = context.route;
+      if (route === undefined) return openApiResponse(header(request, 'if-none-match'));
+      const result = await route.operation.run({
+        deps,
+        caller: route.caller,
+        id: route.id,
+        request,
+        body: request.body,
+      });
+      return json(result.status, result.body);
+    });
+  return (request, context = {}) => handler(request, context as ApiContext);
+}
 
-  /** Steps 1 to 4; `seen` collects what the access log shows, even when a step throws. */
-  async function runOperation(
-    request: HttpRequest,
-    method: string,
-    seen: { operationId?: string; workspaceId?: string },
-  ): Promise<HttpResponse> {
-    let context = request.requestContext.authorizer?.lambda;
-    if (context?.authError === 'unavailable' && options.recheckKey)
-      context = await options.recheckKey(request);
-    if (context?.authError === 'unavailable') throw new DatabaseUnavailableError();
-    const verdict = callerFromContext(context);
-    const caller = options.keyMeter
-      ? await meteredCaller(options.keyMeter, header(request, 'authorization'))
-      : verdict;
-    seen.workspaceId = caller.workspaceId;
-    if (isOpenApiPath(request.rawPath)) throw methodNotAllowed(method, 'GET');
-    const match = matchRoute(request.rawPath);
-    if (match === undefined) {
-      throw new HttpError(
-        404,
-        `No route ${method} ${request.rawPath}. The API lives under /api/v1/data-exports.`,
-        {
-          code: 'route_not_found',
-        },
-      );
-    }
-    const methods = ROUTES[match.route] ?? {};
-    const operation = methods[method];
-    if (operation === undefined) throw methodNotAllowed(method, Object.keys(methods).join(', '));
-    seen.operationId = operation.operationId;
-    authorize(caller, operation.access);
-    const result = await operation.run({ deps, caller, id: match.id, request });
-    return json(result.status, result.body);
-  }
-
-  return async (request) => {
-    const started = Date.now();
-    const method = request.requestContext.http.method.toUpperCase();
-    const seen: { operationId?: string; workspaceId?: string } = {};
-    let response: HttpResponse;
-    try {
-      if (method === 'GET' && isOpenApiPath(request.rawPath)) {
-        seen.operationId = 'getOpenApiDocument';
-        response = openApiResponse(header(request, 'if-none-match'));
-      } else {
-        response = await runOperation(request, method, seen);
-      }
-    } catch (error) {
-      response = errorResponse(error, log);
-    }
+/** Step 5 and the access log: any error becomes its response, then one line per request. */
+function errorHandlerAndAccessLog(log: Logger): ApiMiddleware {
+  const accessLog = (request: ApiRequest) => {
+    const { startedMs, method, operationId, workspaceId } = request.internal;
     log.info('Request', {
       method,
-      ...seen,
-      statusCode: response.statusCode,
-      requestId: request.requestContext.requestId,
-      durationMs: Date.now() - started,
+      operationId,
+      workspaceId,
+      statusCode: request.response?.statusCode,
+      requestId: request.event.requestContext.requestId,
+      durationMs: startedMs === undefined ? undefined : Date.now() - startedMs,
     });
-    return response;
+  };
+  return {
+    before: (request) => {
+      request.internal.startedMs = Date.now();
+      request.internal.method = request.event.requestContext.http.method.toUpperCase();
+    },
+    after: accessLog,
+    onError: (request) => {
+      request.response = errorResponse(request.error, log);
+      accessLog(request);
+    },
+  };
+}
+
+/** Steps 1 and 2: who calls, which operation, and whether the caller may run it. */
+function routing(options: ApiHandlerOptions): ApiMiddleware {
+  return {
+    before: async (request) => {
+      const event = request.event;
+      const method = event.requestContext.http.method.toUpperCase();
+      if (method === 'GET' && isOpenApiPath(event.rawPath)) {
+        request.internal.operationId = 'getOpenApiDocument';
+        return;
+      }
+      let context = event.requestContext.authorizer?.lambda;
+      if (context?.authError === 'unavailable' && options.recheckKey)
+        context = await options.recheckKey(event);
+      if (context?.authError === 'unavailable') throw new DatabaseUnavailableError();
+      const verdict = callerFromContext(context);
+      const caller = options.keyMeter
+        ? await meteredCaller(options.keyMeter, header(event, 'authorization'))
+        : verdict;
+      request.internal.workspaceId = caller.workspaceId;
+      if (isOpenApiPath(event.rawPath)) throw methodNotAllowed(method, 'GET');
+      const match = matchRoute(event.rawPath);
+      if (match === undefined) {
+        throw new HttpError(
+          404,
+          `No route ${method} ${event.rawPath}. The API lives under /api/v1/data-exports.`,
+          { code: 'route_not_found' },
+        );
+      }
+      const methods = ROUTES[match.route] ?? {};
+      const operation = methods[method];
+      if (operation === undefined) throw methodNotAllowed(method, Object.keys(methods).join(', '));
+      request.internal.operationId = operation.operationId;
+      authorize(caller, operation.access);
+      request.context.route = { operation, caller, id: match.id };
+    },
+  };
+}
+
+/**
+ * Step 3: the body of an operation that reads one, checked ({@link checkJsonBody}) and then parsed by
+ * `@middy/http-json-body-parser`. The content type is checked here (any case, any `+json` type), so the
+ * parser's own check is off; its only refusal left is a body that is not JSON (see {@link toHttpError}).
+ */
+function jsonBody(): ApiMiddleware {
+  // The parser's types omit `disableContentTypeCheck` and name API Gateway's event types: the subset read here
+  // (`headers`, `body`, `isBase64Encoded`) is the same.
+  const parser = httpJsonBodyParser({
+    disableContentTypeCheck: true,
+  } as Parameters<typeof httpJsonBodyParser>[0]) as unknown as ApiMiddleware;
+  return {
+    before: async (request) => {
+      if (!request.context.route?.operation.readsBody) return;
+      checkJsonBody(request.event);
+      await parser.before?.(request);
+    },
   };
 }
 

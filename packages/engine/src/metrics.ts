@@ -30,6 +30,9 @@ export interface RunMetrics {
   recordExpiredRows(figures: ExpiredRowsFigures): void;
 }
 
+/** Where Powertools Metrics writes its own warnings (a Powertools Logger will do). */
+export type MetricsLogger = NonNullable<NonNullable<ConstructorParameters<typeof Metrics>[0]>['logger']>;
+
 /** The CloudWatch namespace of every Sluice metric. */
 export const METRICS_NAMESPACE = 'Sluice';
 /** The `service` dimension of every engine metric. */
@@ -41,13 +44,23 @@ export const STAGE_DIMENSION = 'Stage';
 export interface EngineMetricsOptions {
   /** The deployment stage (`SLUICE_STAGE`), published as the `Stage` dimension. */
   stage: string;
+  /**
+   * The Powertools instance to record on: a Lambda passes the one its `logMetrics` middleware flushes.
+   * @default a new {@link engineMetrics} instance
+   */
+  metrics?: Metrics;
 }
 
-function engineMetrics(options: EngineMetricsOptions): Metrics {
+/**
+ * The Powertools Metrics of the engine: namespace `Sluice`, dimensions `service` ({@link ENGINE_SERVICE}, which
+ * the alarms match) and `Stage`. `logger` takes Powertools' own warnings.
+ */
+export function engineMetrics(options: { stage: string; logger?: MetricsLogger }): Metrics {
   return new Metrics({
     namespace: METRICS_NAMESPACE,
     serviceName: ENGINE_SERVICE,
     defaultDimensions: { [STAGE_DIMENSION]: options.stage },
+    ...(options.logger ? { logger: options.logger } : {}),
   });
 }
 
@@ -58,7 +71,7 @@ function engineMetrics(options: EngineMetricsOptions): Metrics {
  * log's retention and rows expired unexported. Destination ids are metadata, not dimensions, to keep metric cardinality flat.
  */
 export function powertoolsRunMetrics(options: EngineMetricsOptions): RunMetrics {
-  const metrics = engineMetrics(options);
+  const metrics = options.metrics ?? engineMetrics(options);
   return {
     recordRun(figures) {
       metrics.addMetadata('workspaceId', figures.workspaceId);
@@ -123,7 +136,7 @@ export interface FailureMetrics {
  * destinations (status `failed`, `lastError`).
  */
 export function powertoolsFailureMetrics(options: EngineMetricsOptions): FailureMetrics {
-  const metrics = engineMetrics(options);
+  const metrics = options.metrics ?? engineMetrics(options);
   return {
     recordFailure(errorName) {
       const single = metrics.singleMetric();

@@ -34,7 +34,7 @@
  * `id` (the product promises at least once).
  */
 import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
-import { Logger } from '@aws-lambda-powertools/logger';
+import type { Logger } from '@aws-lambda-powertools/logger';
 import {
   EVENT_DATASETS,
   type EventDataset,
@@ -42,7 +42,7 @@ import {
   parseRow,
   serializeRow,
   timestamp,
-  redactSecrets,
+  createLogger,
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
@@ -154,11 +154,11 @@ export interface EventLogWriterOptions {
   retentionSeconds?: number;
   /** Retry and concurrency of the batched writes. */
   batch?: BatchWriteOptions;
-  /** @default a Powertools Logger, service `sluice-eventlog` */
+  /** @default `createLogger()` of `@sluice/core` */
   logger?: Logger;
 }
 
-const defaultLogger = new Logger({ serviceName: 'sluice-eventlog', jsonReplacerFn: redactSecrets });
+const defaultLogger = createLogger();
 const EVENT_DATASET_SET: ReadonlySet<string> = new Set(EVENT_DATASETS);
 /** How many refused inputs a log line details. */
 const LOGGED_INVALID = 20;

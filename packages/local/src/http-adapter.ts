@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { isPublicRoute } from '@sluice/api';
 import type {
   APIGatewayProxyEventV2,
+  Context,
   APIGatewayProxyEventV2WithLambdaAuthorizer,
   APIGatewayProxyStructuredResultV2,
   APIGatewayRequestAuthorizerEventV2,
@@ -20,10 +21,19 @@ export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 /** The authorizer, as API Gateway calls it (simple responses). */
 export type AuthorizerFunction = (
   event: APIGatewayRequestAuthorizerEventV2,
+  context?: Partial<Context>,
 ) => Promise<{ isAuthorized: boolean; context?: Record<string, unknown> }>;
 
 /** The API function, as API Gateway calls it. */
-export type ApiFunction = (event: APIGatewayProxyEventV2) => Promise<APIGatewayProxyStructuredResultV2>;
+export type ApiFunction = (
+  event: APIGatewayProxyEventV2,
+  context?: Partial<Context>,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+/** The part of a Lambda context the functions' log lines show: a request id of its own for each call. */
+function localContext(functionName: string): Partial<Context> {
+  return { functionName, functionVersion: '$LATEST', awsRequestId: randomUUID() };
+}
 
 /** Options of {@link startApiServer}. */
 export interface ApiServerOptions {
@@ -238,7 +248,10 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     if (!isPublicRoute(event.requestContext.http.method, event.rawPath)) {
       let authorization: Awaited<ReturnType<AuthorizerFunction>>;
       try {
-        authorization = await handlers.authorizer(toAuthorizerEvent(event));
+        authorization = await handlers.authorizer(
+          toAuthorizerEvent(event),
+          localContext('sluice-local-authorizer'),
+        );
       } catch {
         return gatewayError(res, 500, 'Internal Server Error');
       }
@@ -253,7 +266,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
     }
     let result: APIGatewayProxyStructuredResultV2;
     try {
-      result = await handlers.api(event);
+      result = await handlers.api(event, localContext('sluice-local-api'));
     } catch {
       return gatewayError(res, 500, 'Internal Server Error');
     }

@@ -30,7 +30,6 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { ControlExportPositions } from '@sluice/control';
 import {
   type DeadLetterQueue,
@@ -47,7 +46,7 @@ import {
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
-import { redactSecrets } from '@sluice/core';
+import { createLogger } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
@@ -190,11 +189,7 @@ function failIfRefused(invalid: readonly RefusedLine[], what: string): void {
 export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
-  const silentLogger = new Logger({
-    serviceName: 'sluice-cli',
-    jsonReplacerFn: redactSecrets,
-    logLevel: 'SILENT',
-  });
+  const silentLogger = createLogger({ logLevel: 'SILENT' });
   const env = deps.env ?? process.env;
   const writer =
     deps.writer ??
