@@ -54,6 +54,8 @@ export interface LocalServicesEnv {
   AWS_REGION: string;
   AWS_ACCESS_KEY_ID: string;
   AWS_SECRET_ACCESS_KEY: string;
+  /** The `service` of every log line: the stack gives each function its own; the local runtime runs them all in one process. */
+  POWERTOOLS_SERVICE_NAME: string;
   [name: string]: string;
 }
 
@@ -155,6 +157,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: 'local',
       AWS_SECRET_ACCESS_KEY: 'local',
+      POWERTOOLS_SERVICE_NAME: 'sluice-local',
     },
     stop() {
       stopping ??= stopAll();
