@@ -13,6 +13,7 @@ import {
   snapshotSuccessKey,
   startOfUtcDay,
   utcDate,
+  JSONL_GZIP,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
@@ -181,9 +182,9 @@ describe('an export run end to end on the local services', () => {
     const { run, items, results, committed } = await runOnce(destination);
     // Assess: the plan
     expect(items).toEqual<WorkItem[]>([
-      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS },
-      { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS },
-      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER },
+      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS, format: JSONL_GZIP },
+      { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS, format: JSONL_GZIP },
+      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER, format: JSONL_GZIP },
     ]);
     expect(committed).toEqual({ status: 'succeeded', runAgain: false });
     // Assess: the files
