@@ -62,7 +62,10 @@ const TYPED_FIELDS: Record<Dataset, Record<string, ParquetColumnType>> = {
 /** A field the row schema never leaves null (`schema_version` and `snapshot_date` are always written). */
 function isRequired(dataset: Dataset, field: string): boolean {
   if (field === 'schema_version' || field === 'snapshot_date') return true;
-  const shape = ROW_SCHEMAS[dataset].shape as Record<string, { safeParse(value: unknown): { success: boolean } }>;
+  const shape = ROW_SCHEMAS[dataset].shape as Record<
+    string,
+    { safeParse(value: unknown): { success: boolean } }
+  >;
   const schema = shape[field];
   if (schema === undefined) throw new Error(`${dataset}.${field} is not a field of the row schema`);
   const nullable = schema.safeParse(null);

@@ -33,7 +33,9 @@ async function zstdCompressor(): Promise<Compressor> {
   const native = (zlib as { zstdCompressSync?: (input: Uint8Array, options?: object) => Buffer })
     .zstdCompressSync;
   if (native !== undefined) {
-    const params = { [(zlib.constants as Record<string, number>).ZSTD_c_compressionLevel ?? 100]: PARQUET_ZSTD_LEVEL };
+    const params = {
+      [(zlib.constants as Record<string, number>).ZSTD_c_compressionLevel ?? 100]: PARQUET_ZSTD_LEVEL,
+    };
     return (input) => native(input, { params });
   }
   wasmZstd ??= import('@bokuweb/zstd-wasm').then(async (zstd) => {
@@ -64,7 +66,9 @@ function schemaElements(column: ParquetColumn): SchemaElement[] {
         },
       ];
     case 'date':
-      return [{ name, type: 'INT32', repetition_type, converted_type: 'DATE', logical_type: { type: 'DATE' } }];
+      return [
+        { name, type: 'INT32', repetition_type, converted_type: 'DATE', logical_type: { type: 'DATE' } },
+      ];
     case 'int32':
       return [{ name, type: 'INT32', repetition_type }];
     case 'int64':
@@ -176,8 +180,7 @@ export function encodeParquet(
   };
 
   const pump = async (): Promise<EncoderStats> => {
-    const compressors =
-      options.compression === 'zstd' ? { ZSTD: await zstdCompressor() } : undefined;
+    const compressors = options.compression === 'zstd' ? { ZSTD: await zstdCompressor() } : undefined;
     const writer = new ParquetWriter({
       writer: new StreamingByteWriter(output, stats),
       schema: parquetSchema(options.dataset),
