@@ -53,6 +53,8 @@ export async function updateDataExport(
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
 
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
+  const storedFormat = fileFormatOf(stored);
+  const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   const changes: DestinationChanges = {};
@@ -77,8 +79,6 @@ export async function updateDataExport(
   if (update.name !== undefined && update.name !== stored.name) changes.name = update.name;
   if (update.frequency !== undefined && update.frequency !== stored.frequency)
     changes.frequency = update.frequency;
-  const storedFormat = fileFormatOf(stored);
-  const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
   if (!sameFileFormat(fileFormat, storedFormat)) {
     changes.format = fileFormat.format;
     changes.compression = fileFormat.compression;
