@@ -27,7 +27,8 @@ let wasmZstd: Promise<Compressor> | undefined;
 
 /**
  * zstd for Parquet pages: node's own (`zlib.zstdCompressSync`, node 22.15 and later: the Lambda runtime);
- * on an older node (the local runtime and tests on node 20) the WebAssembly build of libzstd.
+ * on an older node (the local runtime and tests on node 20) the WebAssembly build of libzstd, which the
+ * Lambda bundles leave out (it reads its .wasm beside its own module, which a bundle does not have).
  */
 async function zstdCompressor(): Promise<Compressor> {
   const native = (zlib as { zstdCompressSync?: (input: Uint8Array, options?: object) => Buffer })
