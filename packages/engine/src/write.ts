@@ -134,8 +134,8 @@ export interface WriteWindowOptions {
  *    so, for this `configVersion`) is skipped; one begun earlier continues from its next file number and the
  *    source position after its last line, so resumed files are byte-identical to one pass.
  * 4. Cut each window into files of at most 50,000 lines, `<dataset>-<fromMs>-<toMs>-NNNN.jsonl.gz` or
- *    `subscribers-NNNN.jsonl.gz` (`.parquet` in the Parquet format the item was planned with). Before a file with a new number, record it as the window's highest
- *    (`maxFile`); after each file, save the progress (file number, position, totals). Both saves are fenced
+ *    `subscribers-NNNN.jsonl.gz` (`.parquet` in the Parquet format the item was planned with). Before a
+ *    file with a new number, record it as the window's highest (`maxFile`); after each file, save the progress (file number, position, totals). Both saves are fenced
  *    by the lease and by the destination still wanting the files: a pause, delete or move (or another run
  *    taking over) stops the writer before its next file.
  * 5. At the end of a window, files numbered above the last one written (left by an earlier, longer
