@@ -2,6 +2,9 @@
  * `npm run bench`: prints figures, asserts nothing about time (DESIGN.md "Targets").
  * 1. Encode: generated email events to gzip JSON lines, Sluice's encoder beside DuckDB's COPY, as a ratio,
  *    pinned to one core and with the cores free, and a table of gzip levels (bench/encode.ts).
+ * 1b. Parquet (bench/parquet.ts, skip with `parquet`): `BENCH_PARQUET_ROWS` (default 200,000, at most
+ *    BENCH_ROWS) email events to Parquet by Sluice's encoder (snappy, zstd) beside DuckDB's COPY of the same
+ *    rows and the JSON lines encoder, rows/s and bytes a row, and the peak memory of one file and of a window.
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts): the same rows
  *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone.
@@ -90,6 +93,17 @@ async function benches(services: LocalServices | undefined): Promise<void> {
     log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
     const { runEncodeBench, printEncodeBench } = await import('./encode.js');
     printEncodeBench(await runEncodeBench(rows, log), log);
+    log('');
+  }
+  if (!skip.has('parquet')) {
+    log(
+      'Parquet: rows to Parquet files, Sluice beside DuckDB COPY and the JSON lines encoder, in this process',
+    );
+    const { runParquetBench, printParquetBench } = await import('./parquet.js');
+    printParquetBench(
+      await runParquetBench(Math.min(rows, Number(process.env.BENCH_PARQUET_ROWS ?? 200_000))),
+      log,
+    );
     log('');
   }
   if (!skip.has('writer')) {

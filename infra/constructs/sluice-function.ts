@@ -107,7 +107,9 @@ export class SluiceFunction extends nodejs.NodejsFunction {
               keepNames: true,
               // Ship the SDK version the tests ran against, not whatever the runtime carries.
               bundleAwsSDK: true,
-              externalModules: [],
+              // The WebAssembly zstd serves node versions without zlib's zstd (the local runtime on node 20);
+              // the nodejs22.x runtime compresses Parquet pages with zlib's, so the fallback is not shipped.
+              externalModules: ['@bokuweb/zstd-wasm'],
               tsconfig: path.join(PROJECT_ROOT, 'tsconfig.json'),
               ...bundling,
             },

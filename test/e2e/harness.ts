@@ -165,7 +165,14 @@ export async function ingestAll(
  */
 export async function createLocalExport(
   h: E2eHarness,
-  options: { prefixRoot: string; startFromMs: number; datasets: string[]; frequency: string },
+  options: {
+    prefixRoot: string;
+    startFromMs: number;
+    datasets: string[];
+    frequency: string;
+    /** `format` and `compression` of the request, when given. */
+    fileFormat?: { format?: string; compression?: string };
+  },
 ): Promise<{ id: string; prefix: string }> {
   const prefix = uniqueId(options.prefixRoot);
   const created = await h.ws.client.post<{ dataExport: { id: string } }>(
@@ -175,6 +182,7 @@ export async function createLocalExport(
       startFrom: new Date(options.startFromMs).toISOString(),
       datasets: options.datasets,
       frequency: options.frequency,
+      ...options.fileFormat,
     }),
   );
   if (created.status !== 201)

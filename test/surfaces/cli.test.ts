@@ -98,6 +98,22 @@ describe('sluice data-exports against the local API', () => {
       new RegExp(`^${id} +CLI lake +\\S+ +every_5_minutes +s3://local-exports/cli/`, 'm'),
     );
 
+    // get, readable: the format
+    expect(got.out).toMatch(/^format +jsonl \(gzip\)$/m);
+
+    // update: the format, from the next window
+    const parquet = await dataExports([
+      'update',
+      id,
+      '--format',
+      'parquet',
+      '--compression',
+      'zstd',
+      '--json',
+    ]);
+    expect(parquet.code).toBe(0);
+    expect(JSON.parse(parquet.out).dataExport).toMatchObject({ format: 'parquet', compression: 'zstd' });
+
     // update: frequency and pause
     const paused = await dataExports(['update', id, '--frequency', 'hourly', '--pause', '--json']);
     expect(paused.code).toBe(0);

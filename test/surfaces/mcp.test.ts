@@ -84,10 +84,13 @@ describe('sluice mcp over stdio, against the local API', () => {
         items: { enum: expect.arrayContaining(['email_events', 'subscribers']) },
       },
       frequency: { enum: expect.arrayContaining(['every_5_minutes', 'daily']) },
+      format: { enum: ['jsonl', 'parquet'] },
+      compression: { enum: ['gzip', 'snappy', 'zstd'] },
     });
     expect(create.description).toMatch(/^Create data export\. Adds an S3/);
     expect(byName.get('update_data_export')!.inputSchema.required).toEqual(['id']);
     expect(byName.get('update_data_export')!.inputSchema.properties).toHaveProperty('isEnabled');
+    expect(byName.get('update_data_export')!.inputSchema.properties).toHaveProperty('format');
     expect(byName.get('list_data_export_runs')!.inputSchema.properties).toMatchObject({
       limit: { type: 'integer', minimum: 1, maximum: 100 },
     });

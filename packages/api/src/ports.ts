@@ -35,6 +35,8 @@ export type DestinationChanges = Partial<
     | 'secret'
     | 'datasets'
     | 'frequency'
+    | 'format'
+    | 'compression'
     | 'isEnabled'
     | 'nextRunAt'
     | 'datasetStartedAt'

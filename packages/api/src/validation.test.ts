@@ -1,4 +1,4 @@
-import { InvalidInputError, InputShapeError } from '@sluice/core';
+import { InvalidInputError, InputShapeError, JSONL_GZIP } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import {
   bucketNameProblem,
@@ -7,6 +7,7 @@ import {
   parseCreateRequest,
   parseRunsLimit,
   parseUpdateRequest,
+  resolveUpdatedFileFormat,
   resolveUpdatedLocation,
   summarizeIssues,
 } from './validation.js';
@@ -48,7 +49,36 @@ describe('parseCreateRequest', () => {
       datasets: ['email_events', 'custom_events', 'subscribers'],
       frequency: 'every_15_minutes',
       startFrom: NOW.toISOString(),
+      fileFormat: JSONL_GZIP,
     });
+  });
+
+  it('takes parquet with snappy by default, or zstd', () => {
+    expect(parseCreateRequest({ ...valid, format: 'parquet' }, NOW).fileFormat).toEqual({
+      format: 'parquet',
+      compression: 'snappy',
+    });
+    expect(parseCreateRequest({ ...valid, format: 'parquet', compression: 'zstd' }, NOW).fileFormat).toEqual({
+      format: 'parquet',
+      compression: 'zstd',
+    });
+  });
+
+  it.each([
+    [{ compression: 'zstd' }, ['gzip']],
+    [{ format: 'jsonl', compression: 'snappy' }, ['gzip']],
+    [{ format: 'parquet', compression: 'gzip' }, ['snappy', 'zstd']],
+  ])('refuses the format %j (400, naming compression)', (format, allowed) => {
+    const error = thrown(() => parseCreateRequest({ ...valid, ...format }, NOW));
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as InvalidInputError).issues?.[0]).toMatchObject({
+      path: 'compression',
+      allowedValues: allowed,
+    });
+  });
+
+  it('refuses an unknown format as the wrong shape (422)', () => {
+    expect(() => parseCreateRequest({ ...valid, format: 'csv' }, NOW)).toThrow(InputShapeError);
   });
 
   it('defaults the region to auto for gcs', () => {
@@ -178,6 +208,24 @@ describe('PATCH', () => {
       endpoint: null,
       region: 'eu-west-1',
     });
+  });
+
+  it('changes the format, keeping the compression only while the format stays', () => {
+    const zstd = { format: 'parquet', compression: 'zstd' } as const;
+    expect(resolveUpdatedFileFormat(JSONL_GZIP, parseUpdateRequest({ format: 'parquet' }))).toEqual({
+      format: 'parquet',
+      compression: 'snappy',
+    });
+    expect(resolveUpdatedFileFormat(zstd, parseUpdateRequest({ format: 'parquet' }))).toEqual(zstd);
+    expect(resolveUpdatedFileFormat(zstd, parseUpdateRequest({ format: 'jsonl' }))).toEqual(JSONL_GZIP);
+    expect(resolveUpdatedFileFormat(zstd, parseUpdateRequest({ compression: 'snappy' }))).toEqual({
+      format: 'parquet',
+      compression: 'snappy',
+    });
+    expect(resolveUpdatedFileFormat(JSONL_GZIP, parseUpdateRequest({ name: 'x' }))).toEqual(JSONL_GZIP);
+    expect(() => resolveUpdatedFileFormat(JSONL_GZIP, parseUpdateRequest({ compression: 'zstd' }))).toThrow(
+      InvalidInputError,
+    );
   });
 
   it('takes credentials only together', () => {

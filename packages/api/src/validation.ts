@@ -16,10 +16,16 @@
  */
 import {
   type BucketLocation,
+  COMPRESSIONS,
+  type Compression,
   DATASETS,
   DEFAULT_DATASETS,
   DEFAULT_FREQUENCY,
   type Dataset,
+  EXPORT_FORMATS,
+  type ExportFormat,
+  type FileFormat,
+  fileFormatOf,
   FREQUENCIES,
   type Frequency,
   InputShapeError,
@@ -27,6 +33,7 @@ import {
   InvalidInputError,
   PROVIDERS,
   type Provider,
+  requestedFileFormat,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -62,6 +69,8 @@ export const createRequestSchema = z.looseObject({
   datasets: z.array(z.enum(DATASETS)).min(1).optional(),
   frequency: z.enum(FREQUENCIES).optional(),
   startFrom: z.iso.datetime({ offset: true }).nullable().optional(),
+  format: z.enum(EXPORT_FORMATS).optional(),
+  compression: z.enum(COMPRESSIONS).optional(),
 });
 
 /** Stage 1 of PATCH: the OpenAPI `updateDataExport` request schema. */
@@ -76,6 +85,8 @@ export const updateRequestSchema = z.looseObject({
   datasets: z.array(z.enum(DATASETS)).min(1).optional(),
   frequency: z.enum(FREQUENCIES).optional(),
   isEnabled: z.boolean().optional(),
+  format: z.enum(EXPORT_FORMATS).optional(),
+  compression: z.enum(COMPRESSIONS).optional(),
 });
 
 const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
@@ -90,6 +101,7 @@ export interface CreateRequest {
   datasets: Dataset[];
   frequency: Frequency;
   startFrom: string;
+  fileFormat: FileFormat;
 }
 
 /**
@@ -106,6 +118,8 @@ export interface UpdateRequest {
   datasets?: Dataset[];
   frequency?: Frequency;
   isEnabled?: boolean;
+  format?: ExportFormat;
+  compression?: Compression;
 }
 
 /** Formats a path as the API reports it: `datasets[1]`, `audience.subscriberIds[0]`, `''` for the body. */
@@ -415,6 +429,7 @@ export function parseCreateRequest(
   const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
   const startFrom = checkStartFrom(data.startFrom, now, issues);
+  const fileFormat = checkFileFormat(data.format, data.compression, issues);
   if (issues.length > 0) throw invalidInput(issues);
   return {
     name,
@@ -423,6 +438,7 @@ export function parseCreateRequest(
     datasets,
     frequency: data.frequency ?? DEFAULT_FREQUENCY,
     startFrom,
+    fileFormat,
   };
 }
 
@@ -453,11 +469,49 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
   if (data.datasets !== undefined) update.datasets = checkDatasets(data.datasets, issues);
   if (data.frequency !== undefined) update.frequency = data.frequency;
   if (data.isEnabled !== undefined) update.isEnabled = data.isEnabled;
+  if (data.format !== undefined) update.format = data.format;
+  if (data.compression !== undefined) update.compression = data.compression;
   if (issues.length === 0 && Object.keys(data).length === 0) {
     issues.push({ path: '', message: 'Send at least one field to change.', allowedValues: UPDATE_FIELDS });
   }
   if (issues.length > 0) throw invalidInput(issues);
   return update;
+}
+
+/**
+ * `format` and `compression` as one file format: JSON lines are gzip only, Parquet snappy (the default) or
+ * zstd. Pushes an issue and returns JSON lines when the pair is not allowed.
+ */
+function checkFileFormat(
+  format: ExportFormat | undefined,
+  compression: Compression | undefined,
+  issues: InputIssue[],
+): FileFormat {
+  const fileFormat = requestedFileFormat(format, compression);
+  if (fileFormat !== undefined) return fileFormat;
+  const parquet = format === 'parquet';
+  issues.push({
+    path: 'compression',
+    message: parquet
+      ? 'Parquet files are compressed with snappy or zstd.'
+      : 'JSON lines files are compressed with gzip; snappy and zstd are for format parquet.',
+    allowedValues: parquet ? ['snappy', 'zstd'] : ['gzip'],
+  });
+  return fileFormatOf(undefined);
+}
+
+/**
+ * The file format after a PATCH: the format sent (or the stored one) with the compression sent, else the
+ * stored compression when the format stays, else the new format's default. Throws `InvalidInputError` for
+ * a pair that is not allowed (`compression: zstd` on a JSON lines export).
+ */
+export function resolveUpdatedFileFormat(stored: FileFormat, update: UpdateRequest): FileFormat {
+  const format = update.format ?? stored.format;
+  const compression = update.compression ?? (format === stored.format ? stored.compression : undefined);
+  const issues: InputIssue[] = [];
+  const fileFormat = checkFileFormat(format, compression, issues);
+  if (issues.length > 0) throw invalidInput(issues);
+  return fileFormat;
 }
 
 /**

@@ -1,4 +1,10 @@
-import { type Dataset, type Destination, type DestinationFailing, maskAccessKeyId } from '@sluice/core';
+import {
+  type Dataset,
+  type Destination,
+  type DestinationFailing,
+  fileFormatOf,
+  maskAccessKeyId,
+} from '@sluice/core';
 
 /** A destination as the API returns it: exactly the OpenAPI `DataExport`, never the secret. */
 export interface DataExportView {
@@ -13,6 +19,9 @@ export interface DataExportView {
   accessKeyId: string;
   datasets: Dataset[];
   frequency: Destination['frequency'];
+  /** The format of windows planned from now on; `jsonl` for exports created before formats. */
+  format: Destination['format'];
+  compression: Destination['compression'];
   isEnabled: boolean;
   status: Destination['status'];
   startFrom: string;
@@ -51,6 +60,7 @@ export function toDataExportView(destination: Destination): DataExportView {
     accessKeyId: maskAccessKeyId(destination.accessKeyId),
     datasets: [...destination.datasets],
     frequency: destination.frequency,
+    ...fileFormatOf(destination),
     isEnabled: destination.isEnabled,
     status: destination.status,
     startFrom: destination.startFrom,

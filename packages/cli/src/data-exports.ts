@@ -3,7 +3,7 @@
  * Options are named after the API's fields (`pathPrefix` → `--path-prefix`); the API validates, and its
  * message and field issues are printed as they come. `--json` prints the API's JSON, success or error.
  */
-import { DATASETS, FREQUENCIES, PROVIDERS } from '@sluice/core';
+import { COMPRESSIONS, DATASETS, EXPORT_FORMATS, FREQUENCIES, PROVIDERS } from '@sluice/core';
 import { Command, Option } from 'commander';
 import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClient } from './api-client.js';
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
@@ -51,6 +51,16 @@ const SCHEDULE: FieldOption[] = [
     parse: listOf,
   },
   { field: 'frequency', flags: '--frequency <frequency>', description: FREQUENCIES.join(', ') },
+  {
+    field: 'format',
+    flags: '--format <format>',
+    description: `${EXPORT_FORMATS.join(' or ')} (default jsonl; a change applies from the next window)`,
+  },
+  {
+    field: 'compression',
+    flags: '--compression <compression>',
+    description: `${COMPRESSIONS.join(', ')} (gzip for jsonl; snappy, the default, or zstd for parquet)`,
+  },
 ];
 const START_FROM: FieldOption = {
   field: 'startFrom',

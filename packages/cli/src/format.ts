@@ -75,6 +75,7 @@ export function dataExportBlock(view: DataExportView): string[] {
     ['endpoint', view.endpoint ?? '-'],
     ['access key id', view.accessKeyId],
     ['frequency', view.frequency],
+    ['format', `${view.format} (${view.compression})`],
     ['start from', view.startFrom],
     ['next run', view.nextRunAt ?? '-'],
     ['last run', view.lastRunAt ?? '-'],

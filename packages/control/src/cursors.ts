@@ -1,5 +1,5 @@
 import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { type Dataset, DATASETS, isDataset } from '@sluice/core';
+import { type Dataset, DATASETS, type FileFormat, fileFormatOf, isDataset } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -39,12 +39,16 @@ export interface PlannedSpan {
   /** The grid step the span is cut at; absent for a single window planned by an older version. */
   stepMs?: number;
   runId: string;
+  /** The format its files are written in, fixed when planned; JSON lines when absent (planned before formats). */
+  format?: FileFormat;
 }
 
 /** A subscriber snapshot planned but not yet complete. */
 export interface PlannedSnapshot {
   date: string;
   runId: string;
+  /** As {@link PlannedSpan.format}. */
+  format?: FileFormat;
 }
 
 /** One dataset's cursor as stored. */
@@ -147,11 +151,11 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   for (const entry of planned) {
     const runId = typeof entry.runId === 'string' ? entry.runId : '';
     if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
-      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId };
+      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId, format: fileFormatOf(entry) };
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
-      cursor.plannedSnapshot = { date: entry.date, runId };
+      cursor.plannedSnapshot = { date: entry.date, runId, format: fileFormatOf(entry) };
     }
   }
   return cursor;
@@ -387,13 +391,15 @@ export class CursorStore {
           toMs: span.toMs,
           ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
           runId: span.runId,
+          ...(span.format !== undefined ? span.format : {}),
         });
       }
     }
     if (write.plannedSnapshot !== undefined) {
       touchesPlanned = true;
       if (write.plannedSnapshot !== null) {
-        planned.push({ date: write.plannedSnapshot.date, runId: write.plannedSnapshot.runId });
+        const { date, runId, format } = write.plannedSnapshot;
+        planned.push({ date, runId, ...(format !== undefined ? format : {}) });
       }
     }
     if (touchesPlanned) {

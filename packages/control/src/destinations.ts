@@ -11,6 +11,7 @@ import {
   ConflictError,
   type Dataset,
   DATASETS,
+  fileFormatOf,
   type Destination,
   InvalidInputError,
   isEventDataset,
@@ -50,6 +51,7 @@ const STORED: Record<StoredField, true> = {
   datasets: true,
   frequency: true,
   format: true,
+  compression: true,
   isEnabled: true,
   status: true,
   configVersion: true,
@@ -139,6 +141,8 @@ function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destinat
   const picked: Item = {};
   for (const field of STORED_FIELDS) picked[field] = item[field];
   const destination = picked as unknown as Destination;
+  // Items stored before formats existed say `jsonl.gz` and have no compression.
+  Object.assign(destination, fileFormatOf(picked));
   const datasets = Array.isArray(destination.datasets) ? destination.datasets : [];
   destination.exportedThrough = exportedThroughFromCursors(datasets, cursors);
   return destination;

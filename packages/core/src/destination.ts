@@ -1,4 +1,5 @@
 import type { Dataset, Frequency } from './datasets.js';
+import { type Compression, type ExportFormat, type FileFormat, JSONL_GZIP } from './file-format.js';
 
 export const PROVIDERS = ['s3', 'gcs'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -70,7 +71,10 @@ export interface Destination extends BucketLocation {
   secret: SealedSecret;
   datasets: Dataset[];
   frequency: Frequency;
-  format: 'jsonl.gz';
+  /** The format of windows planned from now on (see `fileFormatOf`); `jsonl` on items stored before formats. */
+  format: ExportFormat;
+  /** `gzip` for `jsonl`; `snappy` or `zstd` for `parquet`. */
+  compression: Compression;
   isEnabled: boolean;
   status: DestinationStatus;
   /** Bumped on every change of location or credentials; a running export stops when it changes. */
@@ -114,6 +118,8 @@ export interface NewDestinationInput extends BucketLocation {
   frequency: Frequency;
   /** ISO time the event datasets start from. */
   startFrom: string;
+  /** @default JSON lines, gzip */
+  fileFormat?: FileFormat;
   now: Date;
 }
 
@@ -122,11 +128,12 @@ export interface NewDestinationInput extends BucketLocation {
  * starting at `startFrom`, `configVersion` 1, nothing exported, no failure.
  */
 export function newDestination(input: NewDestinationInput): Destination {
-  const { now, ...config } = input;
+  const { now, fileFormat = JSONL_GZIP, ...config } = input;
   const nowIso = now.toISOString();
   return {
     ...config,
-    format: 'jsonl.gz',
+    format: fileFormat.format,
+    compression: fileFormat.compression,
     isEnabled: true,
     status: 'queued',
     configVersion: 1,

@@ -6,6 +6,8 @@ export * from './rows.js';
 export * from './windows.js';
 export * from './slots.js';
 export * from './layout.js';
+export * from './file-format.js';
+export * from './parquet-schema.js';
 export * from './env.js';
 export * from './transient.js';
 export * from './redact.js';

@@ -1,4 +1,5 @@
 import type { EventDataset } from './datasets.js';
+import { FILE_EXTENSIONS, type FileFormat, JSONL_GZIP } from './file-format.js';
 import { type Window, windowDate } from './windows.js';
 
 /**
@@ -9,14 +10,12 @@ import { type Window, windowDate } from './windows.js';
  * <prefix>/subscribers/date=YYYY-MM-DD/subscribers-NNNN.jsonl.gz
  * <prefix>/subscribers/date=YYYY-MM-DD/_SUCCESS
  * ```
+ * Parquet files have the same names with `.parquet` in place of `.jsonl.gz`.
  * An empty prefix puts the dataset folders at the bucket root (no leading slash).
  */
 
 /** At most this many lines go in one file. */
 export const MAX_LINES_PER_FILE = 50_000;
-
-/** The file extension of the jsonl.gz format. */
-export const JSONL_GZ_EXTENSION = '.jsonl.gz';
 
 /** Name of the marker written last, once a day's subscriber snapshot is complete. */
 export const SUCCESS_MARKER = '_SUCCESS';
@@ -44,8 +43,9 @@ export function eventFileKey(
   dataset: EventDataset,
   window: Window,
   index: number,
+  format: FileFormat = JSONL_GZIP,
 ): string {
-  return `${eventFolder(pathPrefix, dataset, window)}${dataset}-${window.fromMs}-${window.toMs}-${fileIndex(index)}${JSONL_GZ_EXTENSION}`;
+  return `${eventFolder(pathPrefix, dataset, window)}${dataset}-${window.fromMs}-${window.toMs}-${fileIndex(index)}${FILE_EXTENSIONS[format.format]}`;
 }
 
 /** `<prefix>/subscribers/date=D/`: the folder of a day's snapshot. */
@@ -54,8 +54,13 @@ export function snapshotFolder(pathPrefix: string, date: string): string {
 }
 
 /** The key of file `index` of a day's subscriber snapshot. */
-export function snapshotFileKey(pathPrefix: string, date: string, index: number): string {
-  return `${snapshotFolder(pathPrefix, date)}subscribers-${fileIndex(index)}${JSONL_GZ_EXTENSION}`;
+export function snapshotFileKey(
+  pathPrefix: string,
+  date: string,
+  index: number,
+  format: FileFormat = JSONL_GZIP,
+): string {
+  return `${snapshotFolder(pathPrefix, date)}subscribers-${fileIndex(index)}${FILE_EXTENSIONS[format.format]}`;
 }
 
 /** The key of the `_SUCCESS` marker of a day's snapshot. */

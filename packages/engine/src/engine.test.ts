@@ -13,6 +13,7 @@ import {
   snapshotSuccessKey,
   startOfUtcDay,
   utcDate,
+  JSONL_GZIP,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
@@ -35,6 +36,7 @@ import {
 } from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { jsonLineAsRead, openParquetReader } from '../../../test/helpers/parquet.js';
 
 /** The production writer, with the local s3rver allow-listed as the local runtime does. */
 const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
@@ -181,9 +183,9 @@ describe('an export run end to end on the local services', () => {
     const { run, items, results, committed } = await runOnce(destination);
     // Assess: the plan
     expect(items).toEqual<WorkItem[]>([
-      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS },
-      { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS },
-      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER },
+      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS, format: JSONL_GZIP },
+      { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS, format: JSONL_GZIP },
+      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER, format: JSONL_GZIP },
     ]);
     expect(committed).toEqual({ status: 'succeeded', runAgain: false });
     // Assess: the files
@@ -346,6 +348,58 @@ describe('an export run end to end on the local services', () => {
     expect(healed).toMatchObject({ status: 'idle', consecutiveFailures: 0, lastError: null });
     expect(healed?.totalRowsExported).toBe(BEFORE_MIDNIGHT_ROWS + AFTER_MIDNIGHT_ROWS);
   }, 180_000);
+
+  it('writes a Parquet destination in the same windows, numbers and rows as JSON lines, named .parquet', async () => {
+    // Prepare: the same data exported as JSON lines and as Parquet (zstd)
+    const jsonl = await createDestination();
+    const parquet = await createDestination({ format: 'parquet', compression: 'zstd' });
+    const zstd = { format: 'parquet', compression: 'zstd' } as const;
+    // Act
+    await runOnce(jsonl);
+    const { items, committed } = await runOnce(parquet);
+    // Assess: the plan carries the format, and the files are those of JSON lines with another extension
+    expect(committed).toEqual({ status: 'succeeded', runAgain: false });
+    expect(items.map((item) => item.format)).toEqual([zstd, zstd, zstd]);
+    const files = [
+      { window: BEFORE, index: 0 },
+      { window: BEFORE, index: 1 },
+      { window: AFTER, index: 0 },
+    ];
+    expect(await listKeys(parquet.pathPrefix)).toEqual(
+      [
+        ...files.map(({ window, index }) =>
+          eventFileKey(parquet.pathPrefix, 'email_events', window, index, zstd),
+        ),
+        snapshotFileKey(parquet.pathPrefix, DAY_AFTER, 0, zstd),
+        snapshotSuccessKey(parquet.pathPrefix, DAY_AFTER),
+      ].sort(),
+    );
+    expect(eventFileKey(parquet.pathPrefix, 'email_events', BEFORE, 0, zstd)).toMatch(/-0000\.parquet$/);
+    // Assess: each Parquet file holds exactly the rows of the same JSON lines file, in order
+    const reader = await openParquetReader();
+    try {
+      const pairs = [
+        ...files.map(({ window, index }) => ({
+          dataset: 'email_events' as const,
+          jsonKey: eventFileKey(jsonl.pathPrefix, 'email_events', window, index),
+          parquetKey: eventFileKey(parquet.pathPrefix, 'email_events', window, index, zstd),
+        })),
+        {
+          dataset: 'subscribers' as const,
+          jsonKey: snapshotFileKey(jsonl.pathPrefix, DAY_AFTER, 0),
+          parquetKey: snapshotFileKey(parquet.pathPrefix, DAY_AFTER, 0, zstd),
+        },
+      ];
+      for (const { dataset, jsonKey, parquetKey } of pairs) {
+        const lines = await readLines(jsonKey);
+        const path = await reader.put(parquetKey, await readBytes(parquetKey));
+        expect(lines.length).toBeGreaterThan(0);
+        expect(await reader.rows(path, dataset)).toEqual(lines.map((line) => jsonLineAsRead(line, dataset)));
+      }
+    } finally {
+      await reader.close();
+    }
+  }, 300_000);
 
   it('lets only one of two concurrent runs claim, and a run that lost its lease moves no cursor', async () => {
     // Prepare

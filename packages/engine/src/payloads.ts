@@ -1,4 +1,4 @@
-import type { EventDataset } from '@sluice/core';
+import type { EventDataset, FileFormat } from '@sluice/core';
 import type { StepFunctionsError } from './errors.js';
 
 /**
@@ -38,11 +38,19 @@ export interface RunRef {
 /**
  * One unit of work of the Map, one writer invocation: a span of consecutive event windows (`@sluice/core`
  * `Span`: cut at every `stepMs` of the UTC grid, or one window when `stepMs` is absent) or the day's
- * subscriber snapshot.
+ * subscriber snapshot. `format` is the one the windows were planned with (JSON lines when absent: an item
+ * planned before formats existed).
  */
 export type WorkItem =
-  | { dataset: EventDataset; kind: 'events'; fromMs: number; toMs: number; stepMs?: number }
-  | { dataset: 'subscribers'; kind: 'snapshot'; date: string };
+  | {
+      dataset: EventDataset;
+      kind: 'events';
+      fromMs: number;
+      toMs: number;
+      stepMs?: number;
+      format?: FileFormat;
+    }
+  | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat };
 
 /** Why a run or a window was skipped or stopped. */
 export type SkipReason = 'lease_held' | 'deleted' | 'paused' | 'lease_lost';

@@ -4,6 +4,7 @@ import {
   type Dataset,
   type Destination,
   type EventDataset,
+  fileFormatOf,
   gridPointAtOrBefore,
   gridStartOf,
   gridStepMs,
@@ -187,6 +188,8 @@ export interface DatasetsPlan {
 
 /**
  * The work items of a run and the cursor writes that store them as planned. Pure.
+ * Each window keeps the file format it was planned with (a retry rewrites it in that format, under the same
+ * names); windows planned now take the destination's current format, so a change applies from the next window.
  * An event cursor behind the event log's retention (`nowMs - retentionMs`, on the grid) first moves to it:
  * those rows are gone, and the span is reported in `expired`.
  */
@@ -201,6 +204,7 @@ export function planDatasets(
   const writes: CursorWrite[] = [];
   const expired: ExpiredSpan[] = [];
   const stepMs = gridStepMs(destination.frequency);
+  const currentFormat = fileFormatOf(destination);
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
     if (isEventDataset(dataset)) {
@@ -214,12 +218,19 @@ export function planDatasets(
         stored = [];
       }
       const plan = planEventSpans({ cursorMs, planned: stored, nowMs, frequency: destination.frequency });
-      const runIds = new Map(stored.map((span) => [windowKey(span), span.runId]));
-      const planned: PlannedSpan[] = plan.planned.map((span) => ({
-        ...span,
-        runId: runIds.get(windowKey(span)) ?? runId,
-      }));
-      for (const span of plan.spans) items.push({ dataset, kind: 'events', ...span });
+      const earlier = new Map(stored.map((span) => [windowKey(span), span]));
+      const planned: PlannedSpan[] = plan.planned.map((span) => {
+        const before = earlier.get(windowKey(span));
+        return {
+          ...span,
+          runId: before?.runId ?? runId,
+          format: before !== undefined ? fileFormatOf(before.format) : currentFormat,
+        };
+      });
+      for (const span of planned.slice(0, plan.spans.length)) {
+        const { runId: _planner, ...work } = span;
+        items.push({ dataset, kind: 'events', ...work, format: span.format ?? currentFormat });
+      }
       const unchanged =
         !moved &&
         planned.length === stored.length &&
@@ -235,12 +246,14 @@ export function planDatasets(
     } else {
       const date = planSnapshot(cursor?.snapshotDate, cursor?.plannedSnapshot?.date, nowMs);
       if (date === undefined) continue;
-      items.push({ dataset: 'subscribers', kind: 'snapshot', date });
-      if (cursor?.plannedSnapshot?.date !== date) {
+      const replanned = cursor?.plannedSnapshot?.date === date;
+      const format = replanned ? fileFormatOf(cursor?.plannedSnapshot?.format) : currentFormat;
+      items.push({ dataset: 'subscribers', kind: 'snapshot', date, format });
+      if (!replanned) {
         writes.push({
           dataset,
           expected: positionOf(cursor),
-          plannedSnapshot: { date, runId },
+          plannedSnapshot: { date, runId, format },
         });
       }
     }

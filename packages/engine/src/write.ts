@@ -4,6 +4,7 @@ import {
   type BucketLocation,
   type Destination,
   eventFileKey,
+  fileFormatOf,
   MAX_LINES_PER_FILE,
   snapshotFileKey,
   snapshotSuccessKey,
@@ -133,8 +134,8 @@ export interface WriteWindowOptions {
  *    so, for this `configVersion`) is skipped; one begun earlier continues from its next file number and the
  *    source position after its last line, so resumed files are byte-identical to one pass.
  * 4. Cut each window into files of at most 50,000 lines, `<dataset>-<fromMs>-<toMs>-NNNN.jsonl.gz` or
- *    `subscribers-NNNN.jsonl.gz`. Before a file with a new number, record it as the window's highest
- *    (`maxFile`); after each file, save the progress (file number, position, totals). Both saves are fenced
+ *    `subscribers-NNNN.jsonl.gz` (`.parquet` in the Parquet format the item was planned with). Before a
+ *    file with a new number, record it as the window's highest (`maxFile`); after each file, save the progress (file number, position, totals). Both saves are fenced
  *    by the lease and by the destination still wanting the files: a pause, delete or move (or another run
  *    taking over) stops the writer before its next file.
  * 5. At the end of a window, files numbered above the last one written (left by an earlier, longer
@@ -171,6 +172,9 @@ export async function writeWindow(
     const stored = await deps.cursors.getProgress(run.workspaceId, run.destinationId);
     const state = { units: 0 };
     const prefix = destination.pathPrefix;
+    // The format the windows were planned with (a change of the destination's applies from later windows).
+    const fileFormat = fileFormatOf(item.format);
+    const format = { file: fileFormat, dataset: item.dataset };
     const outOfTime = () => state.units > 0 && deps.now().getTime() >= deadlineMs;
     const progressOf = (window: string): WindowProgress => {
       const earlier = stored.get(progressKey(item.dataset, window));
@@ -217,7 +221,9 @@ export async function writeWindow(
           progress.maxFile = progress.nextFile;
           await save([progress]);
         }
-        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE));
+        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE), {
+          format,
+        });
         progress.nextFile += 1;
         if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
         progress.files += 1;
@@ -231,7 +237,7 @@ export async function writeWindow(
       }
       // Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data.
       for (let index = progress.nextFile; index <= progress.maxFile; index++) {
-        await bucket.writeFile(keyOf(index), [], { empty: true });
+        await bucket.writeFile(keyOf(index), [], { empty: true, format });
       }
       if (successKey !== undefined) {
         // The last check before `_SUCCESS`: the destination still wants this snapshot.
@@ -277,7 +283,7 @@ export async function writeWindow(
           const following = windows[index + 1];
           await writeOne(
             current,
-            (file) => eventFileKey(prefix, dataset, window, file),
+            (file) => eventFileKey(prefix, dataset, window, file, fileFormat),
             cursor,
             undefined,
             async () => {
@@ -306,7 +312,7 @@ export async function writeWindow(
       try {
         await writeOne(
           progress,
-          (index) => snapshotFileKey(prefix, date, index),
+          (index) => snapshotFileKey(prefix, date, index, fileFormat),
           lines,
           snapshotSuccessKey(prefix, date),
         );

@@ -8,3 +8,4 @@ export * from './lookup.js';
 export * from './request-deadline.js';
 export * from './upload.js';
 export * from './writer.js';
+export * from './parquet-encoder.js';

@@ -10,6 +10,8 @@ export const UPLOAD_PART_SIZE = 8 * 1024 * 1024;
 export const UPLOAD_QUEUE_SIZE = 2;
 /** The content type of JSON lines files. */
 export const JSONL_CONTENT_TYPE = 'application/x-ndjson';
+/** The content type of Parquet files. */
+export const PARQUET_CONTENT_TYPE = 'application/vnd.apache.parquet';
 
 /** What to upload where. */
 export interface UploadStreamInput {

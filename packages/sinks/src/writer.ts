@@ -1,8 +1,9 @@
 import type { S3Client } from '@aws-sdk/client-s3';
-import type { BucketLocation } from '@sluice/core';
+import type { BucketLocation, Dataset, FileFormat } from '@sluice/core';
 import { type BucketCredentials, createBucketClient } from './client.js';
 import { encodeJsonlGzip } from './encoder.js';
-import { JSONL_CONTENT_TYPE, putSmallObject, uploadStream } from './upload.js';
+import { encodeParquet } from './parquet-encoder.js';
+import { JSONL_CONTENT_TYPE, PARQUET_CONTENT_TYPE, putSmallObject, uploadStream } from './upload.js';
 
 /** What {@link BucketWriter.writeFile} wrote. */
 export interface WrittenFile {
@@ -10,9 +11,9 @@ export interface WrittenFile {
   /** False when the source had no lines: no object is written then. */
   written: boolean;
   lines: number;
-  /** Bytes of the object (gzip). */
+  /** Bytes of the object (gzip or Parquet). */
   bytes: number;
-  /** Bytes of the JSON lines before compression. */
+  /** Bytes of the JSON lines before encoding. */
   uncompressedBytes: number;
 }
 
@@ -20,6 +21,10 @@ export interface WrittenFile {
 export interface WriteFileOptions {
   /** Write a zero-line file when the source has no lines. @default false */
   empty?: boolean;
+  /**
+   * The file's format; a Parquet file needs its dataset, whose typed columns it has. @default JSON lines, gzip
+   */
+  format?: { file: FileFormat; dataset: Dataset };
 }
 
 /**
@@ -29,9 +34,10 @@ export interface WriteFileOptions {
  */
 export interface BucketWriter {
   /**
-   * Encodes `lines` (serialized JSON, no newline) as `.jsonl.gz` and uploads it to `key` (the full
+   * Encodes `lines` (serialized JSON, no newline) as `.jsonl.gz`, or as Parquet when `options.format` says so,
+   * and uploads it to `key` (the full
    * object key, path prefix included: see the layout functions of `@sluice/core`). The object appears whole or not at all; a
-   * source with no lines writes nothing, unless `options.empty` asks for a valid `.jsonl.gz` of zero lines
+   * source with no lines writes nothing, unless `options.empty` asks for a valid file of zero lines
    * (the engine overwrites an earlier attempt's leftover file with one). Throws a `BucketError` for bucket
    * failures, or the source's own error if reading the lines failed.
    */
@@ -112,14 +118,18 @@ export class S3BucketWriter implements BucketWriter {
     if (source === undefined && options.empty !== true) {
       return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
     }
-    const encoding = encodeJsonlGzip(source ?? []);
+    const format = options.format;
+    const encoding =
+      format?.file.format === 'parquet'
+        ? encodeParquet(source ?? [], { dataset: format.dataset, compression: format.file.compression })
+        : encodeJsonlGzip(source ?? []);
     await uploadStream(
       this.client,
       {
         bucket: this.location.bucket,
         key,
         body: encoding.stream,
-        contentType: JSONL_CONTENT_TYPE,
+        contentType: format?.file.format === 'parquet' ? PARQUET_CONTENT_TYPE : JSONL_CONTENT_TYPE,
         ...(this.partSize !== undefined ? { partSize: this.partSize } : {}),
         ...(this.queueSize !== undefined ? { queueSize: this.queueSize } : {}),
       },

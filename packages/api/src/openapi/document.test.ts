@@ -1,6 +1,13 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { RUN_STATUSES } from '@sluice/control';
-import { DATASETS, DESTINATION_STATUSES, FREQUENCIES, PROVIDERS } from '@sluice/core';
+import {
+  COMPRESSIONS,
+  DATASETS,
+  DESTINATION_STATUSES,
+  EXPORT_FORMATS,
+  FREQUENCIES,
+  PROVIDERS,
+} from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { matchRoute, ROUTES } from '../http.js';
 import { type JsonObject, type JsonValue, openapiDocument } from './document.js';
@@ -82,6 +89,8 @@ describe('the OpenAPI document', () => {
       datasets: DATASETS,
       frequency: FREQUENCIES,
       provider: PROVIDERS,
+      format: EXPORT_FORMATS,
+      compression: COMPRESSIONS,
     };
 
     // Act

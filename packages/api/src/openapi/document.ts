@@ -24,6 +24,20 @@ export type JsonObject = { [key: string]: JsonValue };
 
 const DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', 'subscribers'];
 const FREQUENCY_ENUM = ['every_5_minutes', 'every_15_minutes', 'hourly', 'daily'];
+/** `format` and `compression` (a Sluice addition), as create and update take them. */
+const FILE_FORMAT_PROPERTIES = {
+  format: {
+    type: 'string',
+    enum: ['jsonl', 'parquet'],
+    description:
+      'jsonl: gzipped JSON lines (.jsonl.gz). parquet: Parquet files (.parquet) with typed columns: timestamps as TIMESTAMP(MILLIS, UTC), integers and numbers as such, tags as a list, properties and custom_attributes as JSON strings, schema_version as INT32. Same layout, windows, names and 50,000-row limit. A change applies from the next window: windows already planned keep their format.',
+  },
+  compression: {
+    type: 'string',
+    enum: ['gzip', 'snappy', 'zstd'],
+    description: 'gzip for jsonl (its only compression); snappy (the default) or zstd for parquet.',
+  },
+};
 const PROVIDER_ENUM = ['s3', 'gcs'];
 
 /** A response whose body is the `Error` schema. */
@@ -172,6 +186,8 @@ export const openapiDocument: JsonObject = {
               format: 'date-time',
               description: 'Include events recorded since this time, at most 30 days ago. Defaults to now.',
             },
+            format: { ...FILE_FORMAT_PROPERTIES.format, default: 'jsonl' },
+            compression: FILE_FORMAT_PROPERTIES.compression,
           },
           required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
         }),
@@ -232,6 +248,7 @@ export const openapiDocument: JsonObject = {
             },
             frequency: { type: 'string', enum: FREQUENCY_ENUM },
             isEnabled: { type: 'boolean', description: 'false pauses the export, true resumes it.' },
+            ...FILE_FORMAT_PROPERTIES,
           },
         }),
         responses: {
@@ -415,6 +432,7 @@ export const openapiDocument: JsonObject = {
           },
           datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
           frequency: { type: 'string', enum: FREQUENCY_ENUM },
+          ...FILE_FORMAT_PROPERTIES,
           isEnabled: { type: 'boolean' },
           status: {
             type: 'string',

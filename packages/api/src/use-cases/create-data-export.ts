@@ -39,6 +39,7 @@ export async function createDataExport(
     datasets: request.datasets,
     frequency: request.frequency,
     startFrom: request.startFrom,
+    fileFormat: request.fileFormat,
     now,
   });
   await deps.store.createDestination(destination);

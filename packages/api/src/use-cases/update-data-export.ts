@@ -1,6 +1,11 @@
-import { type BucketLocation, type Dataset, NotFoundError } from '@sluice/core';
+import { type BucketLocation, type Dataset, fileFormatOf, NotFoundError, sameFileFormat } from '@sluice/core';
 import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
-import { assertCredentialsForMove, parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
+import {
+  assertCredentialsForMove,
+  parseUpdateRequest,
+  resolveUpdatedFileFormat,
+  resolveUpdatedLocation,
+} from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { assertDestinationId, loadDestination, type UseCaseDeps } from './deps.js';
 
@@ -25,11 +30,14 @@ const LOCATION_FIELDS = [
  * 6. A location or credential change ends the failure backoff: `consecutiveFailures` 0, a failed status
  *    back to idle, and the next run due now (a run in flight stops at the config version bump, and its
  *    commit schedules the next one).
- * 7. Datasets removed lose their cursor; datasets added start now (`datasetStartedAt`) with no cursor, so
+ * 7. A new `format` or `compression` applies to windows planned from now on: windows already planned keep
+ *    the format they were planned with (a retry rewrites them under the same names), so it needs no
+ *    `configVersion` bump.
+ * 8. Datasets removed lose their cursor; datasets added start now (`datasetStartedAt`) with no cursor, so
  *    one removed and added back does not resume from its old position (the reference: "Newly added event
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
  *    resumes, due now.
- * 8. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
+ * 9. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
  *    on a location or credential change, so a running export stops before its next file; return the view.
  */
 export async function updateDataExport(
@@ -45,6 +53,8 @@ export async function updateDataExport(
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
 
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
+  const storedFormat = fileFormatOf(stored);
+  const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   const changes: DestinationChanges = {};
@@ -69,6 +79,10 @@ export async function updateDataExport(
   if (update.name !== undefined && update.name !== stored.name) changes.name = update.name;
   if (update.frequency !== undefined && update.frequency !== stored.frequency)
     changes.frequency = update.frequency;
+  if (!sameFileFormat(fileFormat, storedFormat)) {
+    changes.format = fileFormat.format;
+    changes.compression = fileFormat.compression;
+  }
   const bumpConfigVersion = locationChanged || update.credentials !== undefined;
   if (bumpConfigVersion) {
     changes.consecutiveFailures = 0;

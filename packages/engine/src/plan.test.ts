@@ -1,0 +1,97 @@
+import type { CursorState } from '@sluice/control';
+import { type Destination, HOUR_MS, JSONL_GZIP, newDestination, startOfUtcDay } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { planDatasets } from './plan.js';
+
+const DAY = startOfUtcDay(Date.parse('2026-12-02T00:00:00.000Z'));
+const NOW = DAY + 5 * HOUR_MS + 10 * 60_000;
+const RETENTION_MS = 30 * 24 * HOUR_MS;
+const ZSTD = { format: 'parquet', compression: 'zstd' } as const;
+
+function destination(overrides: Partial<Destination> = {}): Destination {
+  return {
+    ...newDestination({
+      workspaceId: 'ws_plan',
+      id: 'exp_plan',
+      name: 'Plan',
+      provider: 's3',
+      bucket: 'acme',
+      region: 'us-east-1',
+      endpoint: null,
+      pathPrefix: '',
+      accessKeyId: 'AKIA',
+      secret: { encryptedDataKey: '', iv: '', ciphertext: '', tag: '' },
+      datasets: ['email_events', 'subscribers'],
+      frequency: 'hourly',
+      startFrom: new Date(DAY).toISOString(),
+      now: new Date(DAY),
+    }),
+    ...overrides,
+  };
+}
+
+describe('planDatasets and the file format', () => {
+  it('plans new windows in the destination format', () => {
+    // Act
+    const plan = planDatasets(
+      destination({ format: 'parquet', compression: 'zstd' }),
+      new Map(),
+      'run_1',
+      NOW,
+      RETENTION_MS,
+    );
+    // Assess
+    expect(plan.items.length).toBeGreaterThan(1);
+    expect(
+      plan.items.every((item) => item.format?.format === 'parquet' && item.format.compression === 'zstd'),
+    ).toBe(true);
+    expect(
+      plan.writes
+        .flatMap((write) => write.plannedSpans ?? [])
+        .every((span) => span.format?.format === 'parquet'),
+    ).toBe(true);
+    expect(plan.writes.find((write) => write.dataset === 'subscribers')?.plannedSnapshot?.format).toEqual(
+      ZSTD,
+    );
+  });
+
+  it('keeps the format a window was planned with after the destination changes it: the change applies from the next window', () => {
+    // Prepare: a JSON lines run planned the first two hours and the snapshot, and committed nothing
+    const first = planDatasets(
+      destination(),
+      new Map(),
+      'run_1',
+      DAY + 2 * HOUR_MS + 10 * 60_000,
+      RETENTION_MS,
+    );
+    const cursors = new Map<CursorState['dataset'], CursorState>(
+      first.writes.map((write) => [
+        write.dataset,
+        {
+          dataset: write.dataset,
+          plannedSpans: write.plannedSpans ?? [],
+          ...(write.plannedSnapshot ? { plannedSnapshot: write.plannedSnapshot } : {}),
+        },
+      ]),
+    );
+    const replanned = first.items.filter((item) => item.kind === 'events');
+    expect(replanned.length).toBeGreaterThan(0);
+    // Act: the destination is now Parquet, and the next run plans later hours too
+    const next = planDatasets(
+      destination({ format: 'parquet', compression: 'zstd' }),
+      cursors,
+      'run_2',
+      NOW,
+      RETENTION_MS,
+    );
+    // Assess: the windows planned before stay JSON lines (same names on retry), the new ones are Parquet
+    const events = next.items.filter((item) => item.kind === 'events');
+    const old = events.filter((item) => item.toMs <= (replanned.at(-1)?.toMs ?? 0));
+    const fresh = events.filter((item) => item.fromMs >= (replanned.at(-1)?.toMs ?? 0));
+    expect(old.length).toBe(replanned.length);
+    expect(old.map((item) => item.format)).toEqual(replanned.map(() => JSONL_GZIP));
+    expect(fresh.length).toBeGreaterThan(0);
+    expect(fresh.every((item) => item.format?.format === 'parquet')).toBe(true);
+    expect(next.items.find((item) => item.kind === 'snapshot')?.format).toEqual(JSONL_GZIP);
+  });
+});
