@@ -25,7 +25,7 @@ const cspViolations: string[] = [];
 
 beforeAll(async () => {
   consoleDir = await mkdtemp(join(tmpdir(), 'sluice-console-'));
-  const { outDir } = await buildConsole(consoleDir);
+  const { outDir } = buildConsole(consoleDir);
   h = await startE2eHarness({ site: (req, res) => serveConsole(outDir, req, res) });
   workflows = await h.workflows();
   // 600 email events in the 100 minutes before the last 15, for the export's runs to carry.

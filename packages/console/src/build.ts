@@ -1,12 +1,13 @@
 /**
  * Builds the console: esbuild bundles `src/app/main.ts` (and its CSS) into `outDir`, beside a copy of
  * `index.html` and a `config.json` naming the API (`/v1` on the same origin; the CDK deployment writes its own).
- * `npm run build:console` runs it; `npm start` and the console test build on the fly (well under a second).
+ * `npm run build:console` runs it; `npm start`, the console test and `cdk synth` (the CDK asset's local
+ * bundling, which is synchronous: hence `buildSync`) build on the fly, in well under a second.
  */
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { buildSync } from 'esbuild';
 
 /** The directory `npm run build:console` writes (ignored by git). */
 export const CONSOLE_DIST_DIR = fileURLToPath(new URL('../dist/', import.meta.url));
@@ -25,13 +26,16 @@ export interface ConsoleConfig {
   apiUrl: string;
 }
 
+/** The directory of the console's sources (the CDK asset hashes it). */
+export const CONSOLE_SOURCE_DIR = APP_DIR;
+
 /** Bundles the console into `outDir` (minified, with a source map), with `config` as its `config.json`. */
-export async function buildConsole(
+export function buildConsole(
   outDir: string = CONSOLE_DIST_DIR,
   config: ConsoleConfig = { apiUrl: '/v1' },
-): Promise<ConsoleBuild> {
-  await mkdir(outDir, { recursive: true });
-  await build({
+): ConsoleBuild {
+  mkdirSync(outDir, { recursive: true });
+  buildSync({
     entryPoints: { console: join(APP_DIR, 'main.ts') },
     bundle: true,
     format: 'esm',
@@ -43,17 +47,16 @@ export async function buildConsole(
     logLevel: 'silent',
     legalComments: 'none',
   });
-  await copyFile(join(APP_DIR, 'index.html'), join(outDir, 'index.html'));
-  await writeFile(join(outDir, 'config.json'), `${JSON.stringify(config)}\n`);
+  copyFileSync(join(APP_DIR, 'index.html'), join(outDir, 'index.html'));
+  writeFileSync(join(outDir, 'config.json'), `${JSON.stringify(config)}\n`);
   return { outDir, files: ['index.html', 'console.js', 'console.css', 'config.json'] };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  buildConsole().then(
-    (result) => console.log(`Console built in ${result.outDir}`),
-    (error: unknown) => {
-      console.error(`build:console failed: ${(error as Error).message}`);
-      process.exit(1);
-    },
-  );
+  try {
+    console.log(`Console built in ${buildConsole().outDir}`);
+  } catch (error) {
+    console.error(`build:console failed: ${(error as Error).message}`);
+    process.exit(1);
+  }
 }

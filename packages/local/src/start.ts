@@ -184,7 +184,7 @@ async function main(): Promise<void> {
       const { startApiServer } = await import('./http-adapter.js');
       // The web console, built on each start (well under a second) and served beside the API.
       const { buildConsole, serveConsole } = await import('@sluice/console');
-      const { outDir: consoleDir } = await buildConsole();
+      const { outDir: consoleDir } = buildConsole();
       const api = await startApiServer({
         host: '127.0.0.1',
         port: ports.api,
