@@ -153,7 +153,14 @@ describe('the web console in Chromium against the local API', () => {
       await page.locator('svg[aria-label="Lag per dataset"] g[data-dataset="email_events"] circle').count(),
     ).toBe(withWindow);
 
-    // Pause, then resume, from the detail page; the list shows the state and exportedThrough.
+    await page.locator('section.history').screenshot({ path: join(SCREENSHOTS, '06-history-charts.png') });
+
+    // Pause, resume, pause again from the detail page; the list shows the state and exportedThrough.
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await poll(() => page.getByTestId('state').textContent()).toBe('paused');
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await poll(() => page.getByTestId('state').textContent()).not.toBe('paused');
+    expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport?.isEnabled).toBe(true);
     await page.getByRole('button', { name: 'Pause' }).click();
     await poll(() => page.getByTestId('state').textContent()).toBe('paused');
     await page.getByRole('link', { name: 'Sluice console' }).click();
