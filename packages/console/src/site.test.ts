@@ -18,7 +18,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'secret.txt'), 'not to be served');
   // What the site does not answer is the API's: here, a 418 that says so.
   server = createServer((req, res) => {
-    void serveConsole(join(dir, 'dist'), req, res).then((answered) => {
+    // With a trailing slash, as CONSOLE_DIST_DIR has one.
+    void serveConsole(join(dir, 'dist/'), req, res).then((answered) => {
       if (!answered) res.writeHead(418).end('api');
     });
   });

@@ -4,7 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { extname, join, normalize, sep } from 'node:path';
+import { extname, join, normalize, resolve, sep } from 'node:path';
 
 /** Where the console is served beside the API. */
 export const CONSOLE_PATH = '/console/';
@@ -75,8 +75,9 @@ export async function serveConsole(dir: string, req: IncomingMessage, res: Serve
     relative = '\0';
   }
   if (relative === '' || relative.endsWith('/')) relative += 'index.html';
-  const file = normalize(join(dir, relative));
-  if (relative.includes('\0') || !file.startsWith(normalize(dir) + sep)) return notFound(res);
+  const root = resolve(dir);
+  const file = normalize(join(root, relative));
+  if (relative.includes('\0') || !file.startsWith(root + sep)) return notFound(res);
   let body: Buffer;
   try {
     body = await readFile(file);
