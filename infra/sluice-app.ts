@@ -1,23 +1,30 @@
 import { type App, Tags, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { readSettings, type SluiceSettings } from './settings.js';
+import { ConsoleStack } from './console-stack.js';
 import { StatefulStack } from './stateful-stack.js';
 import { StatelessStack } from './stateless-stack.js';
 
-/** The two stacks of one Sluice deployment, and the settings they were built from. */
+/** The stacks of one Sluice deployment, and the settings they were built from. */
 export interface SluiceStacks {
   readonly settings: SluiceSettings;
   readonly stateful: StatefulStack;
   readonly stateless: StatelessStack;
+  /** The web console, in front of the stateless stack's API. */
+  readonly console: ConsoleStack;
 }
 
-/** The stack ids (and CloudFormation stack names) of a stage: `Sluice-<stage>-Stateful` and `-Stateless`. */
-export function stackIds(stage: string): { stateful: string; stateless: string } {
-  return { stateful: `Sluice-${stage}-Stateful`, stateless: `Sluice-${stage}-Stateless` };
+/** The stack ids (and CloudFormation stack names) of a stage: `Sluice-<stage>-Stateful`, `-Stateless`, `-Console`. */
+export function stackIds(stage: string): { stateful: string; stateless: string; console: string } {
+  return {
+    stateful: `Sluice-${stage}-Stateful`,
+    stateless: `Sluice-${stage}-Stateless`,
+    console: `Sluice-${stage}-Console`,
+  };
 }
 
 /**
- * Adds both Sluice stacks to `app`, with the settings read from its context (validated; a bad value throws
+ * Adds the Sluice stacks to `app`, with the settings read from its context (validated; a bad value throws
  * a `SettingsError` naming it). With the context flag `sluice:nag`, cdk-nag's AwsSolutionsChecks run too.
  *
  * The local runtime and the infra tests call this with `sluice:skipBundling` set, to synthesize without
@@ -55,9 +62,17 @@ export function buildSluiceApp(
   // The API mapping names the stateful stack's domain by its name only (no export between the stacks, so
   // the domain can be added or removed without a deadlock): the order is made explicit instead.
   stateless.addStackDependency(stateful);
+  const consoleStack = new ConsoleStack(app, ids.console, {
+    env: stackEnv,
+    stage: settings.stage,
+    api: stateless.api,
+    apiDomainName: stateful.apiDomain ? settings.domainName : undefined,
+    skipBundling: settings.skipBundling,
+  });
+  consoleStack.addStackDependency(stateless);
 
   Tags.of(app).add('app', 'sluice');
   Tags.of(app).add('sluice:stage', settings.stage);
   if (settings.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
-  return { settings, stateful, stateless };
+  return { settings, stateful, stateless, console: consoleStack };
 }

@@ -12,6 +12,7 @@ import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
 import { CONTROL_TABLE } from '@sluice/core';
 import type { EventLogWriter } from '@sluice/eventlog';
 import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
+import type { ApiServerOptions } from '../../packages/local/src/http-adapter.js';
 import type { LocalWorkflows, LocalWorkflowsOptions } from '../../packages/local/src/stepfunctions.js';
 import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
 import { eventTables } from '../helpers/tables.js';
@@ -62,7 +63,7 @@ export function uniqueId(prefix: string): string {
  * Dispatch of this file never starts runs for destinations of the contract tests running beside it.
  * Everything that reads the environment at load is therefore imported dynamically, after.
  */
-export async function startE2eHarness(): Promise<E2eHarness> {
+export async function startE2eHarness(options: Pick<ApiServerOptions, 'site'> = {}): Promise<E2eHarness> {
   const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
   if (!endpoint) throw new Error('AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests through vitest');
   const controlTable = uniqueId('sluice-control-e2e-');
@@ -79,7 +80,7 @@ export async function startE2eHarness(): Promise<E2eHarness> {
       import('../../packages/local/src/stepfunctions.js'),
       import('../../packages/local/src/template.js'),
     ]);
-  const api = await startContractHarness();
+  const api = await startContractHarness(options);
   const ws = await api.newWorkspace();
   const definitions = await loadWorkflowDefinitions();
   const s3 = api.s3;

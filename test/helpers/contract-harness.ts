@@ -54,10 +54,11 @@ export function uniqueId(prefix: string): string {
 /**
  * Starts the API over real HTTP (`startApiServer` with the real authorizer and API handlers) against the
  * global setup's DynamoDB Local, s3rver and local KMS, and starts capturing stdout and stderr. `handlers`
- * replaces the functions (to inject a broken store, for instance).
+ * replaces the functions (to inject a broken store, for instance); `site` serves other files beside the API
+ * (the console).
  */
 export async function startContractHarness(
-  options: { handlers?: ApiServerOptions['handlers'] } = {},
+  options: Pick<ApiServerOptions, 'handlers' | 'site'> = {},
 ): Promise<ContractHarness> {
   // Captured, and shown too when SLUICE_TEST_LOGS=1.
   const output = captureOutput({ passThrough: process.env.SLUICE_TEST_LOGS === '1' });
@@ -67,6 +68,7 @@ export async function startContractHarness(
     host: '127.0.0.1',
     port: 0,
     ...(options.handlers ? { handlers: options.handlers } : {}),
+    ...(options.site ? { site: options.site } : {}),
   });
   const s3 = new S3Client({
     endpoint: s3Endpoint,

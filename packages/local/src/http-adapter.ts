@@ -49,6 +49,11 @@ export interface ApiServerOptions {
   handlers?: { authorizer: AuthorizerFunction; api: ApiFunction };
   /** Called once each answer is sent (`npm start` prints it). */
   onRequest?: (call: ApiCall) => void;
+  /**
+   * Answers the requests that are not the API's (the console's files, `serveConsole` of `@sluice/console`):
+   * asked first, it returns true when it has answered. @default none: every request goes to the API
+   */
+  site?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 /** One API call as {@link ApiServerOptions.onRequest} reports it. */
@@ -239,6 +244,7 @@ export async function startApiServer(options: ApiServerOptions = {}): Promise<Ap
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.site && (await options.site(req, res))) return;
     const body = await readBody(req);
     if (body === 'too_large') return gatewayError(res, 413, 'Request Entity Too Large');
     let event: APIGatewayProxyEventV2 | APIGatewayProxyEventV2WithLambdaAuthorizer<unknown> = toProxyEvent(

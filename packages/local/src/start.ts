@@ -6,7 +6,8 @@
  * 2. put their environment in `process.env` (the SDK's endpoints; the handlers are built from it);
  * 3. ensure the workspace `ws_local` and an owner key with every scope (kept in `.sluice/local.json`, reused
  *    on restart);
- * 4. start the API server (`http-adapter.ts`) and the export scheduler (`scheduler.ts`);
+ * 4. build the web console (`@sluice/console`), start the API server (`http-adapter.ts`) serving it under
+ *    `/console/`, and the export scheduler (`scheduler.ts`);
  * 5. write `.sluice/local.json` and `.sluice/runtime.json` and print how to use it;
  * 6. on SIGINT / SIGTERM stop everything it started.
  *
@@ -181,10 +182,14 @@ async function main(): Promise<void> {
     const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
     if (existsSync(here('./http-adapter.ts')) || existsSync(here('./http-adapter.js'))) {
       const { startApiServer } = await import('./http-adapter.js');
+      // The web console, built on each start (well under a second) and served beside the API.
+      const { buildConsole, serveConsole } = await import('@sluice/console');
+      const { outDir: consoleDir } = buildConsole();
       const api = await startApiServer({
         host: '127.0.0.1',
         port: ports.api,
         onRequest: (call) => print(formatRequestLine(call)),
+        site: (req, res) => serveConsole(consoleDir, req, res),
       });
       started.push({ name: 'API server', stop: () => api.close() });
     } else {
@@ -229,6 +234,7 @@ async function main(): Promise<void> {
         `Sluice is running (ready in ${Date.now() - t0} ms, data in ${dataDir})`,
         '',
         `  API          ${apiUrl}`,
+        `  Console      http://127.0.0.1:${ports.api}/console/   (sign in with the API key below)`,
         `  API key      ${apiKey}   (workspace ${LOCAL_WORKSPACE_ID}, owner, all scopes)`,
         `  Local bucket ${local.s3.bucket} at ${local.s3.endpoint}`,
         `               region ${local.s3.region}, access key ${local.s3.accessKeyId}, secret ${local.s3.secretAccessKey}`,

@@ -1,0 +1,554 @@
+/**
+ * The Sluice console: one page, routed by the URL's hash, talking to the API with the key the person signed in
+ * with. The key lives in this tab's sessionStorage only (never in a URL, a cookie or localStorage).
+ *
+ * Routes: `#/` the exports; `#/new` create; `#/exports/<id>` one export with its run history; `#/exports/<id>/edit`.
+ */
+import { exportState, formatBytes, formatCount } from '@sluice/cli/format';
+import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
+import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
+import { ApiError, type DataExportView, SluiceApi } from './api.js';
+import { barChart, lagChart } from './charts.js';
+import { h } from './dom.js';
+import './console.css';
+import { formatDuration, formatTime, runHistory } from './history.js';
+
+const KEY_STORAGE = 'sluice.apiKey';
+const REFRESH_MS = 2_000;
+
+let apiUrl = '/v1';
+let refreshTimer: number | undefined;
+const root = document.getElementById('app') as HTMLElement;
+
+function apiKey(): string | null {
+  return sessionStorage.getItem(KEY_STORAGE);
+}
+
+function api(): SluiceApi {
+  return new SluiceApi(apiUrl, apiKey() ?? '');
+}
+
+/** Replaces the page body below the header. */
+function show(...content: Node[]): void {
+  const key = apiKey();
+  root.replaceChildren(
+    h(
+      'header',
+      {},
+      h('a', { href: '#/', class: 'brand' }, 'Sluice console'),
+      key
+        ? h(
+            'span',
+            { class: 'who' },
+            h('span', { 'data-testid': 'key' }, `Key ${maskAccessKeyId(key)}`),
+            h('button', { type: 'button', class: 'link', onclick: signOut }, 'Sign out'),
+          )
+        : null,
+    ),
+    h('main', {}, ...content),
+  );
+}
+
+function notice(error: unknown): HTMLElement {
+  const message = error instanceof Error ? error.message : String(error);
+  return h('p', { class: 'error', role: 'alert' }, message);
+}
+
+function signOut(): void {
+  sessionStorage.removeItem(KEY_STORAGE);
+  location.hash = '#/';
+  void route();
+}
+
+// --- sign in ---------------------------------------------------------------------------------------
+
+function signInView(problem?: string): void {
+  const input = h('input', {
+    id: 'api-key',
+    name: 'apiKey',
+    type: 'password',
+    autocomplete: 'off',
+    required: true,
+    placeholder: 'sk_…',
+  });
+  const form = h(
+    'form',
+    { class: 'card narrow', onsubmit: (event) => void signIn(event, input.value.trim()) },
+    h('h1', {}, 'Sign in'),
+    h('p', {}, 'Paste an API key of your workspace. It stays in this browser tab only.'),
+    h('label', { for: 'api-key' }, 'API key'),
+    input,
+    problem ? h('p', { class: 'error', role: 'alert' }, problem) : null,
+    h('button', { type: 'submit' }, 'Sign in'),
+  );
+  show(form);
+  input.focus();
+}
+
+async function signIn(event: Event, key: string): Promise<void> {
+  event.preventDefault();
+  if (key === '') return signInView('Enter an API key.');
+  try {
+    await new SluiceApi(apiUrl, key).list();
+  } catch (error) {
+    const refused = error instanceof ApiError && (error.status === 401 || error.status === 403);
+    return signInView(refused ? 'This key is not valid (or has been revoked).' : (error as Error).message);
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  location.hash = '#/';
+  await route();
+}
+
+// --- list ------------------------------------------------------------------------------------------
+
+/** The export's state as the CLI prints it (`active`, `paused`, `failed (3 in a row)`…) and its CSS class. */
+function stateBadge(view: DataExportView, testId?: string): HTMLElement {
+  const state = exportState(view);
+  return h('span', { class: `state ${state.split(' ')[0]}`, 'data-testid': testId }, state);
+}
+
+function exportedThroughList(view: DataExportView): HTMLElement {
+  return h(
+    'ul',
+    { class: 'through' },
+    ...Object.entries(view.exportedThrough).map(([dataset, through]) =>
+      h('li', {}, h('span', { class: 'dataset' }, dataset), ' ', formatTime(through)),
+    ),
+  );
+}
+
+async function listView(): Promise<void> {
+  let exports: DataExportView[];
+  try {
+    exports = await api().list();
+  } catch (error) {
+    return show(notice(error));
+  }
+  const rows = exports.map((view) =>
+    h(
+      'tr',
+      { 'data-export': view.id },
+      h('td', {}, h('a', { href: `#/exports/${encodeURIComponent(view.id)}` }, view.name)),
+      h('td', {}, stateBadge(view)),
+      h('td', {}, view.frequency),
+      h('td', {}, exportedThroughList(view)),
+      h('td', {}, formatTime(view.lastRunAt)),
+    ),
+  );
+  show(
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('h1', {}, 'Data exports'),
+      h('a', { href: '#/new', class: 'button' }, 'New export'),
+    ),
+    exports.length === 0
+      ? h('p', { class: 'empty' }, 'No export yet.')
+      : h(
+          'table',
+          { class: 'exports' },
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              ...['Name', 'State', 'Frequency', 'Exported through', 'Last run'].map((t) => h('th', {}, t)),
+            ),
+          ),
+          h('tbody', {}, ...rows),
+        ),
+  );
+}
+
+// --- create and edit -------------------------------------------------------------------------------
+
+/** The form's fields, named as the API's; `issues` are shown beside the field their path starts with. */
+const TEXT_FIELDS = [
+  ['name', 'Name'],
+  ['bucket', 'Bucket'],
+  ['region', 'Region'],
+  ['endpoint', 'Endpoint (S3-compatible storage only)'],
+  ['pathPrefix', 'Path prefix'],
+  ['accessKeyId', 'Access key id'],
+  ['secretAccessKey', 'Secret access key'],
+] as const;
+
+function field(name: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'field', 'data-field': name },
+    h('label', { for: `f-${name}` }, label),
+    control,
+    hint ? h('small', {}, hint) : null,
+    h('p', { class: 'field-error', id: `e-${name}`, role: 'alert' }),
+  );
+}
+
+async function formView(id?: string): Promise<void> {
+  let current: DataExportView | undefined;
+  if (id !== undefined) {
+    try {
+      current = await api().get(id);
+    } catch (error) {
+      return show(notice(error));
+    }
+  }
+  const inputs = new Map<string, HTMLInputElement>();
+  const textFields = TEXT_FIELDS.map(([name, label]) => {
+    const secret = name === 'secretAccessKey' || name === 'accessKeyId';
+    const input = h('input', {
+      id: `f-${name}`,
+      name,
+      type: name === 'secretAccessKey' ? 'password' : 'text',
+      autocomplete: 'off',
+      value: current && !secret ? String(current[name as keyof DataExportView] ?? '') : '',
+      placeholder: current && name === 'accessKeyId' ? current.accessKeyId : '',
+    });
+    inputs.set(name, input);
+    const hint =
+      current && secret
+        ? 'Leave empty to keep the stored credentials; give both to replace them.'
+        : undefined;
+    return field(name, label, input, hint);
+  });
+  const provider = h(
+    'select',
+    { id: 'f-provider', name: 'provider', disabled: current !== undefined },
+    ...PROVIDERS.map((p) => h('option', { value: p, selected: (current?.provider ?? 's3') === p }, p)),
+  );
+  const frequency = h(
+    'select',
+    { id: 'f-frequency', name: 'frequency' },
+    ...FREQUENCIES.map((f) => h('option', { value: f, selected: (current?.frequency ?? 'hourly') === f }, f)),
+  );
+  const datasetBoxes = DATASETS.map((dataset) =>
+    h(
+      'label',
+      { class: 'check' },
+      h('input', {
+        type: 'checkbox',
+        name: 'datasets',
+        value: dataset,
+        checked: current?.datasets.includes(dataset) ?? false,
+      }),
+      ` ${dataset}`,
+    ),
+  );
+  const datasets = h('fieldset', { id: 'f-datasets' }, ...datasetBoxes);
+  const startFrom = h('input', { id: 'f-startFrom', name: 'startFrom', type: 'text', autocomplete: 'off' });
+  const formError = h('div', { class: 'form-error', role: 'alert' });
+  const submit = h('button', { type: 'submit' }, current ? 'Save' : 'Create and test connection');
+
+  const form = h(
+    'form',
+    { class: 'card', novalidate: true },
+    h('h1', {}, current ? `Edit ${current.name}` : 'New data export'),
+    h(
+      'p',
+      {},
+      'Saving tests the connection: Sluice writes a small test file to the bucket before it keeps the settings.',
+    ),
+    formError,
+    field('provider', 'Provider', provider),
+    ...textFields,
+    field('datasets', 'Datasets', datasets),
+    field('frequency', 'Frequency', frequency),
+    current
+      ? null
+      : field('startFrom', 'Start from', startFrom, 'ISO time the event datasets start from; empty: now.'),
+    h(
+      'div',
+      { class: 'actions' },
+      submit,
+      h(
+        'a',
+        { href: current ? `#/exports/${encodeURIComponent(current.id)}` : '#/', class: 'button secondary' },
+        'Cancel',
+      ),
+    ),
+  );
+
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const chosen = datasetBoxes
+      .map((label) => label.querySelector('input') as HTMLInputElement)
+      .filter((box) => box.checked)
+      .map((box) => box.value);
+    const value = (name: string) => (inputs.get(name)?.value ?? '').trim();
+    const body: Record<string, unknown> = {};
+    if (current === undefined) {
+      body.provider = provider.value;
+      for (const [name] of TEXT_FIELDS) if (value(name) !== '') body[name] = value(name);
+      body.datasets = chosen;
+      body.frequency = frequency.value;
+      if (startFrom.value.trim() !== '') body.startFrom = startFrom.value.trim();
+    } else {
+      for (const [name] of TEXT_FIELDS) {
+        const before =
+          name === 'accessKeyId' || name === 'secretAccessKey' ? '' : String(current[name] ?? '');
+        if (value(name) !== before)
+          body[name] = value(name) === '' && name === 'endpoint' ? null : value(name);
+      }
+      if (chosen.join(',') !== current.datasets.join(',')) body.datasets = chosen;
+      if (frequency.value !== current.frequency) body.frequency = frequency.value;
+    }
+    void save(body);
+  });
+
+  async function save(body: Record<string, unknown>): Promise<void> {
+    for (const element of form.querySelectorAll('.field-error')) element.textContent = '';
+    for (const element of form.querySelectorAll('.field.invalid')) element.classList.remove('invalid');
+    formError.replaceChildren();
+    submit.disabled = true;
+    submit.textContent = 'Testing the connection…';
+    try {
+      const saved = current ? await api().update(current.id, body) : await api().create(body);
+      location.hash = `#/exports/${encodeURIComponent(saved.id)}`;
+    } catch (error) {
+      showErrors(error);
+    } finally {
+      submit.disabled = false;
+      submit.textContent = current ? 'Save' : 'Create and test connection';
+    }
+  }
+
+  function showErrors(error: unknown): void {
+    const unplaced: string[] = [];
+    const issues = error instanceof ApiError ? error.issues : [];
+    for (const issue of issues) {
+      const name = issue.path.split(/[.[]/)[0] ?? '';
+      const slot = form.querySelector<HTMLElement>(`#e-${CSS.escape(name)}`);
+      if (slot) {
+        slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
+        slot.closest('.field')?.classList.add('invalid');
+      } else unplaced.push(`${issue.path}: ${issue.message}`);
+    }
+    const allPlaced = issues.length > 0 && unplaced.length === 0;
+    formError.replaceChildren(
+      allPlaced ? h('p', { class: 'error' }, 'Check the fields marked below.') : notice(error),
+      ...(unplaced.length > 0 ? [h('ul', {}, ...unplaced.map((line) => h('li', {}, line)))] : []),
+    );
+  }
+
+  show(form);
+}
+
+// --- one export ------------------------------------------------------------------------------------
+
+async function detailView(id: string): Promise<void> {
+  const status = h('p', { class: 'status', role: 'status' });
+  const summary = h('section', { class: 'card' });
+  const history = h('section', { class: 'card history' });
+  const dialog = h('dialog', { id: 'confirm-delete' });
+  show(status, summary, history, dialog);
+
+  const act = async (label: string, action: () => Promise<string | undefined>): Promise<void> => {
+    status.className = 'status';
+    status.textContent = `${label}…`;
+    try {
+      status.textContent = (await action()) ?? '';
+    } catch (error) {
+      status.className = 'status error';
+      status.textContent = (error as Error).message;
+    }
+    await refresh();
+  };
+
+  const confirmDelete = (view: DataExportView) => {
+    dialog.replaceChildren(
+      h(
+        'form',
+        { method: 'dialog' },
+        h(
+          'p',
+          {},
+          `Delete the export “${view.name}”? Its runs stop; files already written stay in the bucket.`,
+        ),
+        h(
+          'div',
+          { class: 'actions' },
+          h('button', { value: 'delete', class: 'danger' }, 'Delete'),
+          h('button', { value: 'cancel', class: 'secondary' }, 'Cancel'),
+        ),
+      ),
+    );
+    dialog.onclose = () => {
+      if (dialog.returnValue !== 'delete') return;
+      void act('Deleting', async () => {
+        await api().remove(view.id);
+        location.hash = '#/';
+        return undefined;
+      });
+    };
+    dialog.showModal();
+  };
+
+  async function refresh(): Promise<void> {
+    if (location.hash !== `#/exports/${encodeURIComponent(id)}`) return;
+    let view: DataExportView;
+    let runs: Awaited<ReturnType<SluiceApi['allRuns']>>;
+    try {
+      [view, runs] = await Promise.all([api().get(id), api().allRuns(id)]);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return;
+      status.className = 'status error';
+      status.textContent = (error as Error).message;
+      return;
+    }
+    summary.replaceChildren(
+      h('div', { class: 'toolbar' }, h('h1', {}, view.name), stateBadge(view, 'state')),
+      h(
+        'dl',
+        {},
+        ...[
+          ['Destination', `${view.provider}://${view.bucket}/${view.pathPrefix}`],
+          ['Region', view.region],
+          ['Access key id', view.accessKeyId],
+          ['Frequency', view.frequency],
+          ['Next run', formatTime(view.nextRunAt)],
+          ['Last error', view.lastError ?? 'none'],
+          ['Rows exported', formatCount(view.totalRowsExported)],
+        ].flatMap(([term, value]) => [h('dt', {}, term ?? ''), h('dd', {}, value ?? '')]),
+      ),
+      h('h2', {}, 'Exported through'),
+      exportedThroughList(view),
+      h(
+        'div',
+        { class: 'actions' },
+        h(
+          'button',
+          {
+            type: 'button',
+            onclick: () =>
+              void act('Queueing a run', async () =>
+                (await api().run(id)).queued ? 'Run queued.' : 'A run is already queued.',
+              ),
+          },
+          'Run now',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: () =>
+              void act(view.isEnabled ? 'Pausing' : 'Resuming', async () => {
+                await api().update(id, { isEnabled: !view.isEnabled });
+                return view.isEnabled ? 'Paused.' : 'Resumed.';
+              }),
+          },
+          view.isEnabled ? 'Pause' : 'Resume',
+        ),
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'secondary',
+            onclick: () =>
+              void act(
+                'Testing the connection',
+                async () => `Test file written at ${formatTime(await api().test(id))}.`,
+              ),
+          },
+          'Test connection',
+        ),
+        h('a', { href: `#/exports/${encodeURIComponent(id)}/edit`, class: 'button secondary' }, 'Edit'),
+        h('button', { type: 'button', class: 'danger', onclick: () => confirmDelete(view) }, 'Delete'),
+      ),
+    );
+    const data = runHistory(runs, new Date());
+    history.replaceChildren(
+      h('h2', {}, `Run history (last 14 days, ${data.runs.length} runs)`),
+      h('h3', {}, 'Rows per run'),
+      barChart({
+        label: 'Rows per run',
+        runs: data.runs,
+        value: (r) => r.rows,
+        format: formatCount,
+        from: data.from,
+        to: data.to,
+      }),
+      h('h3', {}, 'Bytes per run'),
+      barChart({
+        label: 'Bytes per run',
+        runs: data.runs,
+        value: (r) => r.bytes,
+        format: formatBytes,
+        from: data.from,
+        to: data.to,
+      }),
+      h('h3', {}, 'Lag per dataset after each run'),
+      lagChart({
+        label: 'Lag per dataset',
+        series: data.lag,
+        format: formatDuration,
+        from: data.from,
+        to: data.to,
+      }),
+      h(
+        'table',
+        { class: 'runs' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ...['Started', 'Status', 'Trigger', 'Rows', 'Files', 'Bytes', 'Error'].map((t) => h('th', {}, t)),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          ...runs
+            .slice(0, 50)
+            .map((run) =>
+              h(
+                'tr',
+                { 'data-run': run.id },
+                h('td', {}, formatTime(run.startedAt)),
+                h('td', {}, h('span', { class: `state ${run.status}` }, run.status)),
+                h('td', {}, run.isManual ? 'manual' : 'schedule'),
+                h('td', { class: 'num' }, formatCount(run.rowCount)),
+                h('td', { class: 'num' }, formatCount(run.fileCount)),
+                h('td', { class: 'num' }, formatBytes(run.byteCount)),
+                h('td', {}, run.error ?? ''),
+              ),
+            ),
+        ),
+      ),
+    );
+  }
+
+  await refresh();
+  refreshTimer = window.setInterval(() => void refresh(), REFRESH_MS);
+}
+
+// --- routing ---------------------------------------------------------------------------------------
+
+async function route(): Promise<void> {
+  window.clearInterval(refreshTimer);
+  if (!apiKey()) return signInView();
+  const hash = location.hash.replace(/^#/, '') || '/';
+  const match = /^\/exports\/([^/]+)(\/edit)?$/.exec(hash);
+  if (hash === '/new') return formView();
+  if (match?.[1] !== undefined) {
+    const id = decodeURIComponent(match[1]);
+    return match[2] ? formView(id) : detailView(id);
+  }
+  return listView();
+}
+
+async function start(): Promise<void> {
+  try {
+    const config = (await (await fetch('config.json', { cache: 'no-store' })).json()) as { apiUrl?: string };
+    if (typeof config.apiUrl === 'string') apiUrl = config.apiUrl.replace(/\/$/, '');
+  } catch {
+    // No config.json: the API on this origin.
+  }
+  window.addEventListener('hashchange', () => void route());
+  await route();
+}
+
+void start();
