@@ -6,6 +6,7 @@ export * from './rows.js';
 export * from './windows.js';
 export * from './slots.js';
 export * from './layout.js';
+export * from './manifest.js';
 export * from './env.js';
 export * from './transient.js';
 export * from './redact.js';

@@ -1,4 +1,5 @@
-import type { Readable } from 'node:stream';
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { BucketLocation } from '@sluice/core';
@@ -35,6 +36,32 @@ export interface UploadResult {
   etag: string | undefined;
 }
 
+/** Result of {@link uploadStream}: also what was uploaded, measured on the way. */
+export interface StreamUploadResult extends UploadResult {
+  /** Bytes of the object. */
+  bytes: number;
+  /** Lowercase hex SHA-256 of the object's bytes. */
+  sha256: string;
+}
+
+/** Passes `body` through unchanged, hashing and counting its bytes (for the run manifests). */
+function measured(body: Readable): { stream: Readable; figures: () => { bytes: number; sha256: string } } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for await (const chunk of body) {
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      hash.update(buffer);
+      bytes += buffer.byteLength;
+      yield buffer;
+    }
+  }
+  return {
+    stream: Readable.from(chunks(), { objectMode: false }),
+    figures: () => ({ bytes, sha256: hash.digest('hex') }),
+  };
+}
+
 /** For the classification messages: which bucket, which provider. Only `bucket` is required. */
 type LocationHint = Pick<BucketLocation, 'bucket'> & Partial<BucketLocation>;
 
@@ -53,7 +80,7 @@ function locationOf(hint: LocationHint): BucketLocation {
  * time), so memory is bounded by parts whatever the file size; a body smaller than one part goes as a
  * single PutObject. On any failure (the body errors, a part fails) the multipart upload is aborted
  * (`leavePartsOnError: false`), so no partial object and no pending upload remains; the body is
- * destroyed so its producer stops. A bucket failure is thrown as a {@link BucketError}; when the body
+ * destroyed so its producer stops. The bytes are counted and hashed (SHA-256) on the way. A bucket failure is thrown as a {@link BucketError}; when the body
  * itself failed, its own error is rethrown as is (it is not the bucket's fault).
  *
  * @param location used only to word the error (bucket, provider, endpoint)
@@ -62,7 +89,7 @@ export async function uploadStream(
   client: S3Client,
   input: UploadStreamInput,
   location?: LocationHint,
-): Promise<UploadResult> {
+): Promise<StreamUploadResult> {
   let bodyError: unknown;
   const onBodyError = (error: unknown): void => {
     // lib-storage stops iterating the body when a part fails, and Node then destroys the stream with an
@@ -71,12 +98,13 @@ export async function uploadStream(
     bodyError ??= error;
   };
   input.body.on('error', onBodyError);
+  const body = measured(input.body);
   const upload = new Upload({
     client,
     params: {
       Bucket: input.bucket,
       Key: input.key,
-      Body: input.body,
+      Body: body.stream,
       ContentType: input.contentType ?? JSONL_CONTENT_TYPE,
       ...(input.contentEncoding !== undefined ? { ContentEncoding: input.contentEncoding } : {}),
     },
@@ -86,8 +114,9 @@ export async function uploadStream(
   });
   try {
     const result = await upload.done();
-    return { key: input.key, etag: result.ETag };
+    return { key: input.key, etag: result.ETag, ...body.figures() };
   } catch (error) {
+    if (!body.stream.destroyed) body.stream.destroy();
     if (!input.body.destroyed) input.body.destroy();
     // The source failed (the event log, a bad line): that error, not a bucket error, is the news.
     if (bodyError !== undefined) throw bodyError;

@@ -12,6 +12,8 @@ export interface WrittenFile {
   lines: number;
   /** Bytes of the object (gzip). */
   bytes: number;
+  /** Lowercase hex SHA-256 of the object's bytes ('' when nothing was written). */
+  sha256: string;
   /** Bytes of the JSON lines before compression. */
   uncompressedBytes: number;
 }
@@ -110,10 +112,10 @@ export class S3BucketWriter implements BucketWriter {
   ): Promise<WrittenFile> {
     const source = await peek(lines);
     if (source === undefined && options.empty !== true) {
-      return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
+      return { key, written: false, lines: 0, bytes: 0, sha256: '', uncompressedBytes: 0 };
     }
     const encoding = encodeJsonlGzip(source ?? []);
-    await uploadStream(
+    const uploaded = await uploadStream(
       this.client,
       {
         bucket: this.location.bucket,
@@ -131,6 +133,7 @@ export class S3BucketWriter implements BucketWriter {
       written: true,
       lines: stats.lines,
       bytes: stats.compressedBytes,
+      sha256: uploaded.sha256,
       uncompressedBytes: stats.uncompressedBytes,
     };
   }
