@@ -1,6 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { RUN_STATUSES } from '@sluice/control';
 import { DATASETS, DESTINATION_STATUSES, FREQUENCIES, PROVIDERS } from '@sluice/core';
+import { CONNECTION_WARNING_CODES } from '@sluice/sinks';
 import { describe, expect, it } from 'vitest';
 import { matchRoute, ROUTES } from '../http.js';
 import { type JsonObject, type JsonValue, openapiDocument } from './document.js';
@@ -82,6 +83,7 @@ describe('the OpenAPI document', () => {
       datasets: DATASETS,
       frequency: FREQUENCIES,
       provider: PROVIDERS,
+      code: CONNECTION_WARNING_CODES,
     };
 
     // Act

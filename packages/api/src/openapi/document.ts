@@ -62,6 +62,13 @@ function successResponse(description: string, properties: JsonObject): JsonObjec
 
 const ID_PARAMETER: JsonObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 const DATA_EXPORT_REF: JsonObject = { $ref: '#/components/schemas/DataExport' };
+/** Sluice's addition to the responses of create, update and test: what the connection test warns about. */
+const WARNINGS: JsonObject = {
+  type: 'array',
+  description:
+    'Present when the connection test found something that works but deserves a look; the request still succeeded. no_abort_incomplete_multipart_rule: no lifecycle rule of the bucket aborts incomplete multipart uploads (or Sluice could not read the lifecycle configuration: grant s3:GetLifecycleConfiguration); the message gives the rule to add.',
+  items: { $ref: '#/components/schemas/ConnectionWarning' },
+};
 const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
   $ref: '#/components/responses/TransientDatabaseUnavailable',
 };
@@ -176,7 +183,10 @@ export const openapiDocument: JsonObject = {
           required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
         }),
         responses: {
-          '201': successResponse('Data export created and first run queued', { dataExport: DATA_EXPORT_REF }),
+          '201': successResponse('Data export created and first run queued', {
+            dataExport: DATA_EXPORT_REF,
+            warnings: WARNINGS,
+          }),
           '400': errorResponse(
             'Validation error (code invalid_input), a body that is empty or not JSON (code invalid_json), or the test write failed (code connection_failed, with the reason: missing bucket, access denied, wrong region, unknown key or unsafe endpoint)',
           ),
@@ -235,7 +245,7 @@ export const openapiDocument: JsonObject = {
           },
         }),
         responses: {
-          '200': successResponse('Data export updated', { dataExport: DATA_EXPORT_REF }),
+          '200': successResponse('Data export updated', { dataExport: DATA_EXPORT_REF, warnings: WARNINGS }),
           '400': errorResponse(
             'Validation error (code invalid_input; an empty body or an unknown field included), a body that is not JSON (code invalid_json), or the test write failed (code connection_failed)',
           ),
@@ -268,7 +278,10 @@ export const openapiDocument: JsonObject = {
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
         responses: {
-          '200': successResponse('Test file written', { testedAt: { type: 'string', format: 'date-time' } }),
+          '200': successResponse('Test file written', {
+            testedAt: { type: 'string', format: 'date-time' },
+            warnings: WARNINGS,
+          }),
           '400': errorResponse('The test write failed (code connection_failed)'),
           ...itemErrorResponses(),
         },
@@ -448,6 +461,14 @@ export const openapiDocument: JsonObject = {
           createdAt: { type: 'string', format: 'date-time' },
           updatedAt: { type: 'string', format: 'date-time' },
         },
+      },
+      ConnectionWarning: {
+        type: 'object',
+        properties: {
+          code: { type: 'string', enum: ['no_abort_incomplete_multipart_rule'] },
+          message: { type: 'string', description: 'What to do, with the lifecycle rule to add.' },
+        },
+        required: ['code', 'message'],
       },
       Error: {
         type: 'object',

@@ -1,8 +1,8 @@
 import { type BucketLocation, type Dataset, NotFoundError } from '@sluice/core';
-import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
+import type { BucketCredentials, Caller, ConnectionWarning, DestinationChanges } from '../ports.js';
 import { assertCredentialsForMove, parseUpdateRequest, resolveUpdatedLocation } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
-import { assertDestinationId, loadDestination, type UseCaseDeps } from './deps.js';
+import { assertDestinationId, loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
 
 const LOCATION_FIELDS = [
   'bucket',
@@ -30,14 +30,15 @@ const LOCATION_FIELDS = [
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
  *    resumes, due now.
  * 8. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
- *    on a location or credential change, so a running export stops before its next file; return the view.
+ *    on a location or credential change, so a running export stops before its next file; return the view
+ *    (with the connection test's `warnings`, when step 4 ran and found any).
  */
 export async function updateDataExport(
   deps: UseCaseDeps,
   caller: Caller,
   id: string,
   body: unknown,
-): Promise<{ success: true; dataExport: DataExportView }> {
+): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   assertDestinationId(id);
   const update = parseUpdateRequest(body);
   const stored = await loadDestination(deps, caller.workspaceId, id);
@@ -48,13 +49,14 @@ export async function updateDataExport(
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   const changes: DestinationChanges = {};
+  let warnings: ReturnType<typeof warningsOf> = {};
 
   if (locationChanged || update.credentials !== undefined) {
     const credentials: BucketCredentials = update.credentials ?? {
       accessKeyId: stored.accessKeyId,
       secretAccessKey: await deps.sealer.open(stored.secret, context),
     };
-    await deps.testConnection(location, credentials, { now: () => now });
+    warnings = warningsOf(await deps.testConnection(location, credentials, { now: () => now }));
     if (update.credentials !== undefined) {
       changes.accessKeyId = update.credentials.accessKeyId;
       changes.secret = await deps.sealer.seal(update.credentials.secretAccessKey, context);
@@ -101,5 +103,5 @@ export async function updateDataExport(
     clearCursorsOf,
   });
   if (updated === undefined) throw new NotFoundError();
-  return { success: true, dataExport: toDataExportView(updated) };
+  return { success: true, dataExport: toDataExportView(updated), ...warnings };
 }
