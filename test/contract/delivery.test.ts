@@ -53,3 +53,52 @@ describe('the lifecycle warning of the connection test', () => {
     await ws.client.delete(`/data-exports/${id}`);
   });
 });
+
+describe('server-side encryption over HTTP', () => {
+  it('creates an export with aws:kms and its key, shows them, and changes them with a new test write', async () => {
+    // Act
+    const created = await ws.client.post(
+      '/data-exports',
+      harness.createBody({ serverSideEncryption: 'aws:kms', kmsKeyId: 'alias/sluice-exports' }),
+    );
+    // Assess
+    expect(created.status).toBe(201);
+    expect(created.body.dataExport).toMatchObject({
+      serverSideEncryption: 'aws:kms',
+      kmsKeyId: 'alias/sluice-exports',
+    });
+    const id = created.body.dataExport?.id as string;
+    const changed = await ws.client.patch(`/data-exports/${id}`, { serverSideEncryption: 'AES256' });
+    expect(changed.status).toBe(200);
+    expect(changed.body.dataExport).toMatchObject({ serverSideEncryption: 'AES256', kmsKeyId: null });
+    expect(changed.body.warnings).toBeDefined(); // tested again
+    const cleared = await ws.client.patch(`/data-exports/${id}`, { serverSideEncryption: null });
+    expect(cleared.body.dataExport).toMatchObject({ serverSideEncryption: null, kmsKeyId: null });
+    await ws.client.delete(`/data-exports/${id}`);
+  });
+
+  it('refuses encryption settings for gcs and a kmsKeyId without aws:kms, with 400 invalid_input', async () => {
+    const gcs = await ws.client.post(
+      '/data-exports',
+      harness.createBody({ provider: 'gcs', endpoint: null, serverSideEncryption: 'AES256' }),
+    );
+    expect(gcs.status).toBe(400);
+    expect(gcs.body.code).toBe('invalid_input');
+    expect(gcs.body.issues).toContainEqual(
+      expect.objectContaining({
+        path: 'serverSideEncryption',
+        message: expect.stringContaining('not offered for gcs'),
+      }),
+    );
+    const keyAlone = await ws.client.post('/data-exports', harness.createBody({ kmsKeyId: 'alias/x' }));
+    expect(keyAlone.status).toBe(400);
+    expect(keyAlone.body.issues).toEqual([
+      { path: 'kmsKeyId', message: 'kmsKeyId needs serverSideEncryption aws:kms.' },
+    ]);
+    const unknown = await ws.client.post(
+      '/data-exports',
+      harness.createBody({ serverSideEncryption: 'aws:kms:dsse' }),
+    );
+    expect(unknown.status).toBe(422);
+  });
+});

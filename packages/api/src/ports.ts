@@ -31,6 +31,7 @@ export type DestinationChanges = Partial<
     | 'region'
     | 'endpoint'
     | 'pathPrefix'
+    | 'encryption'
     | 'accessKeyId'
     | 'secret'
     | 'datasets'

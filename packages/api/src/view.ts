@@ -1,4 +1,10 @@
-import { type Dataset, type Destination, type DestinationFailing, maskAccessKeyId } from '@sluice/core';
+import {
+  type Dataset,
+  type Destination,
+  type DestinationFailing,
+  maskAccessKeyId,
+  type ServerSideEncryption,
+} from '@sluice/core';
 
 /** A destination as the API returns it: exactly the OpenAPI `DataExport`, never the secret. */
 export interface DataExportView {
@@ -11,6 +17,10 @@ export interface DataExportView {
   pathPrefix: string;
   /** Masked, for example `AKIA…WXYZ`. */
   accessKeyId: string;
+  /** Server-side encryption of every object written; null when none is requested. */
+  serverSideEncryption: ServerSideEncryption | null;
+  /** The customer's KMS key with `aws:kms` (not a secret); null otherwise. */
+  kmsKeyId: string | null;
   datasets: Dataset[];
   frequency: Destination['frequency'];
   isEnabled: boolean;
@@ -49,6 +59,8 @@ export function toDataExportView(destination: Destination): DataExportView {
     endpoint: destination.endpoint ?? null,
     pathPrefix: destination.pathPrefix,
     accessKeyId: maskAccessKeyId(destination.accessKeyId),
+    serverSideEncryption: destination.encryption?.serverSideEncryption ?? null,
+    kmsKeyId: destination.encryption?.kmsKeyId ?? null,
     datasets: [...destination.datasets],
     frequency: destination.frequency,
     isEnabled: destination.isEnabled,

@@ -110,6 +110,7 @@ function locationOf(destination: Destination): BucketLocation {
     region: destination.region,
     endpoint: destination.endpoint,
     pathPrefix: destination.pathPrefix,
+    encryption: destination.encryption ?? null,
   };
 }
 

@@ -101,6 +101,7 @@ export async function testConnection(
         body: JSON.stringify({ service: 'sluice', testedAt }),
         contentType: 'application/json',
         abortSignal: deadline,
+        encryption: location.encryption ?? null,
       },
       location,
     );

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { BucketLocation } from '@sluice/core';
+import type { BucketLocation, ObjectEncryption } from '@sluice/core';
 import { toBucketError } from './classify.js';
 
 /** Part size of multipart uploads: memory per upload is about `partSize * (queueSize + 1)`. */
@@ -28,6 +28,22 @@ export interface UploadStreamInput {
   partSize?: number;
   /** @default UPLOAD_QUEUE_SIZE */
   queueSize?: number;
+  /** Server-side encryption, sent on the single PutObject or on CreateMultipartUpload. @default none */
+  encryption?: ObjectEncryption | null;
+}
+
+/** The S3 request parameters of an {@link ObjectEncryption} (none when absent). */
+export function encryptionParams(encryption: ObjectEncryption | null | undefined): {
+  ServerSideEncryption?: ObjectEncryption['serverSideEncryption'];
+  SSEKMSKeyId?: string;
+} {
+  if (encryption === undefined || encryption === null) return {};
+  return {
+    ServerSideEncryption: encryption.serverSideEncryption,
+    ...(encryption.serverSideEncryption === 'aws:kms' && encryption.kmsKeyId !== undefined
+      ? { SSEKMSKeyId: encryption.kmsKeyId }
+      : {}),
+  };
 }
 
 /** Result of an upload. */
@@ -72,6 +88,7 @@ function locationOf(hint: LocationHint): BucketLocation {
     region: hint.region ?? 'auto',
     endpoint: hint.endpoint ?? null,
     pathPrefix: hint.pathPrefix ?? '',
+    encryption: hint.encryption ?? null,
   };
 }
 
@@ -107,6 +124,7 @@ export async function uploadStream(
       Body: body.stream,
       ContentType: input.contentType ?? JSONL_CONTENT_TYPE,
       ...(input.contentEncoding !== undefined ? { ContentEncoding: input.contentEncoding } : {}),
+      ...encryptionParams(input.encryption),
     },
     partSize: input.partSize ?? UPLOAD_PART_SIZE,
     queueSize: input.queueSize ?? UPLOAD_QUEUE_SIZE,
@@ -140,6 +158,8 @@ export async function putSmallObject(
     contentType?: string;
     /** Ends the call, retries included, when it aborts. */
     abortSignal?: AbortSignal;
+    /** Server-side encryption of the object. @default none */
+    encryption?: ObjectEncryption | null;
   },
   location?: LocationHint,
 ): Promise<UploadResult> {
@@ -151,6 +171,7 @@ export async function putSmallObject(
         Body: input.body,
         ContentLength: typeof input.body === 'string' ? Buffer.byteLength(input.body) : input.body.byteLength,
         ContentType: input.contentType ?? 'application/octet-stream',
+        ...encryptionParams(input.encryption),
       }),
       input.abortSignal ? { abortSignal: input.abortSignal } : {},
     );

@@ -122,6 +122,7 @@ export class S3BucketWriter implements BucketWriter {
         key,
         body: encoding.stream,
         contentType: JSONL_CONTENT_TYPE,
+        encryption: this.location.encryption ?? null,
         ...(this.partSize !== undefined ? { partSize: this.partSize } : {}),
         ...(this.queueSize !== undefined ? { queueSize: this.queueSize } : {}),
       },
@@ -141,7 +142,13 @@ export class S3BucketWriter implements BucketWriter {
   async writeMarker(key: string, body: string | Uint8Array): Promise<void> {
     await putSmallObject(
       this.client,
-      { bucket: this.location.bucket, key, body, contentType: 'text/plain' },
+      {
+        bucket: this.location.bucket,
+        key,
+        body,
+        contentType: key.endsWith('.json') ? 'application/json' : 'text/plain',
+        encryption: this.location.encryption ?? null,
+      },
       this.location,
     );
   }

@@ -1,6 +1,12 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { RUN_STATUSES } from '@sluice/control';
-import { DATASETS, DESTINATION_STATUSES, FREQUENCIES, PROVIDERS } from '@sluice/core';
+import {
+  DATASETS,
+  DESTINATION_STATUSES,
+  FREQUENCIES,
+  PROVIDERS,
+  SERVER_SIDE_ENCRYPTIONS,
+} from '@sluice/core';
 import { CONNECTION_WARNING_CODES } from '@sluice/sinks';
 import { describe, expect, it } from 'vitest';
 import { matchRoute, ROUTES } from '../http.js';
@@ -84,6 +90,7 @@ describe('the OpenAPI document', () => {
       frequency: FREQUENCIES,
       provider: PROVIDERS,
       code: CONNECTION_WARNING_CODES,
+      serverSideEncryption: [...SERVER_SIDE_ENCRYPTIONS, null] as unknown as readonly string[],
     };
 
     // Act

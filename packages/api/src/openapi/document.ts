@@ -62,6 +62,22 @@ function successResponse(description: string, properties: JsonObject): JsonObjec
 
 const ID_PARAMETER: JsonObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 const DATA_EXPORT_REF: JsonObject = { $ref: '#/components/schemas/DataExport' };
+/** Sluice's addition to the create and update requests: server-side encryption of every object. */
+function encryptionProperties(more: string): JsonObject {
+  return {
+    serverSideEncryption: {
+      type: ['string', 'null'],
+      enum: ['AES256', 'aws:kms', null],
+      description: `Server-side encryption requested on every object Sluice writes (files, manifests, _SUCCESS, the connection test): AES256 (S3-managed keys) or aws:kms (your KMS key, kmsKeyId). Not offered for gcs (400 invalid_input). A key the credentials cannot use fails the connection test (400 connection_failed).${more}`,
+    },
+    kmsKeyId: {
+      type: ['string', 'null'],
+      description:
+        'KMS key id, ARN or alias, with serverSideEncryption aws:kms. Without it, the bucket default KMS key.',
+    },
+  };
+}
+
 /** Sluice's addition to the responses of create, update and test: what the connection test warns about. */
 const WARNINGS: JsonObject = {
   type: 'array',
@@ -179,6 +195,7 @@ export const openapiDocument: JsonObject = {
               format: 'date-time',
               description: 'Include events recorded since this time, at most 30 days ago. Defaults to now.',
             },
+            ...encryptionProperties(''),
           },
           required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
         }),
@@ -242,6 +259,7 @@ export const openapiDocument: JsonObject = {
             },
             frequency: { type: 'string', enum: FREQUENCY_ENUM },
             isEnabled: { type: 'boolean', description: 'false pauses the export, true resumes it.' },
+            ...encryptionProperties(' Send null to stop requesting it.'),
           },
         }),
         responses: {
@@ -426,6 +444,12 @@ export const openapiDocument: JsonObject = {
             type: 'string',
             description: 'Masked access key ID, for example AKIA…WXYZ. The secret is never returned.',
           },
+          serverSideEncryption: {
+            type: ['string', 'null'],
+            enum: ['AES256', 'aws:kms', null],
+            description: 'Server-side encryption requested on every object; null when none.',
+          },
+          kmsKeyId: { type: ['string', 'null'], description: 'The KMS key of aws:kms; null otherwise.' },
           datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
           frequency: { type: 'string', enum: FREQUENCY_ENUM },
           isEnabled: { type: 'boolean' },

@@ -18,7 +18,7 @@ const LOCATION_FIELDS = [
  * 3. Merge the location fields with the stored ones and check the result as a whole. A new bucket, endpoint
  *    or region needs the credentials sent again (`400 invalid_input` naming the fields): the stored secret is
  *    never sent to a host its owner did not give it for.
- * 4. When the location or the credentials change: test the connection with the merged configuration (the
+ * 4. When the location, the server-side encryption or the credentials change: test the connection with the merged configuration (the
  *    stored secret opened when only the path prefix changes); on failure `400 connection_failed`, nothing
  *    changed.
  * 5. Re-seal the secret when credentials change.
@@ -48,10 +48,13 @@ export async function updateDataExport(
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
+  // Server-side encryption changes how files are written, not where: tested, applied from the next file.
+  const encryptionChanged =
+    JSON.stringify(location.encryption ?? null) !== JSON.stringify(stored.encryption ?? null);
   const changes: DestinationChanges = {};
   let warnings: ReturnType<typeof warningsOf> = {};
 
-  if (locationChanged || update.credentials !== undefined) {
+  if (locationChanged || encryptionChanged || update.credentials !== undefined) {
     const credentials: BucketCredentials = update.credentials ?? {
       accessKeyId: stored.accessKeyId,
       secretAccessKey: await deps.sealer.open(stored.secret, context),
@@ -61,6 +64,7 @@ export async function updateDataExport(
       changes.accessKeyId = update.credentials.accessKeyId;
       changes.secret = await deps.sealer.seal(update.credentials.secretAccessKey, context);
     }
+    if (encryptionChanged) changes.encryption = location.encryption ?? null;
     if (locationChanged) {
       for (const field of LOCATION_FIELDS) {
         if (location[field] !== stored[field]) Object.assign(changes, { [field]: location[field] });
