@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import {
   eventFileKey,
+  type Manifest,
+  manifestKey,
   MAX_LINES_PER_FILE,
   gridStartOf,
   spanWindows,
@@ -140,6 +143,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
       toMs: Math.min(midnight + HOUR_MS - 1, throughMs),
     });
     const windowOfKey = new Map<string, Window>();
+    const manifestKeys = new Map<string, string[]>();
     for (const [dataset, rows] of [
       ['email_events', [...before, ...after]],
       ['custom_events', custom],
@@ -149,19 +153,27 @@ describe('a whole export on the local runtime, through the synthesized state mac
           const recorded = Date.parse(row.recorded_at!);
           return recorded > window.fromMs && recorded <= window.toMs;
         }).length;
-        for (let part = 0; part * MAX_LINES_PER_FILE < n; part++)
+        for (let part = 0; part * MAX_LINES_PER_FILE < n; part++) {
           windowOfKey.set(eventFileKey(prefix, dataset, window, part), window);
+          const manifest = manifestKey(prefix, dataset, window);
+          manifestKeys.set(manifest, [
+            ...(manifestKeys.get(manifest) ?? []),
+            eventFileKey(prefix, dataset, window, part),
+          ]);
+        }
       }
     }
     const expectedKeys = [
       `${prefix}/_sluice/connection-test.json`,
+      ...manifestKeys.keys(),
       ...windowOfKey.keys(),
       snapshotFileKey(prefix, today, 0),
       snapshotSuccessKey(prefix, today),
     ].sort();
     expect(objects.map((o) => o.key)).toEqual(expectedKeys);
-    const emailKeys = expectedKeys.filter((key) => key.includes('/email_events/'));
-    const customKeys = expectedKeys.filter((key) => key.includes('/custom_events/'));
+    const dataKeys = expectedKeys.filter((key) => !key.includes('/_sluice/'));
+    const emailKeys = dataKeys.filter((key) => key.includes('/email_events/'));
+    const customKeys = dataKeys.filter((key) => key.includes('/custom_events/'));
     expect(emailKeys).toEqual(
       [
         eventFileKey(prefix, 'email_events', big, 0),
@@ -178,7 +190,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
     // Assess: line counts, order, every row once, each in its window
     const seen = new Map<string, number>();
     let lineTotal = 0;
-    for (const key of expectedKeys.filter((k) => k.includes('_events/'))) {
+    for (const key of dataKeys.filter((k) => k.includes('_events/'))) {
       const lines = await h.readLines(key);
       const window = windowOfKey.get(key)!;
       let previous = Number.NEGATIVE_INFINITY;
@@ -210,6 +222,22 @@ describe('a whole export on the local runtime, through the synthesized state mac
     expect(new Set(snapshot.map((line) => (JSON.parse(line) as { id: string }).id))).toEqual(
       new Set(subscribers.map((s) => s.id)),
     );
+    // Assess: each window's manifest (and the snapshot's `_SUCCESS`) lists exactly its files, as stored
+    const manifests = [
+      ...manifestKeys,
+      [snapshotSuccessKey(prefix, today), [snapshotFileKey(prefix, today, 0)]],
+    ] as const;
+    for (const [key, files] of manifests) {
+      const manifest = JSON.parse((await h.readBytes(key)).toString('utf8')) as Manifest;
+      expect(manifest).toMatchObject({ manifest_version: 1, schema_version: 1, format: 'jsonl' });
+      expect(manifest.files.map((file) => file.key)).toEqual(files);
+      for (const file of manifest.files) {
+        const stored = await h.readBytes(file.key);
+        expect(file.bytes).toBe(objects.find((o) => o.key === file.key)!.size);
+        expect(file.sha256).toBe(createHash('sha256').update(stored).digest('hex'));
+        expect(file.rows).toBe((await h.readLines(file.key)).length);
+      }
+    }
     const success = objects.find((o) => o.key.endsWith('/_SUCCESS'))!;
     const snapshotFile = objects.find((o) => o.key === snapshotFileKey(prefix, today, 0))!;
     expect(success.lastModified).toBeGreaterThanOrEqual(snapshotFile.lastModified);
@@ -363,6 +391,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
     const afterFailure = await h.list(prefix);
     expect(afterFailure.map((o) => o.key)).toContain(file0);
     expect(afterFailure.map((o) => o.key)).not.toContain(file1);
+    expect(afterFailure.map((o) => o.key)).not.toContain(manifestKey(prefix, 'email_events', window0));
     expect(uploads.finished).toBe(uploads.created);
     const bytes0 = await h.readBytes(file0);
     let view = (await h.ws.client.get<Json>(`/data-exports/${id}`)).body.dataExport;
@@ -399,11 +428,26 @@ describe('a whole export on the local runtime, through the synthesized state mac
     expect(objects.map((o) => o.key)).toEqual(
       [
         `${prefix}/_sluice/connection-test.json`,
+        manifestKey(prefix, 'email_events', window0),
+        manifestKey(prefix, 'email_events', afterMidnight),
         file0,
         file1,
         eventFileKey(prefix, 'email_events', afterMidnight, 0),
       ].sort(),
     );
+    // The window written by two runs: its manifest lists the first run's file too, as stored
+    const resumedManifest = JSON.parse(
+      (await h.readBytes(manifestKey(prefix, 'email_events', window0))).toString('utf8'),
+    ) as Manifest;
+    expect(resumedManifest.files).toEqual([
+      {
+        key: file0,
+        rows: MAX_LINES_PER_FILE,
+        bytes: bytes0.length,
+        sha256: createHash('sha256').update(bytes0).digest('hex'),
+      },
+      expect.objectContaining({ key: file1 }),
+    ]);
     // The second run went on from where the first committed, over the very windows the first planned (the
     // same names: the grid's), then on to now.
     const resumedAt = planned1.findIndex((w) => w.fromMs === planned2[0]?.fromMs);

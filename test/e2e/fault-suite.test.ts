@@ -1,4 +1,4 @@
-import { randomInt, randomUUID } from 'node:crypto';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
@@ -239,7 +239,12 @@ async function exportUntilCaughtUp(): Promise<void> {
   }
 }
 
-/** Every object under the destination's prefix, read from s3rver directly. */
+/** The run manifests read by {@link objects}: key and document. */
+const manifests = new Map<string, { files: { key: string; rows: number; sha256: string }[] }>();
+/** SHA-256 of every data object read by {@link objects}. */
+const sha256Of = new Map<string, string>();
+
+/** Every data object under the destination's prefix (manifests kept aside), read from s3rver directly. */
 async function objects(): Promise<{ key: string; lines: string[] }[]> {
   const found: { key: string; lines: string[] }[] = [];
   let token: string | undefined;
@@ -257,6 +262,11 @@ async function objects(): Promise<{ key: string; lines: string[] }[]> {
         new GetObjectCommand({ Bucket: modules.s3local.LOCAL_BUCKET, Key: key }),
       );
       const bytes = Buffer.from((await object.Body?.transformToByteArray()) ?? []);
+      if (key.startsWith(`${pathPrefix}/_sluice/manifests/`)) {
+        manifests.set(key, JSON.parse(bytes.toString('utf8')));
+        continue;
+      }
+      sha256Of.set(key, createHash('sha256').update(bytes).digest('hex'));
       // gunzipSync throws on a truncated stream: a partial object fails here.
       const text = gunzipSync(bytes).toString('utf8');
       found.push({ key, lines: text === '' ? [] : text.replace(/\n$/, '').split('\n') });
@@ -298,6 +308,13 @@ describe('the fault suite', () => {
     expect(duplicated.slice(0, 5)).toEqual([]);
     expect(missing.slice(0, 5)).toEqual([]);
     expect(seen.size).toBe(ROWS);
+    // Every window with files has a manifest listing exactly them, as stored, through every fault and retry
+    const listed = [...manifests.values()].flatMap((manifest) => manifest.files);
+    expect(listed.map((file) => file.key).sort()).toEqual(files.map((file) => file.key).sort());
+    for (const file of listed) {
+      expect(file.sha256, file.key).toBe(sha256Of.get(file.key));
+      expect(file.rows, file.key).toBe(files.find((f) => f.key === file.key)?.lines.length);
+    }
 
     // Assess 2: each cursor is the end of its last window, and every window before it that holds rows has files
     const { control } = modules;
@@ -322,7 +339,10 @@ describe('the fault suite', () => {
     }
 
     // Assess 3: nothing left running
-    const destination = await new control.ControlStore(controlTable).getDestination(workspaceId, destinationId);
+    const destination = await new control.ControlStore(controlTable).getDestination(
+      workspaceId,
+      destinationId,
+    );
     expect(destination?.status).not.toBe('running');
     expect(await new control.LeaseStore(controlTable).get(workspaceId, destinationId)).toBeUndefined();
     const runs = await control.documentClient.send(

@@ -15,4 +15,5 @@ export interface ApiBody {
   nextToken?: string;
   testedAt?: string;
   dataExportId?: string;
+  warnings?: { code: string; message: string }[];
 }

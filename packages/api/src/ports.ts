@@ -31,6 +31,7 @@ export type DestinationChanges = Partial<
     | 'region'
     | 'endpoint'
     | 'pathPrefix'
+    | 'encryption'
     | 'accessKeyId'
     | 'secret'
     | 'datasets'
@@ -116,6 +117,17 @@ export interface BucketCredentials {
  * Writes `<prefix>/_sluice/connection-test.json` and throws `ConnectionFailedError` (a person can act on its
  * message) when the write fails, or when the bucket has not answered within `deadlineMs`. `@sluice/sinks`' `testConnection` is the implementation.
  */
+/** A warning of a connection test: the destination works, but its bucket deserves a look. */
+export interface ConnectionWarning {
+  code: string;
+  message: string;
+}
+
+/** What a connection test found besides success: warnings (absent or empty when none). */
+export interface ConnectionTestOutcome {
+  warnings?: readonly ConnectionWarning[];
+}
+
 export type ConnectionTester = (
   location: BucketLocation,
   credentials: BucketCredentials,
@@ -126,4 +138,4 @@ export type ConnectionTester = (
     /** Origins exempt from the endpoint rules. @default none */
     allowedEndpoints?: ReadonlySet<string>;
   },
-) => Promise<unknown>;
+) => Promise<ConnectionTestOutcome | undefined>;

@@ -18,6 +18,9 @@ import {
   type BucketLocation,
   COMPRESSIONS,
   type Compression,
+  type ObjectEncryption,
+  SERVER_SIDE_ENCRYPTIONS,
+  type ServerSideEncryption,
   DATASETS,
   DEFAULT_DATASETS,
   DEFAULT_FREQUENCY,
@@ -71,6 +74,8 @@ export const createRequestSchema = z.looseObject({
   startFrom: z.iso.datetime({ offset: true }).nullable().optional(),
   format: z.enum(EXPORT_FORMATS).optional(),
   compression: z.enum(COMPRESSIONS).optional(),
+  serverSideEncryption: z.enum(SERVER_SIDE_ENCRYPTIONS).nullable().optional(),
+  kmsKeyId: nullableString,
 });
 
 /** Stage 1 of PATCH: the OpenAPI `updateDataExport` request schema. */
@@ -87,6 +92,8 @@ export const updateRequestSchema = z.looseObject({
   isEnabled: z.boolean().optional(),
   format: z.enum(EXPORT_FORMATS).optional(),
   compression: z.enum(COMPRESSIONS).optional(),
+  serverSideEncryption: z.enum(SERVER_SIDE_ENCRYPTIONS).nullable().optional(),
+  kmsKeyId: nullableString,
 });
 
 const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
@@ -120,6 +127,52 @@ export interface UpdateRequest {
   isEnabled?: boolean;
   format?: ExportFormat;
   compression?: Compression;
+  /** Absent: unchanged; null: none. */
+  serverSideEncryption?: ServerSideEncryption | null;
+  /** Absent: unchanged (or none when `serverSideEncryption` is sent); null: none. */
+  kmsKeyId?: string | null;
+}
+
+const MAX_KMS_KEY_ID_LENGTH = 2048;
+
+/**
+ * Checks the server-side encryption fields: offered for Amazon S3 and S3-compatible stores, not gcs;
+ * `kmsKeyId` only with `aws:kms`. Pushes the problems to `issues`; returns the encryption or null for none.
+ */
+export function resolveEncryption(
+  provider: Provider,
+  serverSideEncryption: ServerSideEncryption | null | undefined,
+  kmsKeyId: string | null | undefined,
+  issues: InputIssue[],
+): ObjectEncryption | null {
+  const keyId = kmsKeyId?.trim() ?? '';
+  if (serverSideEncryption === null || serverSideEncryption === undefined) {
+    if (keyId !== '') {
+      issues.push({ path: 'kmsKeyId', message: 'kmsKeyId needs serverSideEncryption aws:kms.' });
+    }
+    return null;
+  }
+  if (provider === 'gcs') {
+    issues.push({
+      path: 'serverSideEncryption',
+      message:
+        'Server-side encryption settings are not offered for gcs: Google Cloud Storage encrypts every object; set a default key on the bucket instead.',
+    });
+    return null;
+  }
+  if (serverSideEncryption === 'AES256') {
+    if (keyId !== '') {
+      issues.push({ path: 'kmsKeyId', message: 'kmsKeyId needs serverSideEncryption aws:kms, not AES256.' });
+    }
+    return { serverSideEncryption };
+  }
+  if (keyId.length > MAX_KMS_KEY_ID_LENGTH || /\s/.test(keyId)) {
+    issues.push({
+      path: 'kmsKeyId',
+      message: `kmsKeyId is a key id, ARN or alias: no spaces, at most ${MAX_KMS_KEY_ID_LENGTH} characters.`,
+    });
+  }
+  return keyId === '' ? { serverSideEncryption } : { serverSideEncryption, kmsKeyId: keyId };
 }
 
 /** Formats a path as the API reports it: `datasets[1]`, `audience.subscriberIds[0]`, `''` for the body. */
@@ -426,6 +479,8 @@ export function parseCreateRequest(
     issues,
     policy,
   );
+  const encryption = resolveEncryption(data.provider, data.serverSideEncryption, data.kmsKeyId, issues);
+  if (encryption !== null) location.encryption = encryption;
   const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
   const startFrom = checkStartFrom(data.startFrom, now, issues);
@@ -471,6 +526,8 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
   if (data.isEnabled !== undefined) update.isEnabled = data.isEnabled;
   if (data.format !== undefined) update.format = data.format;
   if (data.compression !== undefined) update.compression = data.compression;
+  if (data.serverSideEncryption !== undefined) update.serverSideEncryption = data.serverSideEncryption;
+  if (data.kmsKeyId !== undefined) update.kmsKeyId = data.kmsKeyId;
   if (issues.length === 0 && Object.keys(data).length === 0) {
     issues.push({ path: '', message: 'Send at least one field to change.', allowedValues: UPDATE_FIELDS });
   }
@@ -535,6 +592,15 @@ export function resolveUpdatedLocation(
     issues,
     policy,
   );
+  const storedEncryption = stored.encryption ?? null;
+  const sseSent = update.serverSideEncryption !== undefined;
+  const encryption = resolveEncryption(
+    stored.provider,
+    sseSent ? update.serverSideEncryption : storedEncryption?.serverSideEncryption,
+    update.kmsKeyId !== undefined || sseSent ? update.kmsKeyId : storedEncryption?.kmsKeyId,
+    issues,
+  );
+  if (encryption !== null) location.encryption = encryption;
   if (issues.length > 0) throw invalidInput(issues);
   return location;
 }

@@ -4,6 +4,7 @@ import {
   type DestinationFailing,
   fileFormatOf,
   maskAccessKeyId,
+  type ServerSideEncryption,
 } from '@sluice/core';
 
 /** A destination as the API returns it: exactly the OpenAPI `DataExport`, never the secret. */
@@ -17,6 +18,10 @@ export interface DataExportView {
   pathPrefix: string;
   /** Masked, for example `AKIA…WXYZ`. */
   accessKeyId: string;
+  /** Server-side encryption of every object written; null when none is requested. */
+  serverSideEncryption: ServerSideEncryption | null;
+  /** The customer's KMS key with `aws:kms` (not a secret); null otherwise. */
+  kmsKeyId: string | null;
   datasets: Dataset[];
   frequency: Destination['frequency'];
   /** The format of windows planned from now on; `jsonl` for exports created before formats. */
@@ -58,6 +63,8 @@ export function toDataExportView(destination: Destination): DataExportView {
     endpoint: destination.endpoint ?? null,
     pathPrefix: destination.pathPrefix,
     accessKeyId: maskAccessKeyId(destination.accessKeyId),
+    serverSideEncryption: destination.encryption?.serverSideEncryption ?? null,
+    kmsKeyId: destination.encryption?.kmsKeyId ?? null,
     datasets: [...destination.datasets],
     frequency: destination.frequency,
     ...fileFormatOf(destination),

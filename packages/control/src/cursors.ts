@@ -105,10 +105,33 @@ export interface WindowProgress {
   rows: number;
   files: number;
   bytes: number;
+  /**
+   * Per file number, what was written (rows, bytes, SHA-256), for the window's manifest: a window resumed by
+   * a later invocation lists the files of earlier ones too. Absent on items saved before manifests existed.
+   */
+  fileFigures?: FileFigures[];
   /** Every file of the window is written (and, for a snapshot, `_SUCCESS`). */
   done: boolean;
   /** The run that wrote last. */
   runId: string;
+}
+
+/** What one written file of a window holds: its rows, its bytes as stored and their SHA-256 (hex). */
+export interface FileFigures {
+  rows: number;
+  bytes: number;
+  sha256: string;
+}
+
+function toFileFigures(value: unknown): FileFigures[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const figures: FileFigures[] = [];
+  for (const entry of value as Item[]) {
+    if (typeof entry?.rows !== 'number' || typeof entry.bytes !== 'number') return undefined;
+    if (typeof entry.sha256 !== 'string') return undefined;
+    figures.push({ rows: entry.rows, bytes: entry.bytes, sha256: entry.sha256 });
+  }
+  return figures;
 }
 
 /** The key of a progress entry in {@link CursorStore.getProgress}'s map. */
@@ -178,6 +201,8 @@ function toProgress(item: Item): WindowProgress | undefined {
     runId: typeof item.runId === 'string' ? item.runId : '',
   };
   if (typeof item.lastKey === 'string') progress.lastKey = item.lastKey;
+  const fileFigures = toFileFigures(item.fileFigures);
+  if (fileFigures !== undefined) progress.fileFigures = fileFigures;
   return progress;
 }
 

@@ -46,6 +46,7 @@ const STORED: Record<StoredField, true> = {
   region: true,
   endpoint: true,
   pathPrefix: true,
+  encryption: true,
   accessKeyId: true,
   secret: true,
   datasets: true,

@@ -38,6 +38,17 @@ export interface DestinationNotice {
   occurredAt: string;
 }
 
+/** The server-side encryption S3 applies to each object: S3-managed keys, or the customer's KMS key. */
+export const SERVER_SIDE_ENCRYPTIONS = ['AES256', 'aws:kms'] as const;
+export type ServerSideEncryption = (typeof SERVER_SIDE_ENCRYPTIONS)[number];
+
+/** Server-side encryption requested on every object Sluice writes (files, manifests, markers). */
+export interface ObjectEncryption {
+  serverSideEncryption: ServerSideEncryption;
+  /** The customer's KMS key (id, ARN or alias) with `aws:kms`; absent: the bucket's default KMS key. */
+  kmsKeyId?: string;
+}
+
 /** Where files go: everything a writer needs to reach the bucket, except the secret. */
 export interface BucketLocation {
   provider: Provider;
@@ -48,6 +59,8 @@ export interface BucketLocation {
   endpoint: string | null;
   /** No leading or trailing slash; '' for the bucket root. */
   pathPrefix: string;
+  /** Server-side encryption of every object written (Amazon S3 and S3-compatible stores only). */
+  encryption?: ObjectEncryption | null;
 }
 
 /** The secret ciphertext as stored: a KMS-encrypted data key and the AES-256-GCM sealed secret. */

@@ -8,6 +8,7 @@ export * from './slots.js';
 export * from './layout.js';
 export * from './file-format.js';
 export * from './parquet-schema.js';
+export * from './manifest.js';
 export * from './env.js';
 export * from './transient.js';
 export * from './redact.js';

@@ -4,6 +4,7 @@ import {
   DAY_MS,
   type Destination,
   HOUR_MS,
+  manifestKey,
   MAX_SPANS_PER_DATASET,
   newDestination,
   nextSlotAfter,
@@ -29,7 +30,9 @@ import { EXPIRED_RUN_MESSAGE } from './settle.js';
 import {
   LOCAL_BUCKET,
   LOCAL_S3_ENDPOINT,
+  expectManifestMatchesBucket,
   listKeys,
+  listManifestKeys,
   readBytes,
   readLines,
   runKeyOf,
@@ -200,6 +203,33 @@ describe('an export run end to end on the local services', () => {
     ].sort();
     expect(await listKeys(prefix)).toEqual(expectedKeys);
     expect(expectedKeys[0]).toContain(`/email_events/date=${DAY_BEFORE}/`);
+    // Assess: a manifest per window with rows, and the snapshot's in `_SUCCESS`, each matching the bucket
+    expect(await listManifestKeys(prefix)).toEqual(
+      [manifestKey(prefix, 'email_events', before), manifestKey(prefix, 'email_events', after)].sort(),
+    );
+    expect(manifestKey(prefix, 'email_events', before)).toBe(
+      `${prefix}/_sluice/manifests/email_events/date=${DAY_BEFORE}/${before.fromMs}-${before.toMs}.json`,
+    );
+    const beforeManifest = await expectManifestMatchesBucket(manifestKey(prefix, 'email_events', before), [
+      eventFileKey(prefix, 'email_events', before, 0),
+      eventFileKey(prefix, 'email_events', before, 1),
+    ]);
+    expect(beforeManifest).toMatchObject({
+      dataset: 'email_events',
+      window: { date: DAY_BEFORE, from_ms: before.fromMs, to_ms: before.toMs },
+      rows: BEFORE_MIDNIGHT_ROWS,
+    });
+    await expectManifestMatchesBucket(manifestKey(prefix, 'email_events', after), [
+      eventFileKey(prefix, 'email_events', after, 0),
+    ]);
+    const snapshotManifest = await expectManifestMatchesBucket(snapshotSuccessKey(prefix, DAY_AFTER), [
+      snapshotFileKey(prefix, DAY_AFTER, 0),
+    ]);
+    expect(snapshotManifest).toMatchObject({
+      dataset: 'subscribers',
+      window: { date: DAY_AFTER },
+      rows: SUBSCRIBERS,
+    });
     const file0 = await readRows(eventFileKey(prefix, 'email_events', before, 0));
     const file1 = await readRows(eventFileKey(prefix, 'email_events', before, 1));
     const file2 = await readRows(eventFileKey(prefix, 'email_events', after, 0));
@@ -312,6 +342,8 @@ describe('an export run end to end on the local services', () => {
         eventFileKey(prefix, 'email_events', AFTER, 0),
       ].sort(),
     );
+    // The failed window has no manifest yet: a loader does not read it.
+    expect(await listManifestKeys(prefix)).toEqual([manifestKey(prefix, 'email_events', AFTER)]);
     const firstBytes = await readBytes(eventFileKey(prefix, 'email_events', BEFORE, 0));
     let cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
     expect(cursor?.exportedThroughMs).toBeUndefined();
@@ -342,6 +374,11 @@ describe('an export run end to end on the local services', () => {
     expect(retry.results.map((r) => r.files)).toEqual([1, 0]);
     expect(await readBytes(eventFileKey(prefix, 'email_events', BEFORE, 0))).toEqual(firstBytes);
     expect((await readRows(eventFileKey(prefix, 'email_events', BEFORE, 1))).length).toBe(1_000);
+    // The resumed window's manifest lists the file of the failed run too
+    await expectManifestMatchesBucket(manifestKey(prefix, 'email_events', BEFORE), [
+      eventFileKey(prefix, 'email_events', BEFORE, 0),
+      eventFileKey(prefix, 'email_events', BEFORE, 1),
+    ]);
     cursor = (await cursorStore.get(workspaceId, destination.id)).get('email_events');
     expect(cursor?.exportedThroughMs).toBe(LIMIT);
     const healed = await controlStore.getDestination(workspaceId, destination.id);
@@ -585,6 +622,21 @@ describe('catching up a destination far behind', () => {
     expect((await cursorStore.get(workspaceId, pieces.id)).get('email_events')?.exportedThroughMs).toBe(
       LIMIT,
     );
+    // Assess: the window written by two invocations has the manifest of one pass (keys aside), both files
+    const manifests = (prefix: string) => listManifestKeys(prefix);
+    expect(await manifests(pieces.pathPrefix)).toHaveLength(2);
+    for (const key of await manifests(whole.pathPrefix)) {
+      const resumed = (
+        await readBytes(`${pieces.pathPrefix}${key.slice(whole.pathPrefix.length)}`)
+      ).toString();
+      const onePass = (await readBytes(key)).toString();
+      expect(resumed).toBe(onePass.replaceAll(`${whole.pathPrefix}/`, `${pieces.pathPrefix}/`));
+    }
+    const before = manifestKey(pieces.pathPrefix, 'email_events', BEFORE);
+    await expectManifestMatchesBucket(before, [
+      eventFileKey(pieces.pathPrefix, 'email_events', BEFORE, 0),
+      eventFileKey(pieces.pathPrefix, 'email_events', BEFORE, 1),
+    ]);
   }, 300_000);
 });
 

@@ -1,5 +1,8 @@
+import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import type { Manifest } from '@sluice/core';
+import { expect } from 'vitest';
 import type { RunRef } from './payloads.js';
 
 /**
@@ -21,8 +24,18 @@ const s3 = new S3Client({
   responseChecksumValidation: 'WHEN_REQUIRED',
 });
 
-/** Every key under `prefix/`, sorted. */
+/** Every data key under `prefix/` (Sluice's own `_sluice/` objects left out), sorted. */
 export async function listKeys(prefix: string): Promise<string[]> {
+  return (await listAllKeys(prefix)).filter((key) => !key.startsWith(`${prefix}/_sluice/`));
+}
+
+/** The run manifests under `prefix/`, sorted. */
+export async function listManifestKeys(prefix: string): Promise<string[]> {
+  return (await listAllKeys(prefix)).filter((key) => key.startsWith(`${prefix}/_sluice/manifests/`));
+}
+
+/** Every key under `prefix/`, sorted. */
+async function listAllKeys(prefix: string): Promise<string[]> {
   const keys: string[] = [];
   let token: string | undefined;
   do {
@@ -49,6 +62,31 @@ export async function readLines(key: string): Promise<string[]> {
     .toString('utf8')
     .split('\n')
     .filter((line) => line !== '');
+}
+
+/**
+ * Checks a manifest (an event window's, or a snapshot's `_SUCCESS`) against the bucket: it lists exactly
+ * `dataKeys`, and each file's rows, bytes and SHA-256 are those of the object. Returns the manifest.
+ */
+export async function expectManifestMatchesBucket(
+  manifestKey: string,
+  dataKeys: readonly string[],
+): Promise<Manifest> {
+  const manifest = JSON.parse((await readBytes(manifestKey)).toString('utf8')) as Manifest;
+  expect(manifest.files.map((file) => file.key)).toEqual(dataKeys);
+  for (const file of manifest.files) {
+    const bytes = await readBytes(file.key);
+    expect(file).toEqual({
+      key: file.key,
+      rows: (await readLines(file.key)).length,
+      bytes: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
+  }
+  expect(manifest.rows).toBe(manifest.files.reduce((sum, file) => sum + file.rows, 0));
+  expect(manifest.bytes).toBe(manifest.files.reduce((sum, file) => sum + file.bytes, 0));
+  expect(manifest).toMatchObject({ manifest_version: 1, schema_version: 1, format: 'jsonl' });
+  return manifest;
 }
 
 /** The key of a run's record. */

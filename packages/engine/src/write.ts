@@ -2,12 +2,17 @@ import type { ProgressCount, ProgressSaveOutcome, WindowProgress } from '@sluice
 import { progressKey } from '@sluice/control';
 import {
   type BucketLocation,
+  buildManifest,
   type Destination,
   eventFileKey,
   fileFormatOf,
+  type ManifestFile,
+  type ManifestInput,
+  manifestKey,
   MAX_LINES_PER_FILE,
   snapshotFileKey,
   snapshotSuccessKey,
+  serializeManifest,
   spanWindows,
   windowKey,
   withSnapshotDate,
@@ -106,6 +111,7 @@ function locationOf(destination: Destination): BucketLocation {
     region: destination.region,
     endpoint: destination.endpoint,
     pathPrefix: destination.pathPrefix,
+    encryption: destination.encryption ?? null,
   };
 }
 
@@ -139,8 +145,10 @@ export interface WriteWindowOptions {
  *    by the lease and by the destination still wanting the files: a pause, delete or move (or another run
  *    taking over) stops the writer before its next file.
  * 5. At the end of a window, files numbered above the last one written (left by an earlier, longer
- *    attempt) are overwritten with zero-line files; a snapshot then writes `_SUCCESS`, last; the window is
- *    saved complete. An empty window writes no file and saves nothing (reading it again is cheap).
+ *    attempt) are overwritten with zero-line files; then the window's manifest is written (key, rows, bytes
+ *    and SHA-256 of every file, kept in the progress so a window resumed by another invocation lists the
+ *    earlier files too): `_sluice/manifests/...` for an event window, `_SUCCESS` (last) for a snapshot; the
+ *    window is saved complete. An empty window writes no file, no manifest and saves nothing.
  * 6. Once the deadline passed (after at least one file or window), no new file is started: `partial`.
  * Memory is bounded by an upload part and a few pages, not by the window. Errors are thrown with a
  * classified name (see errors.ts); a failed upload leaves no object behind.
@@ -212,9 +220,12 @@ export async function writeWindow(
       progress: WindowProgress,
       keyOf: (index: number) => string,
       lines: LineCursor,
-      successKey?: string,
+      manifest: WindowManifest,
       startNext?: () => Promise<WindowProgress | undefined>,
     ): Promise<void> {
+      // Progress saved before manifests existed has no figures for its earlier files: none are kept then.
+      const figures = progress.fileFigures ?? (progress.nextFile === 0 ? [] : undefined);
+      if (figures !== undefined) progress.fileFigures = figures;
       while (await lines.hasMore()) {
         if (outOfTime()) throw new OutOfTime();
         if (progress.nextFile > progress.maxFile) {
@@ -224,6 +235,10 @@ export async function writeWindow(
         const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE), {
           format,
         });
+        if (figures !== undefined) {
+          figures[progress.nextFile] = { rows: file.lines, bytes: file.bytes, sha256: file.sha256 };
+          figures.length = progress.nextFile + 1;
+        }
         progress.nextFile += 1;
         if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
         progress.files += 1;
@@ -237,15 +252,23 @@ export async function writeWindow(
       }
       // Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data.
       for (let index = progress.nextFile; index <= progress.maxFile; index++) {
-        await bucket.writeFile(keyOf(index), [], { empty: true, format });
+        const file = await bucket.writeFile(keyOf(index), [], { empty: true, format });
+        if (figures !== undefined) figures[index] = { rows: 0, bytes: file.bytes, sha256: file.sha256 };
       }
-      if (successKey !== undefined) {
-        // The last check before `_SUCCESS`: the destination still wants this snapshot.
-        await save([progress]);
-        await bucket.writeMarker(successKey, '');
+      const snapshot = manifest.kind === 'snapshot';
+      if (progress.maxFile >= 0 || snapshot) {
+        // Undefined for a window begun before manifests existed: no manifest then (an empty `_SUCCESS`).
+        const files = manifestFiles(progress, keyOf);
+        // The last check before a snapshot's `_SUCCESS`: the destination still wants this snapshot.
+        if (snapshot) await save([progress]);
+        if (files !== undefined) {
+          await bucket.writeMarker(manifest.key, serializeManifest(buildManifest(manifest.of(files))));
+        } else if (snapshot) {
+          await bucket.writeMarker(manifest.key, '');
+        }
       }
       progress.done = true;
-      if (progress.maxFile >= 0 || successKey !== undefined) {
+      if (progress.maxFile >= 0 || snapshot) {
         const next = await startNext?.();
         await save(next !== undefined ? [progress, next] : [progress]);
       }
@@ -285,7 +308,11 @@ export async function writeWindow(
             current,
             (file) => eventFileKey(prefix, dataset, window, file, fileFormat),
             cursor,
-            undefined,
+            {
+              kind: 'events',
+              key: manifestKey(prefix, dataset, window),
+              of: (files) => ({ dataset, window, format: fileFormat.format, files }),
+            },
             async () => {
               // Only a fresh next window, with rows, while there is time to start it.
               if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
@@ -310,12 +337,11 @@ export async function writeWindow(
         (line) => withSnapshotDate(line, date),
       );
       try {
-        await writeOne(
-          progress,
-          (index) => snapshotFileKey(prefix, date, index, fileFormat),
-          lines,
-          snapshotSuccessKey(prefix, date),
-        );
+        await writeOne(progress, (index) => snapshotFileKey(prefix, date, index, fileFormat), lines, {
+          kind: 'snapshot',
+          key: snapshotSuccessKey(prefix, date),
+          of: (files) => ({ dataset: 'subscribers', date, format: fileFormat.format, files }),
+        });
       } finally {
         await lines.close().catch(() => undefined);
       }
@@ -334,6 +360,31 @@ export async function writeWindow(
   } finally {
     writer?.close?.();
   }
+}
+
+/** Where a window's manifest goes (an event window's manifest, or a snapshot's `_SUCCESS`) and what it says. */
+interface WindowManifest {
+  kind: 'events' | 'snapshot';
+  key: string;
+  of: (files: ManifestFile[]) => ManifestInput;
+}
+
+/**
+ * The files of a window as its manifest lists them: every number up to `maxFile` (leftovers overwritten
+ * with zero-line files included, since they are objects a loader finds), from the figures kept in the
+ * progress; undefined when a figure is missing (a window begun before manifests were written).
+ */
+function manifestFiles(
+  progress: WindowProgress,
+  keyOf: (index: number) => string,
+): ManifestFile[] | undefined {
+  const files: ManifestFile[] = [];
+  for (let index = 0; index <= progress.maxFile; index++) {
+    const figures = progress.fileFigures?.[index];
+    if (figures === undefined || figures === null) return undefined;
+    files.push({ key: keyOf(index), ...figures });
+  }
+  return files;
 }
 
 /** The fence of a writer's progress: the run's lease and `configVersion`. */

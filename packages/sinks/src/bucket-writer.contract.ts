@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BucketError } from './classify.js';
@@ -77,6 +77,9 @@ export function bucketWriterContract(
         written: true,
         lines: 2_500,
         bytes: (stored as Buffer).length,
+        sha256: createHash('sha256')
+          .update(stored as Buffer)
+          .digest('hex'),
         uncompressedBytes: Buffer.byteLength(textOf(lines)),
       });
     });
@@ -104,6 +107,11 @@ export function bucketWriterContract(
       const stored = await fixture.read(target);
       expect(written.bytes).toBeGreaterThan(PART_SIZE);
       expect(stored?.length).toBe(written.bytes);
+      expect(written.sha256).toBe(
+        createHash('sha256')
+          .update(stored as Buffer)
+          .digest('hex'),
+      );
       expect(gunzipSync(stored as Buffer).toString('utf8')).toBe(textOf(lines));
       expect(fixture.abortsRequested(target)).toBe(0);
     });

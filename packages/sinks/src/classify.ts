@@ -228,6 +228,35 @@ function scrub(text: string): string {
     .slice(0, 200);
 }
 
+/**
+ * A failure to use the destination's KMS key for server-side encryption (`KMS.AccessDeniedException`,
+ * `KMS.NotFoundException`, `KMS.DisabledException`, ..., or an AccessDenied that names KMS): permanent, with a
+ * message naming the key and the permissions to grant. Undefined for anything else.
+ */
+function kmsKeyProblem(
+  name: string,
+  message: string,
+  location: BucketLocation,
+): BucketErrorClassification | undefined {
+  const encryption = location.encryption;
+  const aboutKms = name.startsWith('KMS.') || (name === 'AccessDenied' && /\bkms\b/i.test(message));
+  if (!aboutKms || encryption?.serverSideEncryption !== 'aws:kms') return undefined;
+  const key =
+    encryption.kmsKeyId !== undefined
+      ? `KMS key ${scrub(encryption.kmsKeyId)}`
+      : "the bucket's default KMS key";
+  const what =
+    name === 'KMS.NotFoundException'
+      ? `${key} was not found (check its id or ARN, and that it is in the bucket's region)`
+      : name === 'KMS.DisabledException' || name === 'KMS.KMSInvalidStateException'
+        ? `${key} is disabled or pending deletion`
+        : `the credentials may not use ${key}`;
+  return make(
+    'access_denied',
+    `Amazon S3 could not encrypt objects with ${key} (server-side encryption aws:kms): ${what}. Grant the credentials kms:GenerateDataKey and kms:Decrypt on the key (the key policy must allow them too), or choose another key.`,
+  );
+}
+
 function make(reason: BucketErrorReason, message: string): BucketErrorClassification {
   return { kind: REASON_KIND[reason], reason, message };
 }
@@ -257,6 +286,9 @@ export function classifyBucketError(error: unknown, location: BucketLocation): B
       `The endpoint ${where(location)} resolves to a private, loopback or reserved address; only public addresses are allowed.`,
     );
   }
+
+  const kms = kmsKeyProblem(name, asString(shape.message) ?? '', location);
+  if (kms !== undefined) return kms;
 
   switch (name) {
     case 'NoSuchBucket':

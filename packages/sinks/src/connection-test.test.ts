@@ -44,7 +44,18 @@ describe('testConnection', () => {
     expect(result).toEqual({
       key: 'connection-tests/acme/_sluice/connection-test.json',
       testedAt: '2026-09-30T12:00:00.000Z',
+      // s3rver answers NotImplemented to lifecycle requests: the could-not-check warning, never a failure
+      warnings: [
+        {
+          code: 'no_abort_incomplete_multipart_rule',
+          message: expect.stringContaining('s3:GetLifecycleConfiguration'),
+        },
+      ],
     });
+    expect(result.warnings[0]?.message).toContain(
+      '"AbortIncompleteMultipartUpload":{"DaysAfterInitiation":1}',
+    );
+    expect(result.warnings[0]?.message).toContain('"Prefix":"connection-tests/acme/"');
     expect(await readJson(result.key)).toEqual({ service: 'sluice', testedAt: '2026-09-30T12:00:00.000Z' });
   });
 

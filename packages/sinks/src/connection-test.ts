@@ -10,6 +10,7 @@ import {
   type Resolver,
 } from './endpoint.js';
 import { connectionTestKey } from './keys.js';
+import { type ConnectionWarning, checkAbortIncompleteUploadsRule } from './lifecycle.js';
 import { putSmallObject } from './upload.js';
 
 /** The message of a key that could create the test file but not overwrite it. */
@@ -43,6 +44,8 @@ export interface ConnectionTestOptions {
 export interface ConnectionTestResult {
   key: string;
   testedAt: string;
+  /** What works but deserves a look (see {@link checkAbortIncompleteUploadsRule}); empty when nothing does. */
+  warnings: ConnectionWarning[];
 }
 
 /**
@@ -54,7 +57,9 @@ export interface ConnectionTestResult {
  * 3. writes it again: Sluice rewrites fixed names (every retried window, every later connection test), so a
  *    key that may create objects but not overwrite them (GCS `roles/storage.objectCreator`) must fail here,
  *    with {@link OVERWRITE_DENIED_MESSAGE}, not at the first retry of an export;
- * 4. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
+ * 4. reads the bucket's lifecycle configuration: no rule aborting incomplete multipart uploads (or none
+ *    readable) is a warning in the result, never a failure;
+ * 5. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
  * Steps 2 and 3 share one total deadline (`deadlineMs`): past it, whatever the server is still sending, the
  * test fails with "did not answer in N s".
  *
@@ -96,6 +101,7 @@ export async function testConnection(
         body: JSON.stringify({ service: 'sluice', testedAt }),
         contentType: 'application/json',
         abortSignal: deadline,
+        encryption: location.encryption ?? null,
       },
       location,
     );
@@ -109,7 +115,8 @@ export async function testConnection(
       }
       throw error;
     }
-    return { key, testedAt };
+    const warnings = await checkAbortIncompleteUploadsRule(client, location, deadline);
+    return { key, testedAt, warnings };
   } catch (error) {
     if (deadline.aborted) {
       throw new ConnectionFailedError(notAnswered(location, deadlineMs).message, {

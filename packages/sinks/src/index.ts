@@ -4,6 +4,7 @@ export * from './connection-test.js';
 export * from './encoder.js';
 export * from './endpoint.js';
 export * from './keys.js';
+export * from './lifecycle.js';
 export * from './lookup.js';
 export * from './request-deadline.js';
 export * from './upload.js';

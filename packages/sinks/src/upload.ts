@@ -1,7 +1,8 @@
-import type { Readable } from 'node:stream';
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import type { BucketLocation } from '@sluice/core';
+import type { BucketLocation, ObjectEncryption } from '@sluice/core';
 import { toBucketError } from './classify.js';
 
 /** Part size of multipart uploads: memory per upload is about `partSize * (queueSize + 1)`. */
@@ -29,12 +30,54 @@ export interface UploadStreamInput {
   partSize?: number;
   /** @default UPLOAD_QUEUE_SIZE */
   queueSize?: number;
+  /** Server-side encryption, sent on the single PutObject or on CreateMultipartUpload. @default none */
+  encryption?: ObjectEncryption | null;
+}
+
+/** The S3 request parameters of an {@link ObjectEncryption} (none when absent). */
+export function encryptionParams(encryption: ObjectEncryption | null | undefined): {
+  ServerSideEncryption?: ObjectEncryption['serverSideEncryption'];
+  SSEKMSKeyId?: string;
+} {
+  if (encryption === undefined || encryption === null) return {};
+  return {
+    ServerSideEncryption: encryption.serverSideEncryption,
+    ...(encryption.serverSideEncryption === 'aws:kms' && encryption.kmsKeyId !== undefined
+      ? { SSEKMSKeyId: encryption.kmsKeyId }
+      : {}),
+  };
 }
 
 /** Result of an upload. */
 export interface UploadResult {
   key: string;
   etag: string | undefined;
+}
+
+/** Result of {@link uploadStream}: also what was uploaded, measured on the way. */
+export interface StreamUploadResult extends UploadResult {
+  /** Bytes of the object. */
+  bytes: number;
+  /** Lowercase hex SHA-256 of the object's bytes. */
+  sha256: string;
+}
+
+/** Passes `body` through unchanged, hashing and counting its bytes (for the run manifests). */
+function measured(body: Readable): { stream: Readable; figures: () => { bytes: number; sha256: string } } {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  async function* chunks(): AsyncGenerator<Buffer> {
+    for await (const chunk of body) {
+      const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+      hash.update(buffer);
+      bytes += buffer.byteLength;
+      yield buffer;
+    }
+  }
+  return {
+    stream: Readable.from(chunks(), { objectMode: false }),
+    figures: () => ({ bytes, sha256: hash.digest('hex') }),
+  };
 }
 
 /** For the classification messages: which bucket, which provider. Only `bucket` is required. */
@@ -47,6 +90,7 @@ function locationOf(hint: LocationHint): BucketLocation {
     region: hint.region ?? 'auto',
     endpoint: hint.endpoint ?? null,
     pathPrefix: hint.pathPrefix ?? '',
+    encryption: hint.encryption ?? null,
   };
 }
 
@@ -55,7 +99,7 @@ function locationOf(hint: LocationHint): BucketLocation {
  * time), so memory is bounded by parts whatever the file size; a body smaller than one part goes as a
  * single PutObject. On any failure (the body errors, a part fails) the multipart upload is aborted
  * (`leavePartsOnError: false`), so no partial object and no pending upload remains; the body is
- * destroyed so its producer stops. A bucket failure is thrown as a {@link BucketError}; when the body
+ * destroyed so its producer stops. The bytes are counted and hashed (SHA-256) on the way. A bucket failure is thrown as a {@link BucketError}; when the body
  * itself failed, its own error is rethrown as is (it is not the bucket's fault).
  *
  * @param location used only to word the error (bucket, provider, endpoint)
@@ -64,7 +108,7 @@ export async function uploadStream(
   client: S3Client,
   input: UploadStreamInput,
   location?: LocationHint,
-): Promise<UploadResult> {
+): Promise<StreamUploadResult> {
   let bodyError: unknown;
   const onBodyError = (error: unknown): void => {
     // lib-storage stops iterating the body when a part fails, and Node then destroys the stream with an
@@ -73,14 +117,16 @@ export async function uploadStream(
     bodyError ??= error;
   };
   input.body.on('error', onBodyError);
+  const body = measured(input.body);
   const upload = new Upload({
     client,
     params: {
       Bucket: input.bucket,
       Key: input.key,
-      Body: input.body,
+      Body: body.stream,
       ContentType: input.contentType ?? JSONL_CONTENT_TYPE,
       ...(input.contentEncoding !== undefined ? { ContentEncoding: input.contentEncoding } : {}),
+      ...encryptionParams(input.encryption),
     },
     partSize: input.partSize ?? UPLOAD_PART_SIZE,
     queueSize: input.queueSize ?? UPLOAD_QUEUE_SIZE,
@@ -88,8 +134,9 @@ export async function uploadStream(
   });
   try {
     const result = await upload.done();
-    return { key: input.key, etag: result.ETag };
+    return { key: input.key, etag: result.ETag, ...body.figures() };
   } catch (error) {
+    if (!body.stream.destroyed) body.stream.destroy();
     if (!input.body.destroyed) input.body.destroy();
     // The source failed (the event log, a bad line): that error, not a bucket error, is the news.
     if (bodyError !== undefined) throw bodyError;
@@ -113,6 +160,8 @@ export async function putSmallObject(
     contentType?: string;
     /** Ends the call, retries included, when it aborts. */
     abortSignal?: AbortSignal;
+    /** Server-side encryption of the object. @default none */
+    encryption?: ObjectEncryption | null;
   },
   location?: LocationHint,
 ): Promise<UploadResult> {
@@ -124,6 +173,7 @@ export async function putSmallObject(
         Body: input.body,
         ContentLength: typeof input.body === 'string' ? Buffer.byteLength(input.body) : input.body.byteLength,
         ContentType: input.contentType ?? 'application/octet-stream',
+        ...encryptionParams(input.encryption),
       }),
       input.abortSignal ? { abortSignal: input.abortSignal } : {},
     );

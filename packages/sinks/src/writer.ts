@@ -13,6 +13,8 @@ export interface WrittenFile {
   lines: number;
   /** Bytes of the object (gzip or Parquet). */
   bytes: number;
+  /** Lowercase hex SHA-256 of the object's bytes ('' when nothing was written). */
+  sha256: string;
   /** Bytes of the JSON lines before encoding. */
   uncompressedBytes: number;
 }
@@ -116,20 +118,21 @@ export class S3BucketWriter implements BucketWriter {
   ): Promise<WrittenFile> {
     const source = await peek(lines);
     if (source === undefined && options.empty !== true) {
-      return { key, written: false, lines: 0, bytes: 0, uncompressedBytes: 0 };
+      return { key, written: false, lines: 0, bytes: 0, sha256: '', uncompressedBytes: 0 };
     }
     const format = options.format;
     const encoding =
       format?.file.format === 'parquet'
         ? encodeParquet(source ?? [], { dataset: format.dataset, compression: format.file.compression })
         : encodeJsonlGzip(source ?? []);
-    await uploadStream(
+    const uploaded = await uploadStream(
       this.client,
       {
         bucket: this.location.bucket,
         key,
         body: encoding.stream,
         contentType: format?.file.format === 'parquet' ? PARQUET_CONTENT_TYPE : JSONL_CONTENT_TYPE,
+        encryption: this.location.encryption ?? null,
         ...(this.partSize !== undefined ? { partSize: this.partSize } : {}),
         ...(this.queueSize !== undefined ? { queueSize: this.queueSize } : {}),
       },
@@ -141,6 +144,7 @@ export class S3BucketWriter implements BucketWriter {
       written: true,
       lines: stats.lines,
       bytes: stats.compressedBytes,
+      sha256: uploaded.sha256,
       uncompressedBytes: stats.uncompressedBytes,
     };
   }
@@ -148,7 +152,13 @@ export class S3BucketWriter implements BucketWriter {
   async writeMarker(key: string, body: string | Uint8Array): Promise<void> {
     await putSmallObject(
       this.client,
-      { bucket: this.location.bucket, key, body, contentType: 'text/plain' },
+      {
+        bucket: this.location.bucket,
+        key,
+        body,
+        contentType: key.endsWith('.json') ? 'application/json' : 'text/plain',
+        encryption: this.location.encryption ?? null,
+      },
       this.location,
     );
   }

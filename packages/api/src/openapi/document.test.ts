@@ -7,7 +7,9 @@ import {
   EXPORT_FORMATS,
   FREQUENCIES,
   PROVIDERS,
+  SERVER_SIDE_ENCRYPTIONS,
 } from '@sluice/core';
+import { CONNECTION_WARNING_CODES } from '@sluice/sinks';
 import { describe, expect, it } from 'vitest';
 import { matchRoute, ROUTES } from '../http.js';
 import { type JsonObject, type JsonValue, openapiDocument } from './document.js';
@@ -91,6 +93,8 @@ describe('the OpenAPI document', () => {
       provider: PROVIDERS,
       format: EXPORT_FORMATS,
       compression: COMPRESSIONS,
+      code: CONNECTION_WARNING_CODES,
+      serverSideEncryption: [...SERVER_SIDE_ENCRYPTIONS, null] as unknown as readonly string[],
     };
 
     // Act

@@ -76,6 +76,29 @@ function successResponse(description: string, properties: JsonObject): JsonObjec
 
 const ID_PARAMETER: JsonObject = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
 const DATA_EXPORT_REF: JsonObject = { $ref: '#/components/schemas/DataExport' };
+/** Sluice's addition to the create and update requests: server-side encryption of every object. */
+function encryptionProperties(more: string): JsonObject {
+  return {
+    serverSideEncryption: {
+      type: ['string', 'null'],
+      enum: ['AES256', 'aws:kms', null],
+      description: `Server-side encryption requested on every object Sluice writes (files, manifests, _SUCCESS, the connection test): AES256 (S3-managed keys) or aws:kms (your KMS key, kmsKeyId). Not offered for gcs (400 invalid_input). A key the credentials cannot use fails the connection test (400 connection_failed).${more}`,
+    },
+    kmsKeyId: {
+      type: ['string', 'null'],
+      description:
+        'KMS key id, ARN or alias, with serverSideEncryption aws:kms. Without it, the bucket default KMS key.',
+    },
+  };
+}
+
+/** Sluice's addition to the responses of create, update and test: what the connection test warns about. */
+const WARNINGS: JsonObject = {
+  type: 'array',
+  description:
+    'Present when the connection test found something that works but deserves a look; the request still succeeded. no_abort_incomplete_multipart_rule: no lifecycle rule of the bucket aborts incomplete multipart uploads (or Sluice could not read the lifecycle configuration: grant s3:GetLifecycleConfiguration); the message gives the rule to add.',
+  items: { $ref: '#/components/schemas/ConnectionWarning' },
+};
 const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
   $ref: '#/components/responses/TransientDatabaseUnavailable',
 };
@@ -188,11 +211,15 @@ export const openapiDocument: JsonObject = {
             },
             format: { ...FILE_FORMAT_PROPERTIES.format, default: 'jsonl' },
             compression: FILE_FORMAT_PROPERTIES.compression,
+            ...encryptionProperties(''),
           },
           required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
         }),
         responses: {
-          '201': successResponse('Data export created and first run queued', { dataExport: DATA_EXPORT_REF }),
+          '201': successResponse('Data export created and first run queued', {
+            dataExport: DATA_EXPORT_REF,
+            warnings: WARNINGS,
+          }),
           '400': errorResponse(
             'Validation error (code invalid_input), a body that is empty or not JSON (code invalid_json), or the test write failed (code connection_failed, with the reason: missing bucket, access denied, wrong region, unknown key or unsafe endpoint)',
           ),
@@ -249,10 +276,11 @@ export const openapiDocument: JsonObject = {
             frequency: { type: 'string', enum: FREQUENCY_ENUM },
             isEnabled: { type: 'boolean', description: 'false pauses the export, true resumes it.' },
             ...FILE_FORMAT_PROPERTIES,
+            ...encryptionProperties(' Send null to stop requesting it.'),
           },
         }),
         responses: {
-          '200': successResponse('Data export updated', { dataExport: DATA_EXPORT_REF }),
+          '200': successResponse('Data export updated', { dataExport: DATA_EXPORT_REF, warnings: WARNINGS }),
           '400': errorResponse(
             'Validation error (code invalid_input; an empty body or an unknown field included), a body that is not JSON (code invalid_json), or the test write failed (code connection_failed)',
           ),
@@ -285,7 +313,10 @@ export const openapiDocument: JsonObject = {
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
         responses: {
-          '200': successResponse('Test file written', { testedAt: { type: 'string', format: 'date-time' } }),
+          '200': successResponse('Test file written', {
+            testedAt: { type: 'string', format: 'date-time' },
+            warnings: WARNINGS,
+          }),
           '400': errorResponse('The test write failed (code connection_failed)'),
           ...itemErrorResponses(),
         },
@@ -430,6 +461,12 @@ export const openapiDocument: JsonObject = {
             type: 'string',
             description: 'Masked access key ID, for example AKIA…WXYZ. The secret is never returned.',
           },
+          serverSideEncryption: {
+            type: ['string', 'null'],
+            enum: ['AES256', 'aws:kms', null],
+            description: 'Server-side encryption requested on every object; null when none.',
+          },
+          kmsKeyId: { type: ['string', 'null'], description: 'The KMS key of aws:kms; null otherwise.' },
           datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
           frequency: { type: 'string', enum: FREQUENCY_ENUM },
           ...FILE_FORMAT_PROPERTIES,
@@ -466,6 +503,14 @@ export const openapiDocument: JsonObject = {
           createdAt: { type: 'string', format: 'date-time' },
           updatedAt: { type: 'string', format: 'date-time' },
         },
+      },
+      ConnectionWarning: {
+        type: 'object',
+        properties: {
+          code: { type: 'string', enum: ['no_abort_incomplete_multipart_rule'] },
+          message: { type: 'string', description: 'What to do, with the lifecycle rule to add.' },
+        },
+        required: ['code', 'message'],
       },
       Error: {
         type: 'object',

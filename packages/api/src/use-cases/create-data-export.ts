@@ -2,7 +2,8 @@ import { newDestination } from '@sluice/core';
 import type { Caller } from '../ports.js';
 import { parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
-import type { UseCaseDeps } from './deps.js';
+import { type UseCaseDeps, warningsOf } from './deps.js';
+import type { ConnectionWarning } from '../ports.js';
 
 /**
  * Creates a data export and queues its first run.
@@ -13,18 +14,18 @@ import type { UseCaseDeps } from './deps.js';
  * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}`.
  * 5. Save the destination: enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
  *    starting at `startFrom`, `configVersion` 1.
- * 6. Return the `DataExport` view (201).
+ * 6. Return the `DataExport` view (201), with the connection test's `warnings` when it found any.
  */
 export async function createDataExport(
   deps: UseCaseDeps,
   caller: Caller,
   body: unknown,
-): Promise<{ success: true; dataExport: DataExportView }> {
+): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   const now = deps.now();
   const request = parseCreateRequest(body, now, deps.endpointPolicy);
   const id = deps.newId();
   const credentials = { accessKeyId: request.accessKeyId, secretAccessKey: request.secretAccessKey };
-  await deps.testConnection(request.location, credentials, { now: () => now });
+  const tested = await deps.testConnection(request.location, credentials, { now: () => now });
   const secret = await deps.sealer.seal(request.secretAccessKey, {
     workspaceId: caller.workspaceId,
     destinationId: id,
@@ -43,5 +44,5 @@ export async function createDataExport(
     now,
   });
   await deps.store.createDestination(destination);
-  return { success: true, dataExport: toDataExportView(destination) };
+  return { success: true, dataExport: toDataExportView(destination), ...warningsOf(tested) };
 }

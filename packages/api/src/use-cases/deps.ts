@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { type Destination, NotFoundError } from '@sluice/core';
 import type { EndpointPolicyOptions } from '@sluice/sinks';
-import type { ApiSealer, ApiStore, ConnectionTester } from '../ports.js';
+import type {
+  ApiSealer,
+  ApiStore,
+  ConnectionTester,
+  ConnectionTestOutcome,
+  ConnectionWarning,
+} from '../ports.js';
 
 /** What every use case runs with. Built once per handler by `createApiHandler`. */
 export interface UseCaseDeps {
@@ -40,4 +46,13 @@ export async function loadDestination(
 /** Checks an id's shape before any read; see {@link loadDestination}. */
 export function assertDestinationId(id: string): void {
   if (!DESTINATION_ID_RE.test(id)) throw new NotFoundError();
+}
+
+/**
+ * The `warnings` a response carries after a connection test: `{ warnings }` when the test found any, `{}`
+ * otherwise (the reference's response shape, unchanged).
+ */
+export function warningsOf(outcome: ConnectionTestOutcome | undefined): { warnings?: ConnectionWarning[] } {
+  const warnings = outcome?.warnings ?? [];
+  return warnings.length > 0 ? { warnings: warnings.map(({ code, message }) => ({ code, message })) } : {};
 }

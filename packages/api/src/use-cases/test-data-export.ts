@@ -1,18 +1,18 @@
-import type { Caller } from '../ports.js';
-import { loadDestination, type UseCaseDeps } from './deps.js';
+import type { Caller, ConnectionWarning } from '../ports.js';
+import { loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
 
 /**
  * Tests a data export's connection with the stored credentials.
  * 1. Read the destination (404 when absent).
  * 2. Open the sealed secret with the context `{workspaceId, destinationId}`.
  * 3. Write `<prefix>/_sluice/connection-test.json`; a failure is `400 connection_failed` with the reason.
- * 4. Return `{ success, testedAt }`. Nothing is stored.
+ * 4. Return `{ success, testedAt }`, with the test's `warnings` when it found any. Nothing is stored.
  */
 export async function testDataExport(
   deps: UseCaseDeps,
   caller: Caller,
   id: string,
-): Promise<{ success: true; testedAt: string }> {
+): Promise<{ success: true; testedAt: string; warnings?: ConnectionWarning[] }> {
   const destination = await loadDestination(deps, caller.workspaceId, id);
   const secretAccessKey = await deps.sealer.open(destination.secret, {
     workspaceId: caller.workspaceId,
@@ -20,10 +20,10 @@ export async function testDataExport(
   });
   const now = deps.now();
   const { provider, bucket, region, endpoint, pathPrefix } = destination;
-  await deps.testConnection(
+  const tested = await deps.testConnection(
     { provider, bucket, region, endpoint, pathPrefix },
     { accessKeyId: destination.accessKeyId, secretAccessKey },
     { now: () => now },
   );
-  return { success: true, testedAt: now.toISOString() };
+  return { success: true, testedAt: now.toISOString(), ...warningsOf(tested) };
 }

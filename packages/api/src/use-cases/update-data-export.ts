@@ -1,5 +1,5 @@
 import { type BucketLocation, type Dataset, fileFormatOf, NotFoundError, sameFileFormat } from '@sluice/core';
-import type { BucketCredentials, Caller, DestinationChanges } from '../ports.js';
+import type { BucketCredentials, Caller, ConnectionWarning, DestinationChanges } from '../ports.js';
 import {
   assertCredentialsForMove,
   parseUpdateRequest,
@@ -7,7 +7,7 @@ import {
   resolveUpdatedLocation,
 } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
-import { assertDestinationId, loadDestination, type UseCaseDeps } from './deps.js';
+import { assertDestinationId, loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
 
 const LOCATION_FIELDS = [
   'bucket',
@@ -23,7 +23,7 @@ const LOCATION_FIELDS = [
  * 3. Merge the location fields with the stored ones and check the result as a whole. A new bucket, endpoint
  *    or region needs the credentials sent again (`400 invalid_input` naming the fields): the stored secret is
  *    never sent to a host its owner did not give it for.
- * 4. When the location or the credentials change: test the connection with the merged configuration (the
+ * 4. When the location, the server-side encryption or the credentials change: test the connection with the merged configuration (the
  *    stored secret opened when only the path prefix changes); on failure `400 connection_failed`, nothing
  *    changed.
  * 5. Re-seal the secret when credentials change.
@@ -38,14 +38,15 @@ const LOCATION_FIELDS = [
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
  *    resumes, due now.
  * 9. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
- *    on a location or credential change, so a running export stops before its next file; return the view.
+ *    on a location or credential change, so a running export stops before its next file; return the view
+ *    (with the connection test's `warnings`, when step 4 ran and found any).
  */
 export async function updateDataExport(
   deps: UseCaseDeps,
   caller: Caller,
   id: string,
   body: unknown,
-): Promise<{ success: true; dataExport: DataExportView }> {
+): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   assertDestinationId(id);
   const update = parseUpdateRequest(body);
   const stored = await loadDestination(deps, caller.workspaceId, id);
@@ -57,18 +58,23 @@ export async function updateDataExport(
   const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
   assertCredentialsForMove(stored, location, update);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
+  // Server-side encryption changes how files are written, not where: tested, applied from the next file.
+  const encryptionChanged =
+    JSON.stringify(location.encryption ?? null) !== JSON.stringify(stored.encryption ?? null);
   const changes: DestinationChanges = {};
+  let warnings: ReturnType<typeof warningsOf> = {};
 
-  if (locationChanged || update.credentials !== undefined) {
+  if (locationChanged || encryptionChanged || update.credentials !== undefined) {
     const credentials: BucketCredentials = update.credentials ?? {
       accessKeyId: stored.accessKeyId,
       secretAccessKey: await deps.sealer.open(stored.secret, context),
     };
-    await deps.testConnection(location, credentials, { now: () => now });
+    warnings = warningsOf(await deps.testConnection(location, credentials, { now: () => now }));
     if (update.credentials !== undefined) {
       changes.accessKeyId = update.credentials.accessKeyId;
       changes.secret = await deps.sealer.seal(update.credentials.secretAccessKey, context);
     }
+    if (encryptionChanged) changes.encryption = location.encryption ?? null;
     if (locationChanged) {
       for (const field of LOCATION_FIELDS) {
         if (location[field] !== stored[field]) Object.assign(changes, { [field]: location[field] });
@@ -115,5 +121,5 @@ export async function updateDataExport(
     clearCursorsOf,
   });
   if (updated === undefined) throw new NotFoundError();
-  return { success: true, dataExport: toDataExportView(updated) };
+  return { success: true, dataExport: toDataExportView(updated), ...warnings };
 }
