@@ -7,22 +7,20 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { DueIndex } from '@sluice/control';
 import { redactSecrets } from '@sluice/core';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
-import { EventLogReader } from '@sluice/eventlog';
 import { engineControlStores } from '../control-stores.js';
+import { archivedEventSource } from '../event-source.js';
 import type { DispatchConfig } from './config.js';
 
-/** The dispatch function's handler over the configured stores. */
+/** The dispatch function's handler over the configured stores; only the local runtime passes `options`. */
 export function createDispatchFunction(
   config: DispatchConfig,
+  options: { localS3Endpoint?: string } = {},
 ): (event: FindDueInput) => Promise<FindDueOutput> {
   const logger = new Logger({ serviceName: 'sluice-dispatch', jsonReplacerFn: redactSecrets });
   const deps: Partial<EngineDeps> = {
     ...engineControlStores(config.controlTable),
     dueIndex: new DueIndex({ tableName: config.controlTable }),
-    eventSource: new EventLogReader({
-      eventsTable: config.eventsTable,
-      subscribersTable: config.subscribersTable,
-    }),
+    eventSource: archivedEventSource(config, options.localS3Endpoint),
   };
   return async (event) => {
     try {

@@ -25,6 +25,11 @@ export function localAllowedEndpoints(env: Env): ReadonlySet<string> {
   return new Set(endpoint ? [new URL(endpoint).origin] : []);
 }
 
+/** The archive bucket's endpoint locally: the s3rver of `SLUICE_LOCAL_S3_ENDPOINT`. */
+function localArchive(env: Env): { localS3Endpoint?: string } {
+  return env.SLUICE_LOCAL_S3_ENDPOINT ? { localS3Endpoint: env.SLUICE_LOCAL_S3_ENDPOINT } : {};
+}
+
 /** The API's two functions, built for the local runtime. */
 export function localApiFunctions(env: Env = process.env) {
   return {
@@ -37,7 +42,10 @@ export function localApiFunctions(env: Env = process.env) {
 export function localWorkflowFunctions(env: Env = process.env) {
   return {
     runControl: createRunControlFunction(readRunControlConfig(env)),
-    writer: createWriterFunction(readWriterConfig(env), { allowedEndpoints: localAllowedEndpoints(env) }),
-    dispatch: createDispatchFunction(readDispatchConfig(env)),
+    writer: createWriterFunction(readWriterConfig(env), {
+      allowedEndpoints: localAllowedEndpoints(env),
+      ...localArchive(env),
+    }),
+    dispatch: createDispatchFunction(readDispatchConfig(env), localArchive(env)),
   };
 }
