@@ -15,8 +15,14 @@ export interface EventSourceConfig {
  * The event source of the writer and dispatch: the hot event log, and the event archive for the hours the hot
  * log no longer holds whole. `localS3Endpoint` (the local runtime only) points the archive client at s3rver.
  */
-export function archivedEventSource(config: EventSourceConfig, localS3Endpoint?: string): ArchivedEventSource {
-  const hot = new EventLogReader({ eventsTable: config.eventsTable, subscribersTable: config.subscribersTable });
+export function archivedEventSource(
+  config: EventSourceConfig,
+  localS3Endpoint?: string,
+): ArchivedEventSource {
+  const hot = new EventLogReader({
+    eventsTable: config.eventsTable,
+    subscribersTable: config.subscribersTable,
+  });
   return new ArchivedEventSource({
     hot,
     archive: new ArchiveBucket({
