@@ -3,7 +3,13 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ArchiveCursorStore, archiveCursorSk, workspacePk } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
-import { type EventPage, EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
+import {
+  type EventPage,
+  EventLogReader,
+  EventLogWriter,
+  generateEvents,
+  generateSubscribers,
+} from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables } from '../../../test/helpers/tables.js';
 import { ArchiveBucket, createArchiveClient } from './bucket.js';
@@ -189,6 +195,15 @@ describe('erasure', () => {
 
   beforeAll(async () => {
     await ingest(workspaceId, 200, H, H + 50 * MINUTE, 12);
+    // The subscriber's current state, and two other subscribers.
+    const subscribers = [...generateSubscribers({ workspaceId, count: 3 })].map((row, index) =>
+      index === 0 ? { ...row, id: 'sub_erase_me', email: 'erase.me@example.com' } : row,
+    );
+    const written = await new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'unchecked',
+    }).upsertSubscribers(workspaceId, subscribers);
+    expect(written.invalid).toEqual([]);
     await compactorAt(H + 75 * MINUTE).compactDataset(workspaceId, dataset);
   });
 
@@ -218,7 +233,7 @@ describe('erasure', () => {
 
   it('removes a whole workspace', async () => {
     const report = await eraserAt(H + 80 * MINUTE).erase(workspaceId, { kind: 'all' });
-    expect(report).toMatchObject({ hotRows: 188, archiveObjectsDeleted: 1 });
+    expect(report).toMatchObject({ hotRows: 188, subscribers: 2, archiveObjectsDeleted: 1 });
     const keys: string[] = [];
     for await (const key of archive.listKeys(archiveWorkspacePrefix(workspaceId))) keys.push(key);
     expect(keys).toEqual([]);

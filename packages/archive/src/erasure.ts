@@ -55,6 +55,8 @@ export interface EraserOptions {
 
 /** DynamoDB deletes expired items within days, not at once: the hot log is searched this far past its retention. */
 const TTL_DELETION_SLACK_MS = 3 * 86_400_000;
+/** Event log partitions searched at once. */
+const HOT_PARTITIONS_AT_ONCE = 32;
 
 /** Checks an erasure target: a non-empty id or an e-mail address. */
 export function assertErasureTarget(target: ErasureTarget): void {
@@ -132,18 +134,24 @@ export class Eraser {
   private async eraseHot(workspaceId: string, matches: (line: string) => boolean): Promise<number> {
     const nowMs = this.now();
     const firstHour = hourFloor(nowMs - this.options.hotRetentionMs - TTL_DELETION_SLACK_MS);
-    let deleted = 0;
+    const partitions: string[] = [];
     for (const dataset of EVENT_DATASETS) {
       for (let hourMs = firstHour; hourMs <= hourFloor(nowMs) + ARCHIVE_HOUR_MS; hourMs += ARCHIVE_HOUR_MS) {
-        const partitions = Array.from({ length: EVENT_SHARDS }, (_, shard) =>
-          eventPk(workspaceId, dataset, hourMs, shard),
-        );
-        const counts = await Promise.all(
-          partitions.map((pk) => this.deleteMatching(this.options.eventsTable, { PK: { S: pk } }, matches)),
-        );
-        for (const count of counts) deleted += count;
+        for (let shard = 0; shard < EVENT_SHARDS; shard++)
+          partitions.push(eventPk(workspaceId, dataset, hourMs, shard));
       }
     }
+    // Most partitions are empty: one small Query each, many at once.
+    let deleted = 0;
+    let next = 0;
+    const worker = async () => {
+      while (next < partitions.length) {
+        const pk = partitions[next++] as string;
+        const count = await this.deleteMatching(this.options.eventsTable, { PK: { S: pk } }, matches);
+        deleted += count;
+      }
+    };
+    await Promise.all(Array.from({ length: HOT_PARTITIONS_AT_ONCE }, worker));
     return deleted;
   }
 
