@@ -6,6 +6,8 @@
  */
 import { readApiConfig } from '../../../functions/api/config.js';
 import { createApiFunction } from '../../../functions/api/function.js';
+import { readArchiveConfig } from '../../../functions/archive/config.js';
+import { createArchiveFunction } from '../../../functions/archive/function.js';
 import { readAuthorizerConfig } from '../../../functions/authorizer/config.js';
 import { createAuthorizerFunction } from '../../../functions/authorizer/function.js';
 import { readDispatchConfig } from '../../../functions/dispatch/config.js';
@@ -48,4 +50,9 @@ export function localWorkflowFunctions(env: Env = process.env) {
     }),
     dispatch: createDispatchFunction(readDispatchConfig(env), localArchive(env)),
   };
+}
+
+/** The archive compaction function, built for the local runtime (the scheduler runs it every 15 minutes). */
+export function localArchiveFunction(env: Env = process.env) {
+  return createArchiveFunction(readArchiveConfig(env), localArchive(env));
 }
