@@ -13,7 +13,7 @@
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest,dispatch,keys,api,resume`).
+ * (`encode,writer,whole,ingest,dispatch,keys,api,resume,archive`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
@@ -26,6 +26,9 @@
  *    Local) written in one pass and by invocations with a budget small enough to stop several times inside
  *    it (`BENCH_RESUME_BUDGET_MS`, default 1: one file an invocation): rows/s, invocations, sha256 of every
  *    file compared (`BENCH_DYNAMO_ROWS=0` measures the memory source only). Skip with `resume`.
+ * 9. Event archive (bench/archive.ts, skip with `archive`): `BENCH_ARCHIVE_ROWS` (default 200,000) rows
+ *    compacted into the local archive bucket and read back: rows/s beside a plain hot log read, bytes and PUTs
+ *    stored, and the cost per million rows at S3 Standard prices.
 
  */
 import { existsSync } from 'node:fs';
@@ -67,7 +70,7 @@ async function main(): Promise<void> {
 
   let services: LocalServices | undefined;
   try {
-    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume'].some(
+    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume', 'archive'].some(
       (part) => !skip.has(part),
     );
     if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
@@ -168,6 +171,14 @@ async function benches(services: LocalServices | undefined): Promise<void> {
       log,
     );
     if (figures.some((f) => !f.identical)) process.exitCode = 1;
+  }
+  if (!skip.has('archive')) {
+    const archiveRows = Number(process.env.BENCH_ARCHIVE_ROWS ?? 200_000);
+    if (!Number.isInteger(archiveRows) || archiveRows < 1000)
+      throw new Error('BENCH_ARCHIVE_ROWS must be an integer of at least 1000');
+    log('\nEvent archive: compaction into the archive bucket, read back as a late export would');
+    const { runArchiveBench } = await import('./archive.js');
+    await runArchiveBench(archiveRows, log);
   }
   if (!skip.has('dispatch')) {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);

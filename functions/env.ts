@@ -56,3 +56,6 @@ export function readEnv<Shape extends z.ZodRawShape>(
   );
   throw new Error(problems.join('; '));
 }
+
+/** `SLUICE_EVENT_RETENTION_DAYS`: days the event log keeps a row, 35 when unset (fractions allowed: tests use minutes). */
+export const eventRetentionDaysVariable = positiveNumberVariable(35);

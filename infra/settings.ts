@@ -21,6 +21,7 @@ export const SETTING_KEYS = [
   'certificateArn',
   'logRetentionDays',
   'eventLogRetentionDays',
+  'archiveRetentionDays',
   'writerConcurrency',
   'exportLagAlarmMinutes',
   'alarmEmail',
@@ -94,7 +95,15 @@ const origins = z.preprocess(
 );
 
 /** The functions of the stateless stack, by the names `reservedConcurrency` uses. */
-export const FUNCTION_NAMES = ['api', 'authorizer', 'ingest', 'runControl', 'writer', 'dispatch'] as const;
+export const FUNCTION_NAMES = [
+  'api',
+  'authorizer',
+  'ingest',
+  'runControl',
+  'writer',
+  'dispatch',
+  'archive',
+] as const;
 /** One of {@link FUNCTION_NAMES}. */
 export type FunctionName = (typeof FUNCTION_NAMES)[number];
 
@@ -172,11 +181,17 @@ const settingsSchema = z
       })
       .default(30),
     eventLogRetentionDays: integer('eventLogRetentionDays')
-      .refine((days) => days >= 31 && days <= 3653, {
+      .refine((days) => days >= 1 && days <= 3653, {
         error:
-          'eventLogRetentionDays must be 31-3653: exports may start up to 30 days back, so rows must outlive that',
+          'eventLogRetentionDays must be 1-3653: the event archive keeps rows after that (its compaction runs every 15 minutes)',
       })
       .default(35),
+    archiveRetentionDays: integer('archiveRetentionDays')
+      .refine((days) => days >= 91 && days <= 3653, {
+        error:
+          'archiveRetentionDays must be 91-3653 (objects move to Glacier Instant Retrieval after 90 days)',
+      })
+      .default(731),
     writerConcurrency: integer('writerConcurrency')
       .refine((n) => n >= 1 && n <= 40, {
         error: 'writerConcurrency must be 1-40 (the inline Map runs at most 40 iterations at once)',
@@ -260,8 +275,10 @@ export interface SluiceSettings {
   readonly certificateArn?: string;
   /** Retention of every Lambda, access and Step Functions log group. @default 30 */
   readonly logRetentionDays: number;
-  /** Days an event stays in the event log (DynamoDB TTL). At least 31. @default 35 */
+  /** Days an event stays in the hot event log (DynamoDB TTL); the event archive keeps it after. @default 35 */
   readonly eventLogRetentionDays: number;
+  /** Days an object stays in the event archive bucket (lifecycle expiration). @default 731 (two years) */
+  readonly archiveRetentionDays: number;
   /** Writers running at once in one export run (the inline Map's MaxConcurrency). @default 10 */
   readonly writerConcurrency: number;
   /** Export lag, in minutes, over which the lag alarm fires. @default 60 */
@@ -344,6 +361,7 @@ export function parseSettings(
     certificateArn: s.certificateArn,
     logRetentionDays: s.logRetentionDays,
     eventLogRetentionDays: s.eventLogRetentionDays,
+    archiveRetentionDays: s.archiveRetentionDays,
     writerConcurrency: s.writerConcurrency,
     exportLagAlarmMinutes: s.exportLagAlarmMinutes,
     alarmEmail: s.alarmEmail,

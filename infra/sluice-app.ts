@@ -47,6 +47,7 @@ export function buildSluiceApp(
     maxWriteRequestUnits: settings.maxWriteRequestUnits,
     domainName: settings.domainName,
     certificateArn: settings.certificateArn,
+    archiveRetentionDays: settings.archiveRetentionDays,
   });
   const stateless = new StatelessStack(app, ids.stateless, {
     env: stackEnv,
@@ -55,6 +56,7 @@ export function buildSluiceApp(
     eventsTable: stateful.eventsTable,
     subscribersTable: stateful.subscribersTable,
     secretsKey: stateful.secretsKey,
+    archiveBucket: stateful.archiveBucket,
     eventBus: stateful.eventBus,
     producerAccounts: stateful.producerAccounts,
     apiDomainName: stateful.apiDomain ? settings.domainName : undefined,

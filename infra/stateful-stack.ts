@@ -1,12 +1,13 @@
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE } from '@sluice/core';
 import { WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { SpecTable } from './constructs/spec-table.js';
 
@@ -72,7 +73,14 @@ export interface StatefulStackProps extends StackProps {
   readonly domainName?: string;
   /** An ACM certificate in the stack's region covering {@link domainName}. */
   readonly certificateArn?: string;
+  /** Days an object stays in the event archive. @default 731 (two years) */
+  readonly archiveRetentionDays?: number;
 }
+
+/** Days after which archive objects move to Standard-IA, then to Glacier Instant Retrieval. */
+export const ARCHIVE_TRANSITIONS = { infrequentAccessDays: 30, glacierInstantRetrievalDays: 90 } as const;
+/** Days a replaced or deleted archive object's old version is kept (versioning guards against mistakes). */
+export const ARCHIVE_NONCURRENT_DAYS = 7;
 
 /**
  * Everything that holds data, or that others point at, and must survive a redeploy or a deleted stateless
@@ -99,6 +107,8 @@ export class StatefulStack extends Stack {
    * so recreating that stack keeps the URL and the DNS target customers and their DNS point at.
    */
   public readonly apiDomain?: apigwv2.DomainName;
+  /** Sluice's own event archive: hot log rows, one object per workspace, dataset and hour (`SLUICE_ARCHIVE_BUCKET`). */
+  public readonly archiveBucket: s3.Bucket;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, {
@@ -126,6 +136,8 @@ export class StatefulStack extends Stack {
       logicalId: 'SubscribersTable',
       ...caps,
     });
+
+    this.archiveBucket = this.createArchiveBucket(props.archiveRetentionDays ?? 731);
 
     const root = new iam.AccountRootPrincipal();
     this.secretsKey = new kms.Key(this, 'SecretsKey', {
@@ -197,11 +209,64 @@ export class StatefulStack extends Stack {
     new CfnOutput(this, 'ControlTableName', { value: this.controlTable.tableName });
     new CfnOutput(this, 'EventsTableName', { value: this.eventsTable.tableName });
     new CfnOutput(this, 'SubscribersTableName', { value: this.subscribersTable.tableName });
+    new CfnOutput(this, 'ArchiveBucketName', { value: this.archiveBucket.bucketName });
     new CfnOutput(this, 'SecretsKeyArn', { value: this.secretsKey.keyArn });
     new CfnOutput(this, 'EventBusName', { value: this.eventBus.eventBusName });
     new CfnOutput(this, 'EventBusArn', {
       value: this.eventBus.eventBusArn,
       description: `Producers put events here, source "${WORKSPACE_SOURCE_PREFIX}<workspaceId>"`,
     });
+  }
+
+  /**
+   * The event archive bucket: encrypted (SSE-S3), TLS only, public access blocked, versioned, retained on
+   * delete; objects move to Standard-IA after 30 days and Glacier Instant Retrieval after 90 (both still
+   * readable at once by a late export or a backfill; S3 leaves objects under 128 KB in Standard, where the
+   * cheaper classes' minimum size would cost more), expire after the archive retention, and old versions
+   * (an erasure's rewritten objects) go after 7 days.
+   */
+  private createArchiveBucket(retentionDays: number): s3.Bucket {
+    if (
+      !(Number.isInteger(retentionDays) && retentionDays > ARCHIVE_TRANSITIONS.glacierInstantRetrievalDays)
+    ) {
+      throw new Error(
+        `archiveRetentionDays must be a whole number above ${ARCHIVE_TRANSITIONS.glacierInstantRetrievalDays}`,
+      );
+    }
+    const bucket = new s3.Bucket(this, 'ArchiveBucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      versioned: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [
+        {
+          id: 'archive-retention',
+          transitions: [
+            {
+              storageClass: s3.StorageClass.INFREQUENT_ACCESS,
+              transitionAfter: Duration.days(ARCHIVE_TRANSITIONS.infrequentAccessDays),
+            },
+            {
+              storageClass: s3.StorageClass.GLACIER_INSTANT_RETRIEVAL,
+              transitionAfter: Duration.days(ARCHIVE_TRANSITIONS.glacierInstantRetrievalDays),
+            },
+          ],
+          expiration: Duration.days(retentionDays),
+          noncurrentVersionExpiration: Duration.days(ARCHIVE_NONCURRENT_DAYS),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+        { id: 'expired-delete-markers', expiredObjectDeleteMarker: true },
+      ],
+    });
+    (bucket.node.defaultChild as s3.CfnBucket).overrideLogicalId('ArchiveBucket');
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'Only Sluice functions read and write the archive, and CloudTrail records their calls; server access ' +
+        'logs would need a second bucket and cost more than the archive for hourly objects.',
+    });
+    return bucket;
   }
 }

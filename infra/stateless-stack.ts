@@ -10,6 +10,7 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
@@ -32,6 +33,18 @@ const DDB = {
   conditionCheck: ['dynamodb:ConditionCheckItem'],
 } as const;
 
+/** Minutes between two compactions of the event log into the archive. */
+export const ARCHIVE_SCHEDULE_MINUTES = 15;
+
+/**
+ * The archive lag (seconds between now and the oldest archive cursor) over which the archive alarm fires: a
+ * settled hour is normally archived within about 1.5 hours; the alarm leaves at least half the hot retention
+ * to fix the compaction before rows expire unarchived. At most 6 hours.
+ */
+export function archiveLagAlarmSeconds(eventLogRetentionDays: number): number {
+  return Math.min(6 * 3_600, (eventLogRetentionDays * 86_400) / 2);
+}
+
 /** How long Lambda keeps retrying an ingest event before it goes to the dead-letter queue. */
 export const INGEST_MAX_EVENT_AGE = Duration.hours(6);
 /**
@@ -52,6 +65,8 @@ export interface StatelessStackProps extends StackProps {
   readonly subscribersTable: dynamodb.ITable;
   /** From the stateful stack: seals destination secrets. */
   readonly secretsKey: kms.IKey;
+  /** From the stateful stack: Sluice's own event archive. */
+  readonly archiveBucket: s3.IBucket;
   /** From the stateful stack: where platform producers put events. */
   readonly eventBus: events.IEventBus;
   /** Accounts besides this one whose producers put events on the bus (the bus policy names them). */
@@ -82,6 +97,7 @@ export class StatelessStack extends Stack {
     readonly runControl: SluiceFunction;
     readonly writer: SluiceFunction;
     readonly dispatch: SluiceFunction;
+    readonly archive: SluiceFunction;
   };
   /** The ExportRun workflow (Express). */
   public readonly exportRun: ExportRunWorkflow;
@@ -147,6 +163,30 @@ export class StatelessStack extends Stack {
           }),
         );
       }
+    };
+    /**
+     * The archive bucket: the readers get and list its objects; the compaction also puts them (multipart
+     * uploads included, aborted when one fails). Never a wildcard action.
+     */
+    const useArchive = (f: SluiceFunction, write: boolean) => {
+      f.addEnvironment('SLUICE_ARCHIVE_BUCKET', props.archiveBucket.bucketName);
+      f.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
+      f.addToRolePolicy(
+        new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [props.archiveBucket.bucketArn] }),
+      );
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['s3:GetObject', ...(write ? ['s3:PutObject', 's3:AbortMultipartUpload'] : [])],
+          resources: [props.archiveBucket.arnForObjects('archive/*')],
+        }),
+      );
+      const bucketId = this.resolve((props.archiveBucket.node.defaultChild as s3.CfnBucket).logicalId);
+      Validations.of(f.role!).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/archive/*]`,
+        reason:
+          'Archive objects are named by workspace, dataset and hour (archive/<workspace>/<dataset>/date=…/hour=…), ' +
+          "created as time passes: only the archive/ prefix of Sluice's own archive bucket can be named.",
+      });
     };
     const useSecretsKey = (f: SluiceFunction, actions: ('kms:GenerateDataKey' | 'kms:Decrypt')[]) => {
       f.addEnvironment('SLUICE_KMS_KEY_ID', props.secretsKey.keyArn);
@@ -306,6 +346,8 @@ export class StatelessStack extends Stack {
     useTable(writerFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.query]);
     // The writer opens the destination's secret; it never seals one.
     useSecretsKey(writerFunction, ['kms:Decrypt']);
+    // Hours the event log no longer holds whole are read from the archive, as far as its cursor says.
+    useArchive(writerFunction, false);
 
     const dispatchFunction = fn('dispatch', 'DispatchFunction', 'dispatch', 'functions/dispatch/handler.ts', {
       description: 'Sluice dispatch: finds due destinations, settles those with nothing new',
@@ -324,6 +366,30 @@ export class StatelessStack extends Stack {
     );
     useTable(dispatchFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);
     useTable(dispatchFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.query]);
+    // An export behind the event log has rows in the archive: its cursor (above) and a one-key listing.
+    useArchive(dispatchFunction, false);
+
+    // --- the event archive --------------------------------------------------------------------------
+    const archiveFunction = fn('archive', 'ArchiveFunction', 'archive', 'functions/archive/handler.ts', {
+      description: 'Sluice archive: compacts event log hours into the archive bucket before they expire',
+      memorySize: 1769,
+      timeout: Duration.minutes(15),
+    });
+    // Workspaces (a Scan of workspace items), archive cursors (get, conditional update).
+    useTable(archiveFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
+      DDB.get,
+      DDB.update,
+      ['dynamodb:Scan'],
+    ]);
+    useTable(archiveFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);
+    archiveFunction.addEnvironment('SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable.tableName);
+    useArchive(archiveFunction, true);
+    // No retry of a failed compaction: the next one, 15 minutes later, continues from the cursors.
+    new events.Rule(this, 'ArchiveSchedule', {
+      description: 'Compacts settled event log hours into the event archive every 15 minutes',
+      schedule: events.Schedule.rate(Duration.minutes(ARCHIVE_SCHEDULE_MINUTES)),
+      targets: [new targets.LambdaFunction(archiveFunction, { retryAttempts: 0 })],
+    });
 
     this.functions = {
       api: apiFunction,
@@ -332,6 +398,7 @@ export class StatelessStack extends Stack {
       runControl: runControlFunction,
       writer: writerFunction,
       dispatch: dispatchFunction,
+      archive: archiveFunction,
     };
 
     // --- workflows and the schedule ---------------------------------------------------------------
@@ -404,6 +471,10 @@ export class StatelessStack extends Stack {
       httpApi: this.api.httpApi,
       ingestDeadLetterQueue: this.ingestDeadLetters,
       exportLagAlarmMinutes: settings.exportLagAlarmMinutes,
+      archive: {
+        function: archiveFunction,
+        lagAlarmSeconds: archiveLagAlarmSeconds(settings.eventLogRetentionDays),
+      },
     });
 
     for (const f of Object.values(this.functions)) {

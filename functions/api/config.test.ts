@@ -43,14 +43,14 @@ describe('function configuration', () => {
     expect(() => readAuthorizerConfig({})).toThrow('SLUICE_CONTROL_TABLE is not set');
   });
 
-  it('reads the ingest retention in days, refusing 30 or fewer', () => {
+  it('reads the ingest retention in days, refusing less than one', () => {
     const tables = { SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's' };
     expect(readIngestConfig(tables).retentionSeconds).toBe(35 * 86_400);
     expect(readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '60' }).retentionSeconds).toBe(
       60 * 86_400,
     );
-    expect(() => readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '30' })).toThrow(
-      'SLUICE_EVENT_RETENTION_DAYS must be an integer above 30',
+    expect(() => readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '0' })).toThrow(
+      'SLUICE_EVENT_RETENTION_DAYS must be a whole number of days from 1',
     );
   });
 });

@@ -27,6 +27,9 @@ export function readApiConfig(env: Env): ApiConfig {
   return {
     controlTable: vars.SLUICE_CONTROL_TABLE,
     kmsKeyId: vars.SLUICE_KMS_KEY_ID,
-    apiKeyRateLimit: { ratePerSecond: vars.SLUICE_API_KEY_RATE_LIMIT, burst: vars.SLUICE_API_KEY_BURST_LIMIT },
+    apiKeyRateLimit: {
+      ratePerSecond: vars.SLUICE_API_KEY_RATE_LIMIT,
+      burst: vars.SLUICE_API_KEY_BURST_LIMIT,
+    },
   };
 }

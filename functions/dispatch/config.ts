@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { type Env, readEnv, requiredVariable } from '../env.js';
+import { type Env, eventRetentionDaysVariable, readEnv, requiredVariable } from '../env.js';
+
+const DAY_MS = 86_400_000;
 
 /** The variables of the dispatch function. */
 export const dispatchEnvironment = z.object({
@@ -9,6 +11,10 @@ export const dispatchEnvironment = z.object({
   SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
   SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+  /** The event archive bucket: an export behind the event log has rows there. */
+  SLUICE_ARCHIVE_BUCKET: requiredVariable,
+  /** How long the event log keeps rows, in days (default 35; fractions in tests). */
+  SLUICE_EVENT_RETENTION_DAYS: eventRetentionDaysVariable,
 });
 
 /** Configuration of the dispatch function. */
@@ -16,6 +22,8 @@ export interface DispatchConfig {
   controlTable: string;
   eventsTable: string;
   subscribersTable: string;
+  archiveBucket: string;
+  eventRetentionMs: number;
 }
 
 /** Reads the dispatch function's configuration; throws naming a missing variable. */
@@ -25,5 +33,7 @@ export function readDispatchConfig(env: Env): DispatchConfig {
     controlTable: vars.SLUICE_CONTROL_TABLE,
     eventsTable: vars.SLUICE_EVENTS_TABLE,
     subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+    archiveBucket: vars.SLUICE_ARCHIVE_BUCKET,
+    eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
   };
 }

@@ -6,21 +6,21 @@
 import { DueIndex } from '@sluice/control';
 import { createLogger } from '@sluice/core';
 import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
-import { EventLogReader } from '@sluice/eventlog';
 import { engineControlStores } from '../control-stores.js';
+import { archivedEventSource } from '../event-source.js';
 import { type LambdaFunction, lambdaHandler } from '../lambda.js';
 import type { DispatchConfig } from './config.js';
 
-/** The dispatch function's handler over the configured stores. */
-export function createDispatchFunction(config: DispatchConfig): LambdaFunction<FindDueInput, FindDueOutput> {
+/** The dispatch function's handler over the configured stores; only the local runtime passes `options`. */
+export function createDispatchFunction(
+  config: DispatchConfig,
+  options: { localS3Endpoint?: string } = {},
+): LambdaFunction<FindDueInput, FindDueOutput> {
   const logger = createLogger();
   const deps: Partial<EngineDeps> = {
     ...engineControlStores(config.controlTable),
     dueIndex: new DueIndex({ tableName: config.controlTable }),
-    eventSource: new EventLogReader({
-      eventsTable: config.eventsTable,
-      subscribersTable: config.subscribersTable,
-    }),
+    eventSource: archivedEventSource(config, options.localS3Endpoint),
   };
   return lambdaHandler<FindDueInput, FindDueOutput>(logger, async (event) => {
     try {

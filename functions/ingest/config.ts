@@ -8,7 +8,7 @@ export const ingestEnvironment = z.object({
   SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
   SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
-  /** Days events are kept after they are recorded: above 30, else 35 days. */
+  /** Days events are kept after they are recorded: a whole number from 1, else 35 days. */
   SLUICE_EVENT_RETENTION_DAYS: z.string().optional(),
 });
 

@@ -1,6 +1,12 @@
 import { DEFAULT_ENGINE_SETTINGS } from '@sluice/engine';
 import { z } from 'zod';
-import { type Env, positiveNumberVariable, readEnv, requiredVariable } from '../env.js';
+import {
+  type Env,
+  eventRetentionDaysVariable,
+  positiveNumberVariable,
+  readEnv,
+  requiredVariable,
+} from '../env.js';
 
 const DAY_MS = 86_400_000;
 
@@ -14,7 +20,7 @@ export const runControlEnvironment = z.object({
    */
   SLUICE_RUN_BUDGET_SECONDS: positiveNumberVariable(DEFAULT_ENGINE_SETTINGS.runBudgetMs / 1000),
   /** How long the event log keeps rows, in days (default 35): older unexported rows are reported lost. */
-  SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(DEFAULT_ENGINE_SETTINGS.eventRetentionMs / DAY_MS),
+  SLUICE_EVENT_RETENTION_DAYS: eventRetentionDaysVariable,
   /** The deployment stage: the `Stage` dimension of the engine's metrics. */
   SLUICE_STAGE: requiredVariable,
   /** The Sluice bus: where a destination's failing and recovered notices are published. */

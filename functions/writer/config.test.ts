@@ -10,18 +10,30 @@ describe('engine function configuration', () => {
       SLUICE_EVENTS_TABLE: 'events',
       SLUICE_SUBSCRIBERS_TABLE: 'subscribers',
       SLUICE_KMS_KEY_ID: 'key-1',
+      SLUICE_ARCHIVE_BUCKET: 'archive',
+      SLUICE_EVENT_RETENTION_DAYS: '2',
     });
     expect(config).toEqual({
       controlTable: 'control',
       eventsTable: 'events',
       subscribersTable: 'subscribers',
       kmsKeyId: 'key-1',
+      archiveBucket: 'archive',
+      eventRetentionMs: 2 * 86_400_000,
     });
   });
 
   it('fails the writer without the KMS key id', () => {
-    const env = { SLUICE_CONTROL_TABLE: 'c', SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's' };
+    const env = {
+      SLUICE_CONTROL_TABLE: 'c',
+      SLUICE_EVENTS_TABLE: 'e',
+      SLUICE_SUBSCRIBERS_TABLE: 's',
+      SLUICE_ARCHIVE_BUCKET: 'a',
+    };
     expect(() => readWriterConfig(env)).toThrow('SLUICE_KMS_KEY_ID is not set');
+    expect(() => readWriterConfig({ ...env, SLUICE_KMS_KEY_ID: 'k', SLUICE_ARCHIVE_BUCKET: '' })).toThrow(
+      'SLUICE_ARCHIVE_BUCKET is not set',
+    );
   });
 
   it('fails dispatch without the events table, and run-control without the control table', () => {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { type Env, readEnv, requiredVariable } from '../env.js';
+import { type Env, eventRetentionDaysVariable, readEnv, requiredVariable } from '../env.js';
+
+const DAY_MS = 86_400_000;
 
 /** The variables of the writer function. */
 export const writerEnvironment = z.object({
@@ -11,6 +13,10 @@ export const writerEnvironment = z.object({
   SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
   /** The KMS key the destinations' data keys were generated under. */
   SLUICE_KMS_KEY_ID: requiredVariable,
+  /** The event archive bucket: hours the event log no longer holds whole are read from it. */
+  SLUICE_ARCHIVE_BUCKET: requiredVariable,
+  /** How long the event log keeps rows, in days (default 35; fractions in tests). */
+  SLUICE_EVENT_RETENTION_DAYS: eventRetentionDaysVariable,
 });
 
 /** Configuration of the writer function. */
@@ -19,6 +25,8 @@ export interface WriterConfig {
   eventsTable: string;
   subscribersTable: string;
   kmsKeyId: string;
+  archiveBucket: string;
+  eventRetentionMs: number;
 }
 
 /** Reads the writer function's configuration; throws naming a missing variable. */
@@ -29,5 +37,7 @@ export function readWriterConfig(env: Env): WriterConfig {
     eventsTable: vars.SLUICE_EVENTS_TABLE,
     subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
     kmsKeyId: vars.SLUICE_KMS_KEY_ID,
+    archiveBucket: vars.SLUICE_ARCHIVE_BUCKET,
+    eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
   };
 }

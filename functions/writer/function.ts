@@ -12,10 +12,10 @@ import {
   type WriteWindowInput,
   writeWindow,
 } from '@sluice/engine';
-import { EventLogReader } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import type { LocalOnlyOptions } from '../api/function.js';
 import { type LambdaFunction, lambdaHandler } from '../lambda.js';
+import { archivedEventSource } from '../event-source.js';
 import type { WriterConfig } from './config.js';
 
 /** The writer starts no file later than this before its own Lambda timeout: the last file must finish. */
@@ -28,6 +28,8 @@ export interface WriterOptions extends LocalOnlyOptions {
    * its k-th file, and run this very handler in the local workflows). @default none
    */
   overrides?: Partial<EngineDeps>;
+  /** The local s3rver origin holding the archive bucket. @default none: S3 */
+  localS3Endpoint?: string;
 }
 
 /** The writer Lambda's handler. */
@@ -40,10 +42,7 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
     controlStore: new ControlStore({ tableName: config.controlTable }),
     cursors: new CursorStore({ tableName: config.controlTable }),
     sealer: new SecretSealer({ keyId: config.kmsKeyId }),
-    eventSource: new EventLogReader({
-      eventsTable: config.eventsTable,
-      subscribersTable: config.subscribersTable,
-    }),
+    eventSource: archivedEventSource(config, options.localS3Endpoint),
     bucketWriterFactory: createBucketWriterFactory(
       options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {},
     ),

@@ -1,3 +1,4 @@
+import { ARCHIVE_SERVICE } from '@sluice/archive';
 import { EVENT_DATASETS } from '@sluice/core';
 import { ENGINE_SERVICE, METRICS_NAMESPACE, STAGE_DIMENSION } from '@sluice/engine';
 import { Duration, Validations } from 'aws-cdk-lib';
@@ -46,6 +47,8 @@ export interface SluiceObservabilityProps {
   readonly ingestDeadLetterQueue: sqs.IQueue;
   /** Export lag, in minutes, over which the lag alarm fires. */
   readonly exportLagAlarmMinutes: number;
+  /** The event archive's compaction function and the lag (seconds) its alarm fires over. */
+  readonly archive: { readonly function: lambda.IFunction; readonly lagAlarmSeconds: number };
 }
 
 /** One engine metric of a stage, with the dimensions the engine publishes it under. */
@@ -287,6 +290,44 @@ export class SluiceObservability extends Construct {
         treatMissingData: missing.NOT_BREACHING,
       }),
     };
+    // The compaction publishes its lag and failures once per run (every 15 minutes); no data for an hour
+    // means it is not running, which is as bad as lagging.
+    const archiveMetric = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { service: ARCHIVE_SERVICE, [STAGE_DIMENSION]: stage },
+        statistic,
+        period: Duration.hours(1),
+      });
+    alarms.ArchiveLag = archiveMetric('ArchiveLagSeconds', 'Maximum').createAlarm(this, 'ArchiveLag', {
+      alarmDescription:
+        `The event archive is more than ${props.archive.lagAlarmSeconds / 3_600} hours behind the event log, or ` +
+        'its compaction did not run for an hour: rows expire from the event log unarchived once the lag ' +
+        'passes its retention. See docs/deploy.md, "Event archive".',
+      threshold: props.archive.lagAlarmSeconds,
+      evaluationPeriods: 1,
+      comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+      treatMissingData: missing.BREACHING,
+    });
+    const archiveFailures = new cloudwatch.MathExpression({
+      expression: 'failed + errors',
+      usingMetrics: {
+        failed: archiveMetric('ArchiveFailures', 'Sum').with({ period: fiveMinutes }),
+        errors: props.archive.function.metricErrors(sum),
+      },
+      period: fiveMinutes,
+      label: 'Archive compactions failed (datasets, function errors)',
+    });
+    alarms.ArchiveFailures = archiveFailures.createAlarm(this, 'ArchiveFailures', {
+      alarmDescription:
+        'The event archive compaction failed (a dataset, or the whole function). It retries every 15 minutes ' +
+        'from its cursor; the function log names the workspace, dataset and error.',
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: missing.NOT_BREACHING,
+    });
     const notify = new actions.SnsAction(this.alarmTopic);
     for (const alarm of Object.values(alarms)) {
       alarm.addAlarmAction(notify);

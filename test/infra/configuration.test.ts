@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { apiEnvironment } from '../../functions/api/config.js';
+import { archiveEnvironment } from '../../functions/archive/config.js';
 import { authorizerEnvironment } from '../../functions/authorizer/config.js';
 import { dispatchEnvironment } from '../../functions/dispatch/config.js';
 import { ingestEnvironment } from '../../functions/ingest/config.js';
@@ -28,6 +29,7 @@ const ENVIRONMENTS: Record<string, z.ZodObject> = {
   runControl: runControlEnvironment,
   writer: writerEnvironment,
   dispatch: dispatchEnvironment,
+  archive: archiveEnvironment,
 };
 
 function sourceFiles(dir: string): string[] {

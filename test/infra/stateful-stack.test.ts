@@ -149,3 +149,69 @@ describe('stateful stack: outputs', () => {
     );
   });
 });
+
+describe('stateful stack: the event archive bucket', () => {
+  const bucket = () =>
+    built.statefulTemplate.toJSON().Resources.ArchiveBucket as {
+      DeletionPolicy?: string;
+      UpdateReplacePolicy?: string;
+      Properties: Record<string, unknown> & {
+        LifecycleConfiguration: { Rules: Record<string, unknown>[] };
+      };
+    };
+
+  it('is encrypted, versioned, private, TLS only and retained', () => {
+    // Act
+    const { DeletionPolicy, UpdateReplacePolicy, Properties } = bucket();
+
+    // Assess
+    expect(DeletionPolicy).toBe('Retain');
+    expect(UpdateReplacePolicy).toBe('Retain');
+    expect(Properties.BucketEncryption).toEqual({
+      ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+    });
+    expect(Properties.VersioningConfiguration).toEqual({ Status: 'Enabled' });
+    expect(Properties.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
+    built.statefulTemplate.hasResourceProperties('AWS::S3::BucketPolicy', {
+      PolicyDocument: Match.objectLike({
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+        ]),
+      }),
+    });
+  });
+
+  it('moves objects to cheaper classes, expires them after the archive retention (two years by default)', () => {
+    // Act
+    const [retention] = bucket().Properties.LifecycleConfiguration.Rules;
+
+    // Assess
+    expect(retention).toMatchObject({
+      Status: 'Enabled',
+      ExpirationInDays: 731,
+      Transitions: [
+        { StorageClass: 'STANDARD_IA', TransitionInDays: 30 },
+        { StorageClass: 'GLACIER_IR', TransitionInDays: 90 },
+      ],
+      NoncurrentVersionExpiration: { NoncurrentDays: 7 },
+      AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+    });
+    expect(built.statefulTemplate.toJSON().Outputs?.ArchiveBucketName).toBeDefined();
+  });
+
+  it('takes the archive retention from the settings', () => {
+    // Act
+    const configured = synthesize({ archiveRetentionDays: '400' });
+    const resource = configured.statefulTemplate.toJSON().Resources.ArchiveBucket as ReturnType<
+      typeof bucket
+    >;
+
+    // Assess
+    expect(resource.Properties.LifecycleConfiguration.Rules[0]).toMatchObject({ ExpirationInDays: 400 });
+  });
+});

@@ -43,6 +43,8 @@ function resourceLabel(resource: unknown): string {
     [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
     [/IngestDeadLetters/, 'deadLetters'],
     [/EventBusArn/, 'eventBus'],
+    [/ArchiveBucket.*archive\/\*/, 'archive/*'],
+    [/ArchiveBucket/, 'archiveBucket'],
     [/^"\*"$/, '*'],
   ];
   return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
@@ -149,6 +151,9 @@ describe('stateless stack: least privilege', () => {
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
         secretsKey: ['kms:Decrypt'],
+        // Hours the event log no longer holds whole, from the event archive.
+        archiveBucket: ['s3:ListBucket'],
+        'archive/*': ['s3:GetObject'],
       },
     ],
     [
@@ -166,6 +171,20 @@ describe('stateless stack: least privilege', () => {
         'control/index/due': ['dynamodb:Query'],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
+        archiveBucket: ['s3:ListBucket'],
+        'archive/*': ['s3:GetObject'],
+      },
+    ],
+    [
+      'archive',
+      {
+        ownLogGroup: LOGS,
+        '*': XRAY,
+        // Workspaces (a Scan), the archive cursors.
+        control: ['dynamodb:GetItem', 'dynamodb:Scan', 'dynamodb:UpdateItem'],
+        events: ['dynamodb:Query'],
+        archiveBucket: ['s3:ListBucket'],
+        'archive/*': ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject'],
       },
     ],
   ])('%s may do exactly what its code does', (name, expected) => {
@@ -257,9 +276,35 @@ describe('stateless stack: functions', () => {
     ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_BUS_NAME', 'SLUICE_EVENT_RETENTION_DAYS']],
     [
       'writer',
-      ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_KMS_KEY_ID', 'SLUICE_SUBSCRIBERS_TABLE'],
+      [
+        'SLUICE_ARCHIVE_BUCKET',
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_EVENTS_TABLE',
+        'SLUICE_EVENT_RETENTION_DAYS',
+        'SLUICE_KMS_KEY_ID',
+        'SLUICE_SUBSCRIBERS_TABLE',
+      ],
     ],
-    ['dispatch', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENTS_TABLE', 'SLUICE_SUBSCRIBERS_TABLE']],
+    [
+      'dispatch',
+      [
+        'SLUICE_ARCHIVE_BUCKET',
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_EVENTS_TABLE',
+        'SLUICE_EVENT_RETENTION_DAYS',
+        'SLUICE_SUBSCRIBERS_TABLE',
+      ],
+    ],
+    [
+      'archive',
+      [
+        'SLUICE_ARCHIVE_BUCKET',
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_EVENTS_TABLE',
+        'SLUICE_EVENT_RETENTION_DAYS',
+        'SLUICE_SUBSCRIBERS_TABLE',
+      ],
+    ],
   ])('%s gets the variables of what it is granted, and the Powertools defaults', (name, variables) => {
     // Act
     const fn = functionResource(name);
@@ -330,9 +375,9 @@ describe('stateless stack: functions', () => {
       Properties: { RetentionInDays?: number };
     }[];
 
-    // Assess: six functions, the access log, two state machines
-    expect(groups).toHaveLength(9);
-    expect(groups.map((g) => g.Properties.RetentionInDays)).toEqual(Array(9).fill(30));
+    // Assess: seven functions, the access log, two state machines
+    expect(groups).toHaveLength(10);
+    expect(groups.map((g) => g.Properties.RetentionInDays)).toEqual(Array(10).fill(30));
   });
 });
 
@@ -490,6 +535,8 @@ describe('stateless stack: alarms and outputs', () => {
     // Assess
     expect(Object.keys(alarms).sort()).toEqual([
       'ApiServerErrors',
+      'ArchiveFailures',
+      'ArchiveLag',
       'DispatchFailures',
       'DispatchNotRunning',
       'DynamoDbThrottles',

@@ -1,6 +1,6 @@
 /**
  * The `sluice` command line: `data-exports …` and `mcp` talk to the HTTP API only; the operator groups
- * (`keys`, `seed`, `events`, `subscribers`) work on the tables directly and are passed, arguments untouched,
+ * (`keys`, `seed`, `events`, `subscribers`, `erase`) work on the tables directly and are passed, arguments untouched,
  * to their dispatcher in the local runtime.
  */
 import { Command, CommanderError } from 'commander';
@@ -14,6 +14,7 @@ export const OPERATOR_GROUPS = {
   seed: 'operator: generated test data',
   events: 'operator: ingest or redrive events',
   subscribers: 'operator: upsert or delete subscribers',
+  erase: "operator: delete a subscriber's or a workspace's rows from the event log and the archive",
 } as const;
 
 /** Runs an operator command and returns its exit code. */

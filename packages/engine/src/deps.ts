@@ -1,4 +1,5 @@
 import type {
+  ArchiveCursorStore,
   ControlStore,
   CursorStore,
   DueIndex,
@@ -51,6 +52,8 @@ export interface EngineDeps {
   settings: EngineSettings;
   sealer: SecretOpener;
   eventSource: EventSource;
+  /** The event archive's cursors: how far back rows are still available to an export that fell behind. */
+  archiveCoverage: Pick<ArchiveCursorStore, 'get'>;
   bucketWriterFactory: BucketWriterFactory;
   metrics: RunMetrics;
   /** Where a destination's failing and recovered notices are published (the Sluice bus). */
@@ -83,6 +86,9 @@ export function createBucketWriterFactory(
 /** The production writer with every endpoint checked. */
 export const defaultBucketWriterFactory: BucketWriterFactory = createBucketWriterFactory();
 
+/** No event archive: rows behind the hot log's retention are gone (a platform's own source without one). */
+export const noArchive: Pick<ArchiveCursorStore, 'get'> = { get: async () => undefined };
+
 /** A store or client the caller must inject: it needs settings (table names, key id) only an entry point has. */
 function injected<K extends keyof EngineDeps>(key: K): () => EngineDeps[K] {
   return () => {
@@ -100,6 +106,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   settings: () => DEFAULT_ENGINE_SETTINGS,
   sealer: injected('sealer'),
   eventSource: injected('eventSource'),
+  archiveCoverage: () => noArchive,
   bucketWriterFactory: () => defaultBucketWriterFactory,
   metrics: () => noRunMetrics,
   notices: injected('notices'),
@@ -113,8 +120,8 @@ function defaultOf<K extends keyof EngineDeps>(key: K): EngineDeps[K] {
 }
 
 /**
- * Fills the injected dependencies with the module defaults: the settings, the S3 writer, no metrics and the
- * clock. The stores, the sealer, the event source and the notice publisher need table names, a key id or a bus
+ * Fills the injected dependencies with the module defaults: the settings, the S3 writer, no metrics, no
+ * archive and the clock. The stores, the sealer, the event source and the notice publisher need table names, a key id or a bus
  * name, so the entry point injects them; one that is used without being injected throws, naming it.
  */
 export function resolveDeps(injected: Partial<EngineDeps> = {}): EngineDeps {

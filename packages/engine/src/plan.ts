@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { CursorState, CursorWrite, Lease, PlannedSpan } from '@sluice/control';
+import type { ArchiveCoverage, CursorState, CursorWrite, Lease, PlannedSpan } from '@sluice/control';
 import {
   type Dataset,
   type Destination,
@@ -114,7 +114,8 @@ export async function claimAndPlan(
     const fence = { lease };
 
     const cursors = await deps.cursors.get(input.workspaceId, input.destinationId);
-    const plan = planDatasets(destination, cursors, runId, nowMs, deps.settings.eventRetentionMs);
+    const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps);
+    const plan = planDatasets(destination, cursors, runId, nowMs, deps.settings.eventRetentionMs, archives);
     if (!(await deps.cursors.advance(fence, plan.writes, now))) {
       await deps.leases.release(lease);
       lease = undefined;
@@ -176,6 +177,47 @@ export async function claimAndPlan(
   }
 }
 
+/**
+ * The event archive's coverage of each event dataset whose cursor is behind the hot log's retention (only
+ * those: a current export reads no archive cursor).
+ */
+async function archiveCoverageBehind(
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  nowMs: number,
+  deps: EngineDeps,
+): Promise<Map<EventDataset, ArchiveCoverage>> {
+  const horizon = gridPointAtOrBefore(
+    nowMs - deps.settings.eventRetentionMs,
+    gridStepMs(destination.frequency),
+  );
+  const archives = new Map<EventDataset, ArchiveCoverage>();
+  for (const dataset of destination.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    if (eventCursorMs(destination, cursors.get(dataset), dataset) >= horizon) continue;
+    const coverage = await deps.archiveCoverage.get(destination.workspaceId, dataset);
+    if (coverage !== undefined) archives.set(dataset, coverage);
+  }
+  return archives;
+}
+
+/**
+ * Where the rows of an event dataset are still available from, on the grid: the hot log's retention horizon,
+ * or the archive's start when the archive reaches the hot log (no hour lost between them). An archive that
+ * stopped before the hot log's horizon (its compaction failed for longer than the retention: alarmed) is not
+ * used: the rows between them are gone.
+ */
+export function availableFromMs(
+  nowMs: number,
+  retentionMs: number,
+  stepMs: number,
+  archive: ArchiveCoverage | undefined,
+): number {
+  const hotHorizon = gridPointAtOrBefore(nowMs - retentionMs, stepMs);
+  if (archive === undefined || archive.throughMs <= nowMs - retentionMs) return hotHorizon;
+  return Math.min(hotHorizon, gridPointAtOrBefore(archive.startMs, stepMs));
+}
+
 /** What {@link planDatasets} decided. */
 export interface DatasetsPlan {
   /** The Map items of the run. */
@@ -190,8 +232,10 @@ export interface DatasetsPlan {
  * The work items of a run and the cursor writes that store them as planned. Pure.
  * Each window keeps the file format it was planned with (a retry rewrites it in that format, under the same
  * names); windows planned now take the destination's current format, so a change applies from the next window.
- * An event cursor behind the event log's retention (`nowMs - retentionMs`, on the grid) first moves to it:
- * those rows are gone, and the span is reported in `expired`.
+ * An event cursor behind what is still available (the hot log's retention, `nowMs - retentionMs` on the
+ * grid, or the event archive's start when the archive reaches the hot log: {@link availableFromMs}) first
+ * moves to it: those rows are gone, and the span is reported in `expired`. Rows the archive holds are read
+ * from it by the writer's event source, into the same files.
  */
 export function planDatasets(
   destination: Destination,
@@ -199,6 +243,7 @@ export function planDatasets(
   runId: string,
   nowMs: number,
   retentionMs: number,
+  archives: ReadonlyMap<EventDataset, ArchiveCoverage> = new Map(),
 ): DatasetsPlan {
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
@@ -210,7 +255,7 @@ export function planDatasets(
     if (isEventDataset(dataset)) {
       let cursorMs = eventCursorMs(destination, cursor, dataset);
       let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
-      const horizon = gridPointAtOrBefore(nowMs - retentionMs, stepMs);
+      const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset));
       const moved = cursorMs < horizon;
       if (moved) {
         expired.push({ dataset, fromMs: cursorMs, toMs: horizon });

@@ -2,13 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { parseEventRetentionDays, resolveRetentionSeconds } from './client.js';
 
 describe('event retention', () => {
-  it('reads a deployment setting in days: 35 when unset, an integer above 30 otherwise', () => {
+  it('reads a deployment setting in days: 35 when unset, a whole number from 1 otherwise', () => {
     expect(parseEventRetentionDays(undefined)).toBe(35 * 86_400);
     expect(parseEventRetentionDays('')).toBe(35 * 86_400);
     expect(parseEventRetentionDays('60')).toBe(60 * 86_400);
-    for (const bad of ['30', '7', '31.5', 'forever'])
+    expect(parseEventRetentionDays('1')).toBe(86_400);
+    for (const bad of ['0', '-7', '31.5', 'forever'])
       expect(() => parseEventRetentionDays(bad)).toThrow(
-        /SLUICE_EVENT_RETENTION_DAYS must be an integer above 30/,
+        /SLUICE_EVENT_RETENTION_DAYS must be a whole number of days from 1/,
       );
   });
 

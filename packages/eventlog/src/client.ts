@@ -23,7 +23,7 @@ export function defaultEventLogClient(): DynamoDBClient {
   return shared;
 }
 
-/** Days an event stays in the log after it was recorded (TTL). Must exceed the 30-day `startFrom` limit. */
+/** Days an event stays in the hot log after it was recorded (TTL); the event archive keeps it after. */
 export const DEFAULT_EVENT_RETENTION_DAYS = 35;
 const DAY_SECONDS = 86_400;
 
@@ -37,14 +37,14 @@ export function resolveTableName(injected: string | undefined, kind: 'events' | 
 
 /**
  * Parses a deployment's event retention, `SLUICE_EVENT_RETENTION_DAYS` (for the functions' config modules):
- * unset or empty is 35 days; otherwise an integer above 30 (rows must outlive the 30 days a first export may
- * reach back), or it throws. Returns seconds, the writer's unit.
+ * unset or empty is 35 days; otherwise a whole number of days from 1 (the event archive keeps rows after), or
+ * it throws. Returns seconds, the writer's unit.
  */
 export function parseEventRetentionDays(value: string | undefined): number {
   if (value === undefined || value === '') return DEFAULT_EVENT_RETENTION_DAYS * DAY_SECONDS;
   const days = Number(value);
-  if (!Number.isInteger(days) || days <= 30) {
-    throw new Error(`SLUICE_EVENT_RETENTION_DAYS must be an integer above 30, got "${value}"`);
+  if (!Number.isInteger(days) || days < 1) {
+    throw new Error(`SLUICE_EVENT_RETENTION_DAYS must be a whole number of days from 1, got "${value}"`);
   }
   return days * DAY_SECONDS;
 }

@@ -6,6 +6,8 @@
  */
 import { readApiConfig } from '../../../functions/api/config.js';
 import { createApiFunction } from '../../../functions/api/function.js';
+import { readArchiveConfig } from '../../../functions/archive/config.js';
+import { createArchiveFunction } from '../../../functions/archive/function.js';
 import { readAuthorizerConfig } from '../../../functions/authorizer/config.js';
 import { createAuthorizerFunction } from '../../../functions/authorizer/function.js';
 import { readDispatchConfig } from '../../../functions/dispatch/config.js';
@@ -25,6 +27,11 @@ export function localAllowedEndpoints(env: Env): ReadonlySet<string> {
   return new Set(endpoint ? [new URL(endpoint).origin] : []);
 }
 
+/** The archive bucket's endpoint locally: the s3rver of `SLUICE_LOCAL_S3_ENDPOINT`. */
+function localArchive(env: Env): { localS3Endpoint?: string } {
+  return env.SLUICE_LOCAL_S3_ENDPOINT ? { localS3Endpoint: env.SLUICE_LOCAL_S3_ENDPOINT } : {};
+}
+
 /** The API's two functions, built for the local runtime. */
 export function localApiFunctions(env: Env = process.env) {
   return {
@@ -37,7 +44,15 @@ export function localApiFunctions(env: Env = process.env) {
 export function localWorkflowFunctions(env: Env = process.env) {
   return {
     runControl: createRunControlFunction(readRunControlConfig(env)),
-    writer: createWriterFunction(readWriterConfig(env), { allowedEndpoints: localAllowedEndpoints(env) }),
-    dispatch: createDispatchFunction(readDispatchConfig(env)),
+    writer: createWriterFunction(readWriterConfig(env), {
+      allowedEndpoints: localAllowedEndpoints(env),
+      ...localArchive(env),
+    }),
+    dispatch: createDispatchFunction(readDispatchConfig(env), localArchive(env)),
   };
+}
+
+/** The archive compaction function, built for the local runtime (the scheduler runs it every 15 minutes). */
+export function localArchiveFunction(env: Env = process.env) {
+  return createArchiveFunction(readArchiveConfig(env), localArchive(env));
 }

@@ -8,6 +8,8 @@ import { checkSignatureV4, type S3ErrorAnswer, s3ErrorXml } from './s3-signature
 
 /** The local bucket exports go to. */
 export const LOCAL_BUCKET = 'local-exports';
+/** The local stand-in of Sluice's own event archive bucket (`SLUICE_ARCHIVE_BUCKET`). */
+export const LOCAL_ARCHIVE_BUCKET = 'local-archive';
 /** s3rver's fixed credentials. */
 export const LOCAL_S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } as const;
 /** The region local clients use. */
@@ -68,7 +70,7 @@ export async function startS3Local(options: S3LocalOptions): Promise<S3Local> {
   const server = new S3rver({
     directory,
     silent: true,
-    configureBuckets: [{ name: LOCAL_BUCKET }],
+    configureBuckets: [{ name: LOCAL_BUCKET }, { name: LOCAL_ARCHIVE_BUCKET }],
   });
   await server.configureBuckets();
   const s3rverHandler = server.callback();

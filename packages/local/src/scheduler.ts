@@ -25,6 +25,11 @@ export interface SchedulerOptions {
    * errors, prefixed `[sfn]`) go here too unless `workflows` brings its own `log`. @default console.log
    */
   log?: (line: string) => void;
+  /**
+   * The event archive's compaction, run every `intervalMs` (its first run with the first tick).
+   * @default none
+   */
+  archive?: { run: () => Promise<unknown>; intervalMs: number };
 }
 
 /** A running local schedule. */
@@ -91,12 +96,31 @@ export function startScheduler(options: SchedulerOptions = {}): Scheduler {
 
   log(`[scheduler] Dispatch every ${intervalMs / 1000} s`);
   schedule(options.firstTickMs ?? 1_000);
+  // The archive compaction, like its EventBridge schedule: one at a time, a failure logged and retried later.
+  let archiving: Promise<unknown> | undefined;
+  let archiveTimer: NodeJS.Timeout | undefined;
+  const archive = options.archive;
+  if (archive !== undefined) {
+    const compact = () => {
+      archiving ??= archive
+        .run()
+        .catch((error: unknown) => log(`[scheduler] archive compaction failed: ${(error as Error).message}`))
+        .finally(() => {
+          archiving = undefined;
+        });
+    };
+    archiveTimer = setInterval(compact, archive.intervalMs);
+    archiveTimer.unref?.();
+    setTimeout(compact, options.firstTickMs ?? 1_000).unref?.();
+  }
   return {
     tick,
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
+      if (archiveTimer) clearInterval(archiveTimer);
       await running;
+      await archiving;
     },
   };
 }

@@ -5,7 +5,7 @@ import { type BusLocal, startBusLocal } from './bus-local.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { type KmsLocal, startKmsLocal } from './kms-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, localDynamoDbClient } from './local-tables.js';
-import { type S3Local, startS3Local } from './s3-local.js';
+import { LOCAL_ARCHIVE_BUCKET, type S3Local, startS3Local } from './s3-local.js';
 
 /** Options of {@link startLocalServices}. */
 export interface LocalServicesOptions {
@@ -41,6 +41,8 @@ export interface LocalServicesEnv {
   SLUICE_SUBSCRIBERS_TABLE: string;
   SLUICE_KMS_KEY_ID: string;
   SLUICE_LOCAL_S3_ENDPOINT: string;
+  /** The event archive bucket, a second bucket of the local s3rver. */
+  SLUICE_ARCHIVE_BUCKET: string;
   /** The stage the engine's metrics are published under: `local`. */
   SLUICE_STAGE: string;
   /** The API's per-key limit, requests a second and burst: high locally, so suites and benches never meet it. */
@@ -147,6 +149,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_SUBSCRIBERS_TABLE: LOCAL_TABLE_NAMES.subscribers,
       SLUICE_KMS_KEY_ID: kms.keyArn,
       SLUICE_LOCAL_S3_ENDPOINT: s3.endpoint,
+      SLUICE_ARCHIVE_BUCKET: LOCAL_ARCHIVE_BUCKET,
       SLUICE_STAGE: 'local',
       SLUICE_API_KEY_RATE_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.ratePerSecond),
       SLUICE_API_KEY_BURST_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.burst),

@@ -198,9 +198,12 @@ async function main(): Promise<void> {
     if (existsSync(here('./scheduler.ts')) || existsSync(here('./scheduler.js'))) {
       const { startScheduler } = await import('./scheduler.js');
       // One line per run on the terminal; the runner's task errors ([sfn]) beside the functions' logs.
+      const { localArchiveFunction } = await import('./local-functions.js');
+      const compact = localArchiveFunction();
       const scheduler = startScheduler({
         log: print,
         workflows: { log: (line) => console.log(`[sfn] ${line}`) },
+        archive: { run: () => compact({}), intervalMs: 15 * 60_000 },
       });
       started.push({ name: 'scheduler', stop: () => scheduler.stop() });
     } else {

@@ -1,0 +1,117 @@
+/**
+ * `erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]`: deletes a subscriber's
+ * rows (by subscriber id or e-mail) or all of a workspace's rows from the hot event log, the subscribers table
+ * and the event archive (`@sluice/archive` `Eraser`), and prints what it removed. Files already delivered to
+ * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
+ */
+import { parseArgs } from 'node:util';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ArchiveBucket,
+  createArchiveClient,
+  type ErasureReport,
+  type ErasureTarget,
+  Eraser,
+} from '@sluice/archive';
+import { readCliTables } from '@sluice/local/runtime-config';
+import { type CliCommand, CliUsageError } from './command.js';
+
+const USAGE = 'erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]';
+const DAY_MS = 86_400_000;
+
+/** What the erase command needs, injectable for tests. */
+export interface EraseCommandDeps {
+  /** @default a line on stdout */
+  out?: (line: string) => void;
+  /** @default `process.env` (after the dispatcher loaded the runtime configuration) */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** The erasure target of the options: exactly one of `--subscriber`, `--email`, `--all`. */
+export function erasureTargetOf(values: {
+  subscriber?: string;
+  email?: string;
+  all?: boolean;
+}): ErasureTarget {
+  const given = [values.subscriber !== undefined, values.email !== undefined, values.all === true].filter(
+    Boolean,
+  );
+  if (given.length !== 1) throw new CliUsageError('Give exactly one of --subscriber, --email or --all');
+  if (values.subscriber !== undefined) return { kind: 'subscriber', subscriberId: values.subscriber };
+  if (values.email !== undefined) return { kind: 'email', email: values.email };
+  return { kind: 'all' };
+}
+
+/** The report as lines a person reads. */
+export function formatErasure(report: ErasureReport): string[] {
+  const who =
+    report.target.kind === 'all'
+      ? 'every row'
+      : report.target.kind === 'subscriber'
+        ? `subscriber ${report.target.subscriberId}`
+        : `e-mail ${report.target.email}`;
+  return [
+    `Erased ${who} of workspace ${report.workspaceId}:`,
+    `  event log: ${report.hotRows} rows deleted`,
+    `  subscribers table: ${report.subscribers} items deleted`,
+    `  archive: ${report.archiveRows} rows removed; ${report.archiveObjectsRewritten} objects rewritten, ` +
+      `${report.archiveObjectsDeleted} deleted (of ${report.archiveObjectsRead} read); ` +
+      `${report.archiveVersionsDeleted} object versions removed`,
+    'Files already delivered to customers are not touched.',
+  ];
+}
+
+/** The erase command. */
+export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
+  const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
+  return [
+    {
+      name: 'erase',
+      usage: USAGE,
+      async run(args: string[]): Promise<void> {
+        const { values, positionals } = parseArgs({
+          args,
+          options: {
+            workspace: { type: 'string' },
+            subscriber: { type: 'string' },
+            email: { type: 'string' },
+            all: { type: 'boolean', default: false },
+            json: { type: 'boolean', default: false },
+          },
+          allowPositionals: true,
+          strict: true,
+        });
+        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+        if (values.workspace === undefined || values.workspace === '')
+          throw new CliUsageError('--workspace is required');
+        const target = erasureTargetOf(values);
+        const env = deps.env ?? process.env;
+        const tables = readCliTables(env);
+        const bucket = env.SLUICE_ARCHIVE_BUCKET;
+        if (!bucket) throw new Error('SLUICE_ARCHIVE_BUCKET is not set (the stack output ArchiveBucketName)');
+        const retentionDays = Number(env.SLUICE_EVENT_RETENTION_DAYS || 35);
+        if (!(retentionDays > 0))
+          throw new Error('SLUICE_EVENT_RETENTION_DAYS must be a positive number of days');
+        const client = new DynamoDBClient({});
+        const s3 = createArchiveClient(
+          env.SLUICE_LOCAL_S3_ENDPOINT ? { localEndpoint: env.SLUICE_LOCAL_S3_ENDPOINT } : {},
+        );
+        try {
+          const report = await new Eraser({
+            client,
+            ...tables.events,
+            archive: new ArchiveBucket({ bucket, client: s3 }),
+            hotRetentionMs: retentionDays * DAY_MS,
+          }).erase(values.workspace, target);
+          if (values.json) out(JSON.stringify(report));
+          else for (const line of formatErasure(report)) out(line);
+        } finally {
+          client.destroy();
+          s3.destroy();
+        }
+      },
+    },
+  ];
+}
+
+export const commands: CliCommand[] = createEraseCommands();

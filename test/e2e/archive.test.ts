@@ -1,0 +1,122 @@
+import {
+  type AttributeValue,
+  DynamoDBClient,
+  paginateQuery,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import { batchWrite, EVENT_SHARDS, eventPk, generateEvents } from '@sluice/eventlog';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventTables } from '../helpers/tables.js';
+import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
+
+/**
+ * Events older than the hot log's retention reach the customer's bucket through the event archive: the
+ * local archive function (the compaction the scheduler runs) archives them, DynamoDB's TTL is played by
+ * deleting them from the event log, and an export created afterwards, with a hot retention of 90 minutes,
+ * writes every one of them exactly once.
+ */
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+/** Four hours back: older than the 90-minute hot retention the export runs with. */
+const H = Math.floor(Date.now() / HOUR) * HOUR - 4 * HOUR;
+const COUNT = 800;
+let h: E2eHarness;
+let ids: string[] = [];
+
+/** What DynamoDB's TTL does to expired items: deletes them (DynamoDB Local never does). */
+async function expireFromEventLog(workspaceId: string): Promise<number> {
+  const client = new DynamoDBClient({});
+  const requests: WriteRequest[] = [];
+  for (const hourMs of [H, H + HOUR]) {
+    for (let shard = 0; shard < EVENT_SHARDS; shard++) {
+      const pages = paginateQuery(
+        { client },
+        {
+          TableName: eventTables.eventsTable,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': { S: eventPk(workspaceId, 'email_events', hourMs, shard) } },
+          ProjectionExpression: 'PK, SK',
+        },
+      );
+      for await (const page of pages) {
+        for (const item of page.Items ?? []) {
+          requests.push({ DeleteRequest: { Key: item as Record<string, AttributeValue> } });
+        }
+      }
+    }
+  }
+  await batchWrite(client, eventTables.eventsTable, requests);
+  client.destroy();
+  return requests.length;
+}
+
+beforeAll(async () => {
+  h = await startE2eHarness();
+  const events = [
+    ...generateEvents({
+      count: COUNT,
+      workspaceId: h.ws.workspaceId,
+      seed: 21,
+      from: H,
+      to: H + 80 * MINUTE,
+      mix: { email_events: 1 },
+    }),
+  ];
+  ids = events.map((event) => event.id);
+  expect(await ingestAll(h.events, h.ws.workspaceId, events as unknown as Record<string, unknown>[])).toBe(
+    COUNT,
+  );
+}, 300_000);
+
+afterAll(async () => {
+  delete process.env.SLUICE_EVENT_RETENTION_DAYS;
+  expect(await h.close()).toEqual([]);
+});
+
+describe('exports behind the hot log, through the event archive', () => {
+  it('writes events older than the hot retention to the customer bucket exactly once', async () => {
+    // Prepare: the scheduled compaction archives the settled hours (its hot log keeps 6 hours here)...
+    const { localArchiveFunction } = await import('../../packages/local/src/local-functions.js');
+    const compact = localArchiveFunction({ ...process.env, SLUICE_EVENT_RETENTION_DAYS: String(6 / 24) });
+    const summary = await compact({});
+    expect(summary).toMatchObject({ failures: 0, rows: COUNT });
+    // ...then the rows expire from the event log.
+    expect(await expireFromEventLog(h.ws.workspaceId)).toBe(COUNT);
+
+    // Act: an export from H, with the engine's functions keeping a 90-minute hot log.
+    process.env.SLUICE_EVENT_RETENTION_DAYS = String((90 * MINUTE) / DAY);
+    const workflows = await h.workflows();
+    const { id, prefix } = await createLocalExport(h, {
+      prefixRoot: 'e2e-archive/',
+      startFromMs: H,
+      datasets: ['email_events'],
+      frequency: 'hourly',
+    });
+    let outcome = await workflows.runExportRun(manualRunInput(h, id));
+    for (let again = 0; outcome.runAgain && again < 5; again++) {
+      outcome = await workflows.runExportRun(manualRunInput(h, id));
+    }
+    // A second run finds nothing more to write.
+    const repeat = await workflows.runExportRun(manualRunInput(h, id));
+
+    // Assess
+    expect(outcome.status).toBe('succeeded');
+    expect(repeat.status).toBe('succeeded');
+    const objects = (await h.list(prefix)).filter((object) => object.key.endsWith('.jsonl.gz'));
+    const written: string[] = [];
+    for (const object of objects) {
+      const lines = await h.readLines(object.key);
+      written.push(...lines.map((line) => (JSON.parse(line) as { id: string }).id));
+    }
+    expect(written).toHaveLength(COUNT);
+    expect(new Set(written)).toEqual(new Set(ids));
+    expect(objects.map((object) => object.key.slice(prefix.length))).toEqual([
+      `/email_events/date=${new Date(H).toISOString().slice(0, 10)}/email_events-${H - 1}-${H + HOUR - 1}-0000.jsonl.gz`,
+      `/email_events/date=${new Date(H + HOUR).toISOString().slice(0, 10)}/email_events-${H + HOUR - 1}-${H + 2 * HOUR - 1}-0000.jsonl.gz`,
+    ]);
+    const view = await h.store.getDestination(h.ws.workspaceId, id);
+    expect(view?.lastError ?? null).toBeNull();
+  }, 300_000);
+});
