@@ -1,4 +1,4 @@
-import type { DataExportRunView, DataExportView } from '@sluice/api';
+import type { BackfillView, DataExportRunView, DataExportView } from '@sluice/api';
 import type { InputIssue } from '@sluice/core';
 
 /** Any response body of the Data Exports API, every field optional: tests narrow with `!` where they expect one. */
@@ -15,4 +15,6 @@ export interface ApiBody {
   nextToken?: string;
   testedAt?: string;
   dataExportId?: string;
+  backfill?: BackfillView;
+  backfills?: BackfillView[];
 }

@@ -9,7 +9,8 @@ import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } fro
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
-import type { ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
+import type { ApiBackfillStore, ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
+import { cancelBackfill, createBackfill, getBackfill, listBackfills } from './use-cases/backfills.js';
 import { createDataExport } from './use-cases/create-data-export.js';
 import { deleteDataExport } from './use-cases/delete-data-export.js';
 import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
@@ -19,6 +20,9 @@ import { listDataExports } from './use-cases/list-data-exports.js';
 import { runDataExport } from './use-cases/run-data-export.js';
 import { testDataExport } from './use-cases/test-data-export.js';
 import { updateDataExport } from './use-cases/update-data-export.js';
+
+/** The event log's retention the API assumes when not told: the engine's default. */
+const DEFAULT_EVENT_RETENTION_MS = 35 * 86_400_000;
 
 /** Largest JSON body the API reads; API Gateway itself allows 10 MB. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -53,6 +57,8 @@ export type Handler = (context: {
   deps: UseCaseDeps;
   caller: Caller;
   id: string;
+  /** The second id of the path (a backfill's), or '' when the route has none. */
+  subId: string;
   request: HttpRequest;
 }) => Promise<{ status: number; body: unknown }>;
 
@@ -131,26 +137,70 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
         ),
     },
   },
+  backfills: {
+    GET: {
+      operationId: 'listBackfills',
+      access: 'read',
+      run: async ({ deps, caller, id, request }) =>
+        ok(
+          await listBackfills(
+            deps,
+            caller,
+            id,
+            queryParam(request, 'limit'),
+            queryParam(request, 'nextToken'),
+          ),
+        ),
+    },
+    POST: {
+      operationId: 'createBackfill',
+      access: 'write',
+      run: async ({ deps, caller, id, request }) => ({
+        status: 202,
+        body: await createBackfill(deps, caller, id, readJsonBody(request)),
+      }),
+    },
+  },
+  backfill: {
+    GET: {
+      operationId: 'getBackfill',
+      access: 'read',
+      run: async ({ deps, caller, id, subId }) => ok(await getBackfill(deps, caller, id, subId)),
+    },
+    DELETE: {
+      operationId: 'cancelBackfill',
+      access: 'write',
+      run: async ({ deps, caller, id, subId }) => ok(await cancelBackfill(deps, caller, id, subId)),
+    },
+  },
 };
 
 function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs))?)?\/?$/;
+const PATH_RE =
+  /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?\/?$/;
 
-/** Matches a raw path to a route name and the destination id, or undefined for an unknown path. */
-export function matchRoute(rawPath: string): { route: string; id: string } | undefined {
+/**
+ * Matches a raw path to a route name, the destination id and, for one backfill, its id (`subId`), or
+ * undefined for an unknown path.
+ */
+export function matchRoute(rawPath: string): { route: string; id: string; subId?: string } | undefined {
   const match = PATH_RE.exec(rawPath);
   if (!match) return undefined;
-  const [, rawId, action] = match;
+  const [, rawId, action, rawSubId] = match;
   if (rawId === undefined) return { route: 'collection', id: '' };
+  if (rawSubId !== undefined && action !== 'backfills') return undefined;
   let id: string;
+  let subId: string | undefined;
   try {
     id = decodeURIComponent(rawId);
+    if (rawSubId !== undefined) subId = decodeURIComponent(rawSubId);
   } catch {
     return undefined;
   }
+  if (subId !== undefined) return { route: 'backfill', id, subId };
   return { route: action ?? 'item', id };
 }
 
@@ -262,6 +312,13 @@ export interface ApiHandlerOptions {
    * timeout. @default CONNECTION_TEST_DEADLINE_MS (10 s)
    */
   connectionTestDeadlineMs?: number;
+  /** Backfills (`/data-exports/{id}/backfills`). @default none: those routes answer 500 */
+  backfills?: ApiBackfillStore;
+  /**
+   * How long the event log keeps rows: the earliest time a backfill may start from is now minus this.
+   * @default 35 days
+   */
+  eventRetentionMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -309,6 +366,8 @@ export function createApiHandler(
     endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
+    ...(options.backfills ? { backfills: options.backfills } : {}),
+    eventRetentionMs: options.eventRetentionMs ?? DEFAULT_EVENT_RETENTION_MS,
   };
   const log = options.logger ?? logger;
 
@@ -343,7 +402,7 @@ export function createApiHandler(
     if (operation === undefined) throw methodNotAllowed(method, Object.keys(methods).join(', '));
     seen.operationId = operation.operationId;
     authorize(caller, operation.access);
-    const result = await operation.run({ deps, caller, id: match.id, request });
+    const result = await operation.run({ deps, caller, id: match.id, subId: match.subId ?? '', request });
     return json(result.status, result.body);
   }
 

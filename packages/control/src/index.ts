@@ -11,3 +11,4 @@ export * from './cursors.js';
 export * from './run-state.js';
 export * from './export-positions.js';
 export * from './due-index.js';
+export * from './backfills.js';

@@ -10,3 +10,4 @@ export * from './env.js';
 export * from './transient.js';
 export * from './redact.js';
 export * from './rate-limit.js';
+export * from './backfills.js';
