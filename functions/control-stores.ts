@@ -1,15 +1,23 @@
-import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
+import {
+  BackfillStore,
+  ControlStore,
+  CursorStore,
+  LeaseStore,
+  RunStateStore,
+  RunStore,
+} from '@sluice/control';
 import type { EngineDeps } from '@sluice/engine';
 
 /** The control-table stores the engine's run steps use, on one table: dispatch and run-control build them alike. */
 export function engineControlStores(
   tableName: string,
-): Pick<EngineDeps, 'controlStore' | 'leases' | 'cursors' | 'runs' | 'runState'> {
+): Pick<EngineDeps, 'controlStore' | 'leases' | 'cursors' | 'runs' | 'runState' | 'backfills'> {
   return {
     controlStore: new ControlStore({ tableName }),
     leases: new LeaseStore({ tableName }),
     cursors: new CursorStore({ tableName }),
     runs: new RunStore({ tableName }),
     runState: new RunStateStore({ tableName }),
+    backfills: new BackfillStore({ tableName }),
   };
 }

@@ -4,7 +4,7 @@
  * nothing here logs it or the payload's lease token. Errors leave with their classified `name`.
  */
 import { Logger } from '@aws-lambda-powertools/logger';
-import { ControlStore, CursorStore } from '@sluice/control';
+import { BackfillStore, ControlStore, CursorStore } from '@sluice/control';
 import { redactSecrets } from '@sluice/core';
 import {
   createBucketWriterFactory,
@@ -42,6 +42,7 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
   const deps: Partial<EngineDeps> = {
     controlStore: new ControlStore({ tableName: config.controlTable }),
     cursors: new CursorStore({ tableName: config.controlTable }),
+    backfills: new BackfillStore({ tableName: config.controlTable }),
     sealer: new SecretSealer({ keyId: config.kmsKeyId }),
     eventSource: new EventLogReader({
       eventsTable: config.eventsTable,

@@ -1,4 +1,5 @@
 import type {
+  BackfillStore,
   ControlStore,
   CursorStore,
   DueIndex,
@@ -46,6 +47,8 @@ export interface EngineDeps {
   cursors: CursorStore;
   runs: RunStore;
   runState: RunStateStore;
+  /** Backfills: their records, slot, progress and due entries. */
+  backfills: BackfillStore;
   /** The due index Dispatch pages through. */
   dueIndex: Pick<DueIndex, 'queryDuePage' | 'markDispatched'>;
   settings: EngineSettings;
@@ -96,6 +99,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   cursors: injected('cursors'),
   runs: injected('runs'),
   runState: injected('runState'),
+  backfills: injected('backfills'),
   dueIndex: injected('dueIndex'),
   settings: () => DEFAULT_ENGINE_SETTINGS,
   sealer: injected('sealer'),
