@@ -65,6 +65,7 @@ async function child(task: ChildTask): Promise<void> {
     runs: new control.RunStore({ tableName }),
     runState: new control.RunStateStore({ tableName }),
     dueIndex: new control.DueIndex({ tableName }),
+    backfills: new control.BackfillStore({ tableName }),
     eventSource: new eventlog.EventLogReader({
       eventsTable: process.env.SLUICE_EVENTS_TABLE as string,
       subscribersTable: process.env.SLUICE_SUBSCRIBERS_TABLE as string,

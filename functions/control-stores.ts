@@ -1,5 +1,6 @@
 import {
   ArchiveCursorStore,
+  BackfillStore,
   ControlStore,
   CursorStore,
   LeaseStore,
@@ -11,7 +12,10 @@ import type { EngineDeps } from '@sluice/engine';
 /** The control-table stores the engine's run steps use, on one table: dispatch and run-control build them alike. */
 export function engineControlStores(
   tableName: string,
-): Pick<EngineDeps, 'controlStore' | 'leases' | 'cursors' | 'runs' | 'runState' | 'archiveCoverage'> {
+): Pick<
+  EngineDeps,
+  'controlStore' | 'leases' | 'cursors' | 'runs' | 'runState' | 'archiveCoverage' | 'backfills'
+> {
   return {
     controlStore: new ControlStore({ tableName }),
     leases: new LeaseStore({ tableName }),
@@ -19,5 +23,6 @@ export function engineControlStores(
     runs: new RunStore({ tableName }),
     runState: new RunStateStore({ tableName }),
     archiveCoverage: new ArchiveCursorStore({ tableName }),
+    backfills: new BackfillStore({ tableName }),
   };
 }

@@ -205,7 +205,8 @@ export class StatelessStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(29),
     });
-    // Workspaces, API keys, destinations (a delete removes its cursors in a batch), runs, queueing a run.
+    // Workspaces, API keys, destinations (a delete removes its cursors in a batch), runs, queueing a run;
+    // a new backfill is put in a transaction that checks its destination (ConditionCheck).
     useTable(apiFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
       DDB.get,
       DDB.query,
@@ -213,7 +214,10 @@ export class StatelessStack extends Stack {
       DDB.update,
       DDB.delete,
       DDB.batchWrite,
+      DDB.conditionCheck,
     ]);
+    // A backfill may start no earlier than the event log keeps rows.
+    apiFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
     // Every request meters its key: one conditional UpdateItem of the key item (see ApiKeyMeter).
     apiFunction.addEnvironment('SLUICE_API_KEY_RATE_LIMIT', String(settings.apiKeyRateLimit));
     apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
@@ -337,9 +341,12 @@ export class StatelessStack extends Stack {
     });
     // The destination with its cursors and window progress (queries), and the progress saved after each
     // file: a transaction of condition checks (the lease, the destination) and a put.
+    // Backfill writers also add their files to the backfill record (UpdateItem) and read it when fenced out.
     useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
+      DDB.get,
       DDB.query,
       DDB.put,
+      DDB.update,
       DDB.conditionCheck,
     ]);
     useTable(writerFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.query]);

@@ -16,7 +16,11 @@ describe('function configuration', () => {
       controlTable: 'control',
       kmsKeyId: 'arn:aws:kms:us-east-1:000000000000:key/1',
       apiKeyRateLimit: { ratePerSecond: 10, burst: 20 },
+      eventRetentionMs: 35 * 86_400_000,
     });
+    expect(readApiConfig({ ...apiEnv, SLUICE_EVENT_RETENTION_DAYS: '2' }).eventRetentionMs).toBe(
+      2 * 86_400_000,
+    );
   });
 
   it.each(['', '0', '2.5', 'ten'])('fails when the per-key rate limit is %j', (value) => {

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { type Env, positiveIntegerVariable, readEnv, requiredVariable } from '../env.js';
+import {
+  type Env,
+  positiveIntegerVariable,
+  positiveNumberVariable,
+  readEnv,
+  requiredVariable,
+} from '../env.js';
+
+const DAY_MS = 86_400_000;
 
 /** The variables of the API function. */
 export const apiEnvironment = z.object({
@@ -11,6 +19,8 @@ export const apiEnvironment = z.object({
   SLUICE_API_KEY_RATE_LIMIT: positiveIntegerVariable,
   /** Per API key: the burst (setting `apiKeyBurstLimit`). */
   SLUICE_API_KEY_BURST_LIMIT: positiveIntegerVariable,
+  /** How long the event log keeps rows, in days (default 35): the earliest a backfill may start. */
+  SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(35),
 });
 
 /** Configuration of the API function. */
@@ -19,6 +29,8 @@ export interface ApiConfig {
   kmsKeyId: string;
   /** Per API key: steady requests a second and burst. */
   apiKeyRateLimit: { ratePerSecond: number; burst: number };
+  /** How long the event log keeps rows, in milliseconds. */
+  eventRetentionMs: number;
 }
 
 /** Reads the API function's configuration; throws naming a missing or invalid variable. */
@@ -31,5 +43,6 @@ export function readApiConfig(env: Env): ApiConfig {
       ratePerSecond: vars.SLUICE_API_KEY_RATE_LIMIT,
       burst: vars.SLUICE_API_KEY_BURST_LIMIT,
     },
+    eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
   };
 }

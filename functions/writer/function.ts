@@ -3,7 +3,7 @@
  * snapshot) into the customer's bucket. Thin over `@sluice/engine` `writeWindow`, which opens the secret;
  * nothing here logs it or the payload's lease token. Errors leave with their classified `name`.
  */
-import { ControlStore, CursorStore } from '@sluice/control';
+import { BackfillStore, ControlStore, CursorStore } from '@sluice/control';
 import { createLogger } from '@sluice/core';
 import {
   createBucketWriterFactory,
@@ -41,6 +41,7 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
   const deps: Partial<EngineDeps> = {
     controlStore: new ControlStore({ tableName: config.controlTable }),
     cursors: new CursorStore({ tableName: config.controlTable }),
+    backfills: new BackfillStore({ tableName: config.controlTable }),
     sealer: new SecretSealer({ keyId: config.kmsKeyId }),
     eventSource: archivedEventSource(config, options.localS3Endpoint),
     bucketWriterFactory: createBucketWriterFactory(

@@ -40,7 +40,8 @@ export interface ExportRunWorkflowProps {
  * `docs/internals.md`): claim the destination's lease and plan, write every (dataset, window) item through
  * the writer Lambda with bounded concurrency, commit the cursors; any failure is recorded and fails the run.
  *
- * Input `{ workspaceId, destinationId, trigger }`. States:
+ * Input `{ workspaceId, destinationId, trigger }`; the trigger `backfill` makes the same states run a
+ * backfill's next part (`@sluice/engine` `backfill.ts`: its own slot, progress and record). States:
  * 1. `ClaimAndPlan` (run-control) → `$.plan = { outcome, reason?, run?, items? }`;
  * 2. `HasWork`: `planned` goes on, anything else (lease held, paused, deleted) ends in `Skipped`;
  * 3. `WriteWindows`: inline Map over `$.plan.items` (spans of windows, the snapshot), each iteration
@@ -120,6 +121,7 @@ export class ExportRunWorkflow extends Construct {
         action: 'recordFailure',
         workspaceId: sfn.JsonPath.stringAt('$.workspaceId'),
         destinationId: sfn.JsonPath.stringAt('$.destinationId'),
+        trigger: sfn.JsonPath.stringAt('$.trigger'),
         run: sfn.JsonPath.objectAt('$.plan.run'),
         error: sfn.JsonPath.objectAt('$.error'),
       },
@@ -138,6 +140,7 @@ export class ExportRunWorkflow extends Construct {
         action: 'recordFailure',
         workspaceId: sfn.JsonPath.stringAt('$.workspaceId'),
         destinationId: sfn.JsonPath.stringAt('$.destinationId'),
+        trigger: sfn.JsonPath.stringAt('$.trigger'),
         error: sfn.JsonPath.objectAt('$.error'),
       },
       '$.recorded',

@@ -1,4 +1,4 @@
-import type { DataExportRunView, DataExportView } from '@sluice/api';
+import type { BackfillView, DataExportRunView, DataExportView } from '@sluice/api';
 import type { InputIssue } from '@sluice/core';
 
 /** Any response body of the Data Exports API, every field optional: tests narrow with `!` where they expect one. */
@@ -16,4 +16,6 @@ export interface ApiBody {
   testedAt?: string;
   dataExportId?: string;
   warnings?: { code: string; message: string }[];
+  backfill?: BackfillView;
+  backfills?: BackfillView[];
 }

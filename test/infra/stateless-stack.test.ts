@@ -103,6 +103,7 @@ describe('stateless stack: least privilege', () => {
         '*': XRAY,
         control: [
           'dynamodb:BatchWriteItem',
+          'dynamodb:ConditionCheckItem',
           'dynamodb:DeleteItem',
           'dynamodb:GetItem',
           'dynamodb:PutItem',
@@ -147,7 +148,13 @@ describe('stateless stack: least privilege', () => {
       {
         ownLogGroup: LOGS,
         '*': XRAY,
-        control: ['dynamodb:ConditionCheckItem', 'dynamodb:PutItem', 'dynamodb:Query'],
+        control: [
+          'dynamodb:ConditionCheckItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
         secretsKey: ['kms:Decrypt'],
@@ -268,6 +275,7 @@ describe('stateless stack: functions', () => {
         'SLUICE_API_KEY_BURST_LIMIT',
         'SLUICE_API_KEY_RATE_LIMIT',
         'SLUICE_CONTROL_TABLE',
+        'SLUICE_EVENT_RETENTION_DAYS',
         'SLUICE_KMS_KEY_ID',
       ],
     ],

@@ -304,4 +304,53 @@ describe('sluice data-exports against the local API', () => {
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.out)).toMatchObject({ success: false, code: 'unauthorized' });
   });
+
+  it('backfill create | list | get | cancel, with a progress line, and the API field issues with their options', async () => {
+    // Prepare
+    const created = await dataExports(
+      [...createArgs({ '--frequency': 'hourly' }), '--json'],
+      LOCAL_S3_CREDENTIALS.secretAccessKey,
+    );
+    expect(created.code).toBe(0);
+    const id = JSON.parse(created.out).dataExport.id as string;
+    const now = Date.now();
+    const from = new Date(now - 3 * 3_600_000).toISOString();
+    const to = new Date(now - 3_600_000).toISOString();
+
+    // Act
+    const queued = await dataExports([
+      'backfill',
+      'create',
+      id,
+      '--from',
+      from,
+      '--to',
+      to,
+      '--datasets',
+      'email_events',
+    ]);
+    const backfillId = /Backfill (bf_[0-9a-f]{24}) queued/.exec(queued.out)?.[1] as string;
+    const listed = await dataExports(['backfill', 'list', id]);
+    const got = await dataExports(['backfill', 'get', id, backfillId]);
+    const cancelled = await dataExports(['backfill', 'cancel', id, backfillId]);
+    const tooLong = await dataExports([
+      'backfill',
+      'create',
+      id,
+      '--from',
+      new Date(now - 9 * 86_400_000).toISOString(),
+      '--to',
+      to,
+    ]);
+
+    // Assess
+    expect(queued.code).toBe(0);
+    expect(queued.out).toContain('queued  [--------------------]   0%');
+    expect(queued.out).toMatch(/email_events: 0\/[23] windows, 0 rows, 0 files/);
+    expect(listed.out).toContain(backfillId);
+    expect(got.out).toContain(`${backfillId}  queued`);
+    expect(cancelled.out).toContain(`Backfill ${backfillId} cancelled.`);
+    expect(tooLong.code).toBe(1);
+    expect(tooLong.err).toContain('at most 7 days');
+  });
 });

@@ -63,9 +63,13 @@ describe('sluice mcp over stdio, against the local API', () => {
     // Assess
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
     expect([...byName.keys()].sort()).toEqual([
+      'cancel_backfill',
+      'create_backfill',
       'create_data_export',
       'delete_data_export',
+      'get_backfill',
       'get_data_export',
+      'list_backfills',
       'list_data_export_runs',
       'list_data_exports',
       'run_data_export',
@@ -171,5 +175,42 @@ describe('sluice mcp over stdio, against the local API', () => {
       issues: expect.any(Array),
     });
     expect(JSON.stringify(result)).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
+  });
+
+  it('creates, lists, gets and cancels a backfill; a range over 7 days is a tool error with the field issue', async () => {
+    // Prepare
+    const created = apiJson(
+      await callTool('create_data_export', harness.createBody({ frequency: 'hourly' })),
+    ) as { dataExport: { id: string } };
+    const id = created.dataExport.id;
+    const now = Date.now();
+
+    // Act
+    type One = { backfill: { id: string; status: string; progress: Record<string, unknown> } };
+    const queued = apiJson(
+      await callTool('create_backfill', {
+        id,
+        datasets: ['email_events'],
+        from: new Date(now - 3 * 3_600_000).toISOString(),
+        to: new Date(now - 3_600_000).toISOString(),
+      }),
+    ) as One;
+    const backfillId = queued.backfill.id as string;
+    const listed = apiJson(await callTool('list_backfills', { id })) as { backfills: { id: string }[] };
+    const got = apiJson(await callTool('get_backfill', { id, backfillId })) as One;
+    const cancelled = apiJson(await callTool('cancel_backfill', { id, backfillId })) as One;
+    const tooLong = await callTool('create_backfill', {
+      id,
+      from: new Date(now - 9 * 86_400_000).toISOString(),
+      to: new Date(now - 3_600_000).toISOString(),
+    });
+
+    // Assess
+    expect(queued.backfill).toMatchObject({ status: 'queued', datasets: ['email_events'] });
+    expect(listed.backfills.map((b) => b.id)).toEqual([backfillId]);
+    expect(got.backfill.progress.email_events).toMatchObject({ windowsDone: 0, rows: 0 });
+    expect(cancelled.backfill.status).toBe('cancelled');
+    expect(tooLong.isError).toBe(true);
+    expect((tooLong.content[0] as { text: string }).text).toMatch(/- to: A backfill covers at most 7 days/);
   });
 });

@@ -14,7 +14,8 @@ import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } fro
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
-import type { ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
+import type { ApiBackfillStore, ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
+import { cancelBackfill, createBackfill, getBackfill, listBackfills } from './use-cases/backfills.js';
 import { createDataExport } from './use-cases/create-data-export.js';
 import { deleteDataExport } from './use-cases/delete-data-export.js';
 import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
@@ -24,6 +25,9 @@ import { listDataExports } from './use-cases/list-data-exports.js';
 import { runDataExport } from './use-cases/run-data-export.js';
 import { testDataExport } from './use-cases/test-data-export.js';
 import { updateDataExport } from './use-cases/update-data-export.js';
+
+/** The event log's retention the API assumes when not told: the engine's default. */
+const DEFAULT_EVENT_RETENTION_MS = 35 * 86_400_000;
 
 /** Largest JSON body the API reads; API Gateway itself allows 10 MB. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -59,6 +63,8 @@ export type Handler = (context: {
   deps: UseCaseDeps;
   caller: Caller;
   id: string;
+  /** The second id of the path (a backfill's), or '' when the route has none. */
+  subId: string;
   request: HttpRequest;
   /** The parsed JSON body, for an operation that {@link Operation.readsBody}. */
   body: unknown;
@@ -142,26 +148,71 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
         ),
     },
   },
+  backfills: {
+    GET: {
+      operationId: 'listBackfills',
+      access: 'read',
+      run: async ({ deps, caller, id, request }) =>
+        ok(
+          await listBackfills(
+            deps,
+            caller,
+            id,
+            queryParam(request, 'limit'),
+            queryParam(request, 'nextToken'),
+          ),
+        ),
+    },
+    POST: {
+      operationId: 'createBackfill',
+      access: 'write',
+      readsBody: true,
+      run: async ({ deps, caller, id, body }) => ({
+        status: 202,
+        body: await createBackfill(deps, caller, id, body),
+      }),
+    },
+  },
+  backfill: {
+    GET: {
+      operationId: 'getBackfill',
+      access: 'read',
+      run: async ({ deps, caller, id, subId }) => ok(await getBackfill(deps, caller, id, subId)),
+    },
+    DELETE: {
+      operationId: 'cancelBackfill',
+      access: 'write',
+      run: async ({ deps, caller, id, subId }) => ok(await cancelBackfill(deps, caller, id, subId)),
+    },
+  },
 };
 
 function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs))?)?\/?$/;
+const PATH_RE =
+  /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?\/?$/;
 
-/** Matches a raw path to a route name and the destination id, or undefined for an unknown path. */
-export function matchRoute(rawPath: string): { route: string; id: string } | undefined {
+/**
+ * Matches a raw path to a route name, the destination id and, for one backfill, its id (`subId`), or
+ * undefined for an unknown path.
+ */
+export function matchRoute(rawPath: string): { route: string; id: string; subId?: string } | undefined {
   const match = PATH_RE.exec(rawPath);
   if (!match) return undefined;
-  const [, rawId, action] = match;
+  const [, rawId, action, rawSubId] = match;
   if (rawId === undefined) return { route: 'collection', id: '' };
+  if (rawSubId !== undefined && action !== 'backfills') return undefined;
   let id: string;
+  let subId: string | undefined;
   try {
     id = decodeURIComponent(rawId);
+    if (rawSubId !== undefined) subId = decodeURIComponent(rawSubId);
   } catch {
     return undefined;
   }
+  if (subId !== undefined) return { route: 'backfill', id, subId };
   return { route: action ?? 'item', id };
 }
 
@@ -269,6 +320,13 @@ export interface ApiHandlerOptions {
    * timeout. @default CONNECTION_TEST_DEADLINE_MS (10 s)
    */
   connectionTestDeadlineMs?: number;
+  /** Backfills (`/data-exports/{id}/backfills`). @default none: those routes answer 500 */
+  backfills?: ApiBackfillStore;
+  /**
+   * How long the event log keeps rows: the earliest time a backfill may start from is now minus this.
+   * @default 35 days
+   */
+  eventRetentionMs?: number;
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -298,6 +356,8 @@ interface RoutedRequest {
   operation: Operation;
   caller: Caller;
   id: string;
+  /** A backfill's id, or '' when the route has none. */
+  subId: string;
 }
 
 /** The Lambda context, with the routing step's finding (middy's way of passing what a middleware found on). */
@@ -340,6 +400,8 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
     endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
+    ...(options.backfills ? { backfills: options.backfills } : {}),
+    eventRetentionMs: options.eventRetentionMs ?? DEFAULT_EVENT_RETENTION_MS,
   };
   const log = options.logger ?? logger;
   const handler = middy<HttpRequest, HttpResponse, Error, ApiContext, AccessLogFields>()
@@ -354,6 +416,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
         deps,
         caller: route.caller,
         id: route.id,
+        subId: route.subId,
         request,
         body: request.body,
       });
@@ -421,7 +484,7 @@ function routing(options: ApiHandlerOptions): ApiMiddleware {
       if (operation === undefined) throw methodNotAllowed(method, Object.keys(methods).join(', '));
       request.internal.operationId = operation.operationId;
       authorize(caller, operation.access);
-      request.context.route = { operation, caller, id: match.id };
+      request.context.route = { operation, caller, id: match.id, subId: match.subId ?? '' };
     },
   };
 }

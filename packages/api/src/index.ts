@@ -15,3 +15,5 @@ export * from './use-cases/list-data-exports.js';
 export * from './use-cases/run-data-export.js';
 export * from './use-cases/test-data-export.js';
 export * from './use-cases/update-data-export.js';
+export * from './backfill-validation.js';
+export * from './use-cases/backfills.js';

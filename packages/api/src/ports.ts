@@ -1,4 +1,5 @@
 import type { BucketLocation, Dataset, Destination, SealedSecret } from '@sluice/core';
+import type { BackfillStore } from '@sluice/control';
 
 /** The caller, as the authorizer established it. Every use case is keyed by `workspaceId`. */
 export interface Caller {
@@ -139,3 +140,6 @@ export type ConnectionTester = (
     allowedEndpoints?: ReadonlySet<string>;
   },
 ) => Promise<ConnectionTestOutcome | undefined>;
+
+/** What the API needs from `@sluice/control`'s `BackfillStore`. */
+export type ApiBackfillStore = Pick<BackfillStore, 'create' | 'get' | 'list' | 'cancel'>;

@@ -197,7 +197,7 @@ export function summarizeIssues(issues: readonly InputIssue[], fallback: string)
   return `${head}${more}`;
 }
 
-function invalidInput(issues: InputIssue[]): InvalidInputError {
+export function invalidInput(issues: InputIssue[]): InvalidInputError {
   const kept = issues.slice(0, MAX_ISSUES);
   return new InvalidInputError(summarizeIssues(kept, 'Invalid request'), kept);
 }
@@ -255,7 +255,7 @@ function schemaIssue(issue: z.core.$ZodIssue): InputIssue {
   }
 }
 
-function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
+export function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
   const result = schema.safeParse(body, { reportInput: true });
   if (!result.success) throw unprocessable(result.error.issues.map(schemaIssue));
   return result.data;
@@ -265,7 +265,7 @@ function parseSchema<T extends ZodType>(schema: T, body: unknown): z.infer<T> {
  * The fields of the body as sent that the schema does not name. Read from the parsed body itself, not from
  * zod's output: JSON.parse makes `"__proto__"` an own property, which zod's copy drops without a word.
  */
-function unknownFields(body: object, known: readonly string[]): InputIssue[] {
+export function unknownFields(body: object, known: readonly string[]): InputIssue[] {
   return Object.keys(body)
     .filter((key) => !known.includes(key))
     .map((key) => ({

@@ -1,7 +1,7 @@
-import type { DataExportRunView, DataExportView } from '@sluice/api';
+import type { BackfillView, DataExportRunView, DataExportView } from '@sluice/api';
 import type { Connection } from './connection.js';
 
-export type { DataExportRunView, DataExportView };
+export type { BackfillView, DataExportRunView, DataExportView };
 
 /** One field problem, as the API reports it. */
 export interface ApiIssue {
@@ -80,6 +80,17 @@ export interface RunsResponse {
   nextToken?: string;
 }
 
+export interface BackfillResponse {
+  success: true;
+  backfill: BackfillView;
+}
+export interface BackfillsResponse {
+  success: true;
+  backfills: BackfillView[];
+  /** Present on a full page: pass it back for the next one. */
+  nextToken?: string;
+}
+
 /**
  * A thin client of the Data Exports API: one method per operation, each returning the API's JSON as it came,
  * and throwing {@link ApiError} for an error answer. The key goes in the `Authorization` header only.
@@ -112,11 +123,29 @@ export class DataExportsClient {
     return this.request('POST', `/data-exports/${encodeURIComponent(id)}/run`);
   }
   runs(id: string, limit?: number, nextToken?: string): Promise<RunsResponse> {
-    const query = new URLSearchParams();
-    if (limit !== undefined) query.set('limit', String(limit));
-    if (nextToken !== undefined) query.set('nextToken', nextToken);
-    const search = query.size > 0 ? `?${query}` : '';
-    return this.request('GET', `/data-exports/${encodeURIComponent(id)}/runs${search}`);
+    return this.request('GET', `/data-exports/${encodeURIComponent(id)}/runs${pageQuery(limit, nextToken)}`);
+  }
+
+  createBackfill(id: string, body: Record<string, unknown>): Promise<BackfillResponse> {
+    return this.request('POST', `/data-exports/${encodeURIComponent(id)}/backfills`, body);
+  }
+  backfills(id: string, limit?: number, nextToken?: string): Promise<BackfillsResponse> {
+    return this.request(
+      'GET',
+      `/data-exports/${encodeURIComponent(id)}/backfills${pageQuery(limit, nextToken)}`,
+    );
+  }
+  backfill(id: string, backfillId: string): Promise<BackfillResponse> {
+    return this.request(
+      'GET',
+      `/data-exports/${encodeURIComponent(id)}/backfills/${encodeURIComponent(backfillId)}`,
+    );
+  }
+  cancelBackfill(id: string, backfillId: string): Promise<BackfillResponse> {
+    return this.request(
+      'DELETE',
+      `/data-exports/${encodeURIComponent(id)}/backfills/${encodeURIComponent(backfillId)}`,
+    );
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
@@ -153,6 +182,14 @@ export class DataExportsClient {
     }
     return parsed as T;
   }
+}
+
+/** `?limit=…&nextToken=…` of a paged list, or '' when neither is given. */
+function pageQuery(limit?: number, nextToken?: string): string {
+  const query = new URLSearchParams();
+  if (limit !== undefined) query.set('limit', String(limit));
+  if (nextToken !== undefined) query.set('nextToken', nextToken);
+  return query.size > 0 ? `?${query}` : '';
 }
 
 function isErrorBody(value: unknown): value is ApiErrorBody {

@@ -7,6 +7,7 @@ import { COMPRESSIONS, DATASETS, EXPORT_FORMATS, FREQUENCIES, PROVIDERS } from '
 import { Command, Option } from 'commander';
 import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClient } from './api-client.js';
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
+import { backfillCommand } from './backfills.js';
 import { type CliContext, ExitError, UsageError } from './context.js';
 import { dataExportBlock, dataExportsTable, errorLines, runProgressLines, runsTable } from './format.js';
 import { promptSecret, readSecretFromStream } from './secret.js';
@@ -94,11 +95,11 @@ function bodyFrom(options: Record<string, unknown>, fields: readonly FieldOption
 }
 
 /** Options every data-exports command takes. */
-interface CommonOptions extends ConnectionOptions {
+export interface CommonOptions extends ConnectionOptions {
   json?: boolean;
 }
 
-function withCommonOptions(command: Command): Command {
+export function withCommonOptions(command: Command): Command {
   return command
     .option(
       '--api-url <url>',
@@ -122,7 +123,7 @@ async function readSecret(context: CliContext, fromStdin: boolean): Promise<stri
  * Runs one command's work with the client, printing `--json` output or the readable lines, and turns a
  * failure into its lines and an exit code (1).
  */
-async function withClient<T>(
+export async function withClient<T>(
   context: CliContext,
   options: CommonOptions,
   act: (client: DataExportsClient) => Promise<T>,
@@ -202,14 +203,14 @@ export async function watchRun(
   }
 }
 
-function parseInterval(value: string): number {
+export function parseInterval(value: string): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0)
     throw new UsageError(`--interval must be a number of seconds above 0`);
   return Math.round(seconds * 1000);
 }
 
-function parseLimit(value: string): number {
+export function parseLimit(value: string): number {
   if (!/^\d+$/.test(value)) throw new UsageError('--limit must be an integer from 1 to 100');
   return Number(value);
 }
@@ -374,6 +375,7 @@ export function dataExportsCommand(context: CliContext): Command {
     },
   );
 
+  group.addCommand(backfillCommand(context));
   return group;
 }
 

@@ -7,7 +7,13 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import { createRequestSchema, RUNS_LIMIT, openapiDocument, updateRequestSchema } from '@sluice/api';
+import {
+  createBackfillRequestSchema,
+  createRequestSchema,
+  RUNS_LIMIT,
+  openapiDocument,
+  updateRequestSchema,
+} from '@sluice/api';
 import { z } from 'zod';
 import { ApiError, ApiUnreachableError, DataExportsClient } from './api-client.js';
 import type { Connection } from './connection.js';
@@ -62,7 +68,7 @@ async function call(act: () => Promise<unknown>): Promise<CallToolResult> {
 
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
 
-/** The MCP server with the eight data export tools, each calling the API through `client`. */
+/** The MCP server with the data export and backfill tools, each calling the API through `client`. */
 export function createMcpServer(client: DataExportsClient): McpServer {
   const server = new McpServer({ name: 'sluice', version: VERSION });
 
@@ -163,7 +169,66 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     },
     ({ id, limit, nextToken }) => call(() => client.runs(id, limit, nextToken)),
   );
+  registerBackfillTools(server, client);
   return server;
+}
+
+const backfillIdShape = {
+  ...idShape,
+  backfillId: z.string().min(1).describe('The backfill id, such as bf_…'),
+};
+
+/** The four backfill tools: create, list, get (with per-dataset progress), cancel. */
+function registerBackfillTools(server: McpServer, client: DataExportsClient): void {
+  server.registerTool(
+    'create_backfill',
+    {
+      title: 'Create backfill',
+      description: operationDescription('createBackfill'),
+      inputSchema: z.looseObject({ ...idShape, ...createBackfillRequestSchema.shape }),
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+    },
+    ({ id, ...body }) => call(() => client.createBackfill(id, body)),
+  );
+  server.registerTool(
+    'list_backfills',
+    {
+      title: 'List backfills',
+      description: operationDescription('listBackfills'),
+      inputSchema: {
+        ...idShape,
+        limit: z.number().int().min(RUNS_LIMIT.min).max(RUNS_LIMIT.max).optional(),
+        nextToken: z.string().optional().describe('The nextToken of the previous page'),
+      },
+      annotations: READ_ONLY,
+    },
+    ({ id, limit, nextToken }) => call(() => client.backfills(id, limit, nextToken)),
+  );
+  server.registerTool(
+    'get_backfill',
+    {
+      title: 'Get backfill',
+      description: operationDescription('getBackfill'),
+      inputSchema: backfillIdShape,
+      annotations: READ_ONLY,
+    },
+    ({ id, backfillId }) => call(() => client.backfill(id, backfillId)),
+  );
+  server.registerTool(
+    'cancel_backfill',
+    {
+      title: 'Cancel backfill',
+      description: operationDescription('cancelBackfill'),
+      inputSchema: backfillIdShape,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    ({ id, backfillId }) => call(() => client.cancelBackfill(id, backfillId)),
+  );
 }
 
 /** Serves the tools on stdin/stdout until the client closes the stream. */

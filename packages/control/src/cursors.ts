@@ -184,7 +184,8 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   return cursor;
 }
 
-function toProgress(item: Item): WindowProgress | undefined {
+/** A stored window progress item, or undefined when it is not one. */
+export function toProgress(item: Item): WindowProgress | undefined {
   const dataset = item.dataset;
   if (typeof dataset !== 'string' || !isDataset(dataset) || typeof item.window !== 'string') return undefined;
   const number = (value: unknown, fallback: number) => (typeof value === 'number' ? value : fallback);

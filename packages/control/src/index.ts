@@ -12,3 +12,4 @@ export * from './run-state.js';
 export * from './export-positions.js';
 export * from './due-index.js';
 export * from './archive-cursors.js';
+export * from './backfills.js';

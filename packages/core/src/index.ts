@@ -14,3 +14,4 @@ export * from './transient.js';
 export * from './redact.js';
 export * from './rate-limit.js';
 export * from './logger.js';
+export * from './backfills.js';

@@ -18,6 +18,7 @@ import {
   type Window,
   windowKey,
 } from '@sluice/core';
+import { commitBackfill } from './backfill.js';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError, describeFailure } from './errors.js';
 import { recordDestinationFailure } from './failure.js';
@@ -41,6 +42,7 @@ export const STOP_NOTES: Record<StopReason, string> = {
     'Stopped before the next file: the location or credentials changed. The export continues with the new settings.',
   lease_lost:
     'Another run of this export took over before this one finished; its files were kept and it did not move the export position.',
+  cancelled: 'Stopped before the next file: the backfill was cancelled.',
 };
 
 /** The note of a run whose lease another execution took over: it wrote files but moved no cursor. */
@@ -176,6 +178,7 @@ function sumOf(results: readonly { rows: number; files: number; bytes: number }[
  *    failures + 1 and backoff; otherwise `idle`, `nextRunAt` now when still behind or out of time (else the
  *    next slot), `lastSuccessAt`, failures reset, and a failing destination recovered (its notice published,
  *    `health.ts`). Then the run's metrics.
+ * A backfill's run commits the backfill instead (`backfill.ts`).
  */
 export async function commitRun(
   input: CommitInput,
@@ -185,6 +188,7 @@ export async function commitRun(
   const { run } = input;
   const results = input.results ?? [];
   try {
+    if (run.backfillId !== undefined) return await commitBackfill(input, deps);
     const now = deps.now();
     const nowMs = now.getTime();
     const lease = { workspaceId: run.workspaceId, destinationId: run.destinationId, token: run.leaseToken };

@@ -1,5 +1,6 @@
 import type {
   ArchiveCursorStore,
+  BackfillStore,
   ControlStore,
   CursorStore,
   DueIndex,
@@ -47,6 +48,8 @@ export interface EngineDeps {
   cursors: CursorStore;
   runs: RunStore;
   runState: RunStateStore;
+  /** Backfills: their records, slot, progress and due entries. */
+  backfills: BackfillStore;
   /** The due index Dispatch pages through. */
   dueIndex: Pick<DueIndex, 'queryDuePage' | 'markDispatched'>;
   settings: EngineSettings;
@@ -102,6 +105,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   cursors: injected('cursors'),
   runs: injected('runs'),
   runState: injected('runState'),
+  backfills: injected('backfills'),
   dueIndex: injected('dueIndex'),
   settings: () => DEFAULT_ENGINE_SETTINGS,
   sealer: injected('sealer'),

@@ -7,6 +7,7 @@ import {
   isSnapshotDue,
   nextSlotAfter,
 } from '@sluice/core';
+import { dueBackfillRuns } from './backfill.js';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
@@ -39,7 +40,9 @@ export type DispatchDecision = 'start' | 'advanced' | 'skipped';
  *    run, a due subscriber snapshot, or one `hasRowsAfter` Query per event dataset.
  * 3. Nothing new: advance the event cursors to `now - lag` (no file for an empty span; fenced by "no
  *    live lease" and the old positions) and set `nextRunAt` to the destination's next slot, with no workflow.
- * 4. The rest: move their due entry ahead by the lease duration (conditional on the entry read, so an
+ * 4. With the first page, the backfills due (`dueBackfillRuns`): one ExportRun with the trigger
+ *    `backfill` per destination whose backfill slot is free.
+ * 5. The rest: move their due entry ahead by the lease duration (conditional on the entry read, so an
  *    overlapping tick does not start them twice) and return them for an ExportRun each, with `next` when the
  *    index holds more. A destination leaves the `dueAt <= now` range once marked or settled, and the page
  *    token continues after the last entry read, so every due destination is examined once per execution.
@@ -66,6 +69,8 @@ export async function findDueDestinations(
       }
     };
     await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, page.entries.length) }, worker));
+    // Backfills due (once per execution, with its first page): their runs use the same ExportRun.
+    if (input.next === undefined) destinations.push(...(await dueBackfillRuns(now, deps)));
     return page.next === undefined ? { destinations } : { destinations, next: page.next };
   } catch (error) {
     throw classifyEngineError(error);

@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
+import {
+  BackfillStore,
+  ControlStore,
+  CursorStore,
+  DueIndex,
+  LeaseStore,
+  RunStateStore,
+  RunStore,
+} from '@sluice/control';
 import {
   DAY_MS,
   type Destination,
@@ -81,6 +89,7 @@ function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
     leases: leaseStore,
     runs: runStore,
     runState: new RunStateStore(controlTable),
+    backfills: new BackfillStore(controlTable),
     sealer,
     eventSource,
     bucketWriterFactory: localBucketWriterFactory,

@@ -1,4 +1,5 @@
 import { type Destination, nextRunAfterFailure } from '@sluice/core';
+import { recordBackfillFailure } from './backfill.js';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError, describeFailure } from './errors.js';
 import { recordOutcomeWithHealth } from './health.js';
@@ -16,7 +17,8 @@ import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
  *    healthy destination failed. When the fence fails nothing changes (the holder records its own outcome;
  *    a run that died is settled when its lease expires). A customer-caused failure of a healthy destination
  *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`).
- * Planned spans and window progress stay: the next run continues them.
+ * Planned spans and window progress stay: the next run continues them. A backfill's failure is recorded
+ * on the backfill only (`backfill.ts`).
  */
 export async function recordFailure(
   input: RecordFailureInput,
@@ -24,6 +26,9 @@ export async function recordFailure(
 ): Promise<RecordFailureOutput> {
   const deps = resolveDeps(injected);
   try {
+    if (input.trigger === 'backfill' || input.run?.backfillId !== undefined) {
+      return await recordBackfillFailure(input, deps);
+    }
     const now = deps.now();
     const message = describeFailure(input.error);
     if (input.run !== undefined) {

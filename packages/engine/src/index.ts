@@ -10,3 +10,4 @@ export * from './payloads.js';
 export * from './plan.js';
 export * from './write.js';
 export * from './settle.js';
+export * from './backfill.js';

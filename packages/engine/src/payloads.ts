@@ -6,8 +6,8 @@ import type { StepFunctionsError } from './errors.js';
  * and counts only: never a row, never a secret.
  */
 
-/** What started a run. */
-export type RunTrigger = 'schedule' | 'manual';
+/** What started a run: the schedule, a manual run, or a backfill (which never moves the cursors). */
+export type RunTrigger = 'schedule' | 'manual' | 'backfill';
 
 /** Input of {@link claimAndPlan}: the ExportRun execution input plus the execution id. */
 export interface ClaimAndPlanInput {
@@ -33,6 +33,11 @@ export interface RunRef {
    * to continue): the run's time budget, well inside the 5 minutes of an Express execution.
    */
   deadlineMs: number;
+  /**
+   * Set on a backfill's run: its writers save progress on the backfill (fenced by its slot token, in
+   * `leaseToken`) and count files into it, never into the regular cursors or runs.
+   */
+  backfillId?: string;
 }
 
 /**
@@ -53,8 +58,8 @@ export type WorkItem =
   | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat };
 
 /** Why a run or a window was skipped or stopped. */
-export type SkipReason = 'lease_held' | 'deleted' | 'paused' | 'lease_lost';
-export type StopReason = 'paused' | 'deleted' | 'config_changed' | 'lease_lost';
+export type SkipReason = 'lease_held' | 'deleted' | 'paused' | 'lease_lost' | 'nothing_due';
+export type StopReason = 'paused' | 'deleted' | 'config_changed' | 'lease_lost' | 'cancelled';
 
 /** Output of {@link claimAndPlan}. */
 export interface ClaimAndPlanOutput {
@@ -121,6 +126,8 @@ export interface RecordFailureInput {
   action?: 'recordFailure';
   workspaceId: string;
   destinationId: string;
+  /** The execution's trigger: a backfill's claim failure is never recorded on the destination. */
+  trigger?: RunTrigger;
   run?: RunRef;
   error?: StepFunctionsError;
 }

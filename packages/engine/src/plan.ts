@@ -16,6 +16,7 @@ import {
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
+import { claimBackfill } from './backfill.js';
 import { settleExpiredRun } from './settle.js';
 
 /**
@@ -82,6 +83,7 @@ export function expiredNote(spans: readonly ExpiredSpan[], retentionMs: number):
  * 6. Write the run record (running) and mark the destination running (a queued manual run is taken), both
  *    fenced by the lease.
  * On an error after the claim the lease is released before the error is rethrown (classified).
+ * A `backfill` trigger claims and plans a backfill instead (`backfill.ts`).
  */
 export async function claimAndPlan(
   input: ClaimAndPlanInput,
@@ -90,6 +92,7 @@ export async function claimAndPlan(
   const deps = resolveDeps(injected);
   let lease: Lease | undefined;
   try {
+    if (input.trigger === 'backfill') return await claimBackfill(input, deps);
     const now = deps.now();
     const nowMs = now.getTime();
     const destination = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);

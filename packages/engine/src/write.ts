@@ -177,7 +177,8 @@ export async function writeWindow(
       secretAccessKey,
     });
     writer = bucket;
-    const stored = await deps.cursors.getProgress(run.workspaceId, run.destinationId);
+    const book = progressBookOf(run, deps);
+    const stored = await book.load();
     const state = { units: 0 };
     const prefix = destination.pathPrefix;
     // The format the windows were planned with (a change of the destination's applies from later windows).
@@ -207,7 +208,7 @@ export async function writeWindow(
       const [first] = progress as [WindowProgress];
       const before = saved.get(first.window) ?? stored.get(progressKey(item.dataset, first.window));
       const count = countSince(run, before, first);
-      stopOn(await deps.cursors.saveProgress(fenceOf(run), progress, deps.now(), count));
+      stopOn(await book.save(progress, deps.now(), count));
       for (const entry of progress) saved.set(entry.window, { ...entry });
     };
 
@@ -350,7 +351,7 @@ export async function writeWindow(
   } catch (error) {
     if (error instanceof OutOfTime) return { ...result, status: 'partial' };
     if (error instanceof StopSignal) {
-      if (error.reason === 'lease_lost') return stopped(result, 'lease_lost');
+      if (error.reason === 'lease_lost' || error.reason === 'cancelled') return stopped(result, error.reason);
       const destination = await deps.controlStore
         .getDestination(run.workspaceId, run.destinationId)
         .catch(() => undefined);
@@ -387,11 +388,45 @@ function manifestFiles(
   return files;
 }
 
-/** The fence of a writer's progress: the run's lease and `configVersion`. */
-function fenceOf(run: RunRef) {
-  return {
-    lease: { workspaceId: run.workspaceId, destinationId: run.destinationId, token: run.leaseToken },
+/** Where a writer's window progress lives, and how its saves are fenced and counted. */
+interface ProgressBook {
+  load(): Promise<Map<string, WindowProgress>>;
+  save(
+    progress: WindowProgress[],
+    now: Date,
+    count: ProgressCount,
+  ): Promise<ProgressSaveOutcome | 'cancelled'>;
+}
+
+/**
+ * The regular export's progress (the destination's cursors, fenced by its lease, files counted into the
+ * run record), or a backfill's (its own progress items, fenced by its slot token and by still running, files
+ * counted into the backfill's per-dataset progress). Either way also fenced by the destination still
+ * wanting the files (`configVersion`, enabled).
+ */
+function progressBookOf(run: RunRef, deps: EngineDeps): ProgressBook {
+  const { workspaceId, destinationId } = run;
+  const backfillId = run.backfillId;
+  if (backfillId !== undefined) {
+    const fence = {
+      workspaceId,
+      destinationId,
+      backfillId,
+      token: run.leaseToken,
+      configVersion: run.configVersion,
+    };
+    return {
+      load: () => deps.backfills.getProgress(workspaceId, destinationId, backfillId),
+      save: (progress, now, count) => deps.backfills.saveProgress(fence, progress, now, count),
+    };
+  }
+  const fence = {
+    lease: { workspaceId, destinationId, token: run.leaseToken },
     configVersion: run.configVersion,
+  };
+  return {
+    load: () => deps.cursors.getProgress(workspaceId, destinationId),
+    save: (progress, now, count) => deps.cursors.saveProgress(fence, progress, now, count),
   };
 }
 
@@ -416,8 +451,9 @@ function countSince(
   };
 }
 
-function stopOn(outcome: ProgressSaveOutcome): void {
+function stopOn(outcome: ProgressSaveOutcome | 'cancelled'): void {
   if (outcome === 'lease_lost') throw new StopSignal('lease_lost');
+  if (outcome === 'cancelled') throw new StopSignal('cancelled');
   if (outcome === 'destination_changed') throw new StopSignal('config_changed');
 }
 

@@ -1,9 +1,11 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { RUN_STATUSES } from '@sluice/control';
 import {
+  BACKFILL_STATUSES,
   COMPRESSIONS,
   DATASETS,
   DESTINATION_STATUSES,
+  EVENT_DATASETS,
   EXPORT_FORMATS,
   FREQUENCIES,
   PROVIDERS,
@@ -68,7 +70,8 @@ describe('the OpenAPI document', () => {
 
   it('documents exactly the operations the router serves, at their paths and methods', () => {
     // Prepare: a path of each template, with an id of the API's shape
-    const sample = (template: string) => `/api/v1${template.replace('{id}', `exp_${'0'.repeat(24)}`)}`;
+    const sample = (template: string) =>
+      `/api/v1${template.replace('{id}', `exp_${'0'.repeat(24)}`).replace('{backfillId}', `bf_${'0'.repeat(24)}`)}`;
 
     // Act
     const documented = documentedOperations().filter((op) => op.operationId !== 'getOpenApiDocument');
@@ -84,6 +87,16 @@ describe('the OpenAPI document', () => {
     expect(served).toEqual(documented.map((op) => op.operationId));
     expect(routed.sort()).toEqual(documented.map((op) => op.operationId).sort());
   });
+
+  /** The backfill enums: event datasets only, the backfill statuses, and `"from": "earliest"`. */
+  const BACKFILL_ENUMS: Record<string, readonly string[]> = {
+    '/paths//data-exports/{id}/backfills/post/requestBody/content/application/json/schema/properties/datasets/items':
+      EVENT_DATASETS,
+    '/paths//data-exports/{id}/backfills/post/requestBody/content/application/json/schema/properties/from/oneOf/1':
+      ['earliest'],
+    '/components/schemas/Backfill/properties/datasets/items': EVENT_DATASETS,
+    '/components/schemas/Backfill/properties/status': BACKFILL_STATUSES,
+  };
 
   it('lists the same values as the code in every enum', () => {
     // Prepare: the constant each enum mirrors, by the property it constrains
@@ -108,7 +121,7 @@ describe('the OpenAPI document', () => {
           ? DESTINATION_STATUSES
           : at === '/components/schemas/DataExportRun/properties/status'
             ? RUN_STATUSES
-            : byProperty[property];
+            : (BACKFILL_ENUMS[at] ?? byProperty[property]);
       expect(expected, `no constant for the enum at ${at}`).toBeDefined();
       expect(values, at).toEqual([...(expected ?? [])]);
     }

@@ -39,6 +39,7 @@ const FILE_FORMAT_PROPERTIES = {
   },
 };
 const PROVIDER_ENUM = ['s3', 'gcs'];
+const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events'];
 
 /** A response whose body is the `Error` schema. */
 function errorResponse(description: string): JsonObject {
@@ -99,6 +100,14 @@ const WARNINGS: JsonObject = {
     'Present when the connection test found something that works but deserves a look; the request still succeeded. no_abort_incomplete_multipart_rule: no lifecycle rule of the bucket aborts incomplete multipart uploads (or Sluice could not read the lifecycle configuration: grant s3:GetLifecycleConfiguration); the message gives the rule to add.',
   items: { $ref: '#/components/schemas/ConnectionWarning' },
 };
+
+const BACKFILL_REF: JsonObject = { $ref: '#/components/schemas/Backfill' };
+const BACKFILL_ID_PARAMETER: JsonObject = {
+  name: 'backfillId',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+};
 const TRANSIENT_DATABASE_UNAVAILABLE: JsonObject = {
   $ref: '#/components/responses/TransientDatabaseUnavailable',
 };
@@ -112,6 +121,33 @@ const PAYLOAD_TOO_LARGE = 'The request body is over 64 KB (code payload_too_larg
 const UNSUPPORTED_MEDIA_TYPE = 'The request body is not sent as JSON (code unsupported_media_type)';
 const MOVE_NEEDS_CREDENTIALS =
   'A change of this field needs accessKeyId and secretAccessKey in the same request.';
+
+/** The `limit` and `nextToken` query parameters of a paged list of `what`. */
+function pageParameters(what: string): JsonObject[] {
+  return [
+    {
+      name: 'limit',
+      in: 'query',
+      required: false,
+      schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    },
+    {
+      name: 'nextToken',
+      in: 'query',
+      required: false,
+      description: `The nextToken of the previous page, to read the ${what} after it.`,
+      schema: { type: 'string' },
+    },
+  ];
+}
+
+const NEXT_TOKEN_PROPERTY: JsonObject = {
+  type: 'string',
+  description:
+    'Present when the page is full: send it as nextToken for the next page (which may be empty). Absent on the last page.',
+};
+const BAD_PAGE =
+  'limit is not an integer from 1 to 100, or nextToken is not one this API returned (code invalid_input)';
 
 /** The responses every operation on one data export can give besides its own: 401, 403, 404, 429, 500, 503. */
 function itemErrorResponses(): JsonObject {
@@ -346,35 +382,107 @@ export const openapiDocument: JsonObject = {
         description: 'Lists recent runs from the last 14 days, newest first.',
         operationId: 'listDataExportRuns',
         tags: ['Data Exports'],
-        parameters: [
-          ID_PARAMETER,
-          {
-            name: 'limit',
-            in: 'query',
-            required: false,
-            schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
-          },
-          {
-            name: 'nextToken',
-            in: 'query',
-            required: false,
-            description: 'The nextToken of the previous page, to read the runs after it.',
-            schema: { type: 'string' },
-          },
-        ],
+        parameters: [ID_PARAMETER, ...pageParameters('runs')],
         responses: {
           '200': successResponse('Runs returned', {
             runs: { type: 'array', items: { $ref: '#/components/schemas/DataExportRun' } },
-            nextToken: {
-              type: 'string',
-              description:
-                'Present when the page is full: send it as nextToken for the next page (which may be empty). Absent on the last page.',
-            },
+            nextToken: NEXT_TOKEN_PROPERTY,
           }),
+          '400': errorResponse(BAD_PAGE),
+          ...itemErrorResponses(),
+        },
+      },
+    },
+    '/data-exports/{id}/backfills': {
+      get: {
+        summary: 'List backfills',
+        description:
+          'Lists the backfills of a data export, newest first, with their progress. Requires data_exports:read.',
+        operationId: 'listBackfills',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER, ...pageParameters('backfills')],
+        responses: {
+          '200': successResponse('Backfills returned', {
+            backfills: { type: 'array', items: BACKFILL_REF },
+            nextToken: NEXT_TOKEN_PROPERTY,
+          }),
+          '400': errorResponse(BAD_PAGE),
+          ...itemErrorResponses(),
+        },
+      },
+      post: {
+        summary: 'Create backfill',
+        description:
+          'Exports a chosen range of recorded time again, on demand: at most 7 days, not in the future, not before the earliest available data. With "from": "earliest" it exports the whole history in chunks of at most 7 days (at most once per 30 days). Files have the same layout and names as the regular export, so a row exported by both lands in a file of the same name with the same content. Runs beside the regular export without moving its position; one backfill runs per data export at a time, others wait queued. Requires data_exports:write.',
+        operationId: 'createBackfill',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER],
+        requestBody: requestBody({
+          type: 'object',
+          properties: {
+            datasets: {
+              type: 'array',
+              minItems: 1,
+              description: "Event datasets to backfill. Default: the data export's event datasets.",
+              items: { type: 'string', enum: EVENT_DATASET_ENUM },
+            },
+            from: {
+              description: 'Start of the range (inclusive), or "earliest" for the whole history.',
+              oneOf: [
+                { type: 'string', format: 'date-time' },
+                { type: 'string', enum: ['earliest'] },
+              ],
+            },
+            to: {
+              type: 'string',
+              format: 'date-time',
+              description: 'End of the range (exclusive). Required unless from is "earliest" (default: now).',
+            },
+          },
+          required: ['from'],
+        }),
+        responses: {
+          '202': successResponse('Backfill queued', { backfill: BACKFILL_REF }),
           '400': errorResponse(
-            'limit is not an integer from 1 to 100, or nextToken is not one this API returned (code invalid_input)',
+            'The range is longer than 7 days, in the future, before the earliest available data, or names a dataset the export does not export (code invalid_input)',
           ),
           ...itemErrorResponses(),
+          '409': errorResponse(
+            'The data export is paused (code destination_disabled), or a full-history backfill was started in the last 30 days (code full_history_recent)',
+          ),
+          '413': errorResponse(PAYLOAD_TOO_LARGE),
+          '415': errorResponse(UNSUPPORTED_MEDIA_TYPE),
+          '422': errorResponse(
+            'The body does not match the schema: an unknown dataset, a malformed from or to (code unprocessable_entity)',
+          ),
+        },
+      },
+    },
+    '/data-exports/{id}/backfills/{backfillId}': {
+      get: {
+        summary: 'Get backfill',
+        description: 'Returns one backfill with its per-dataset progress. Requires data_exports:read.',
+        operationId: 'getBackfill',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER, BACKFILL_ID_PARAMETER],
+        responses: {
+          '200': successResponse('Backfill returned', { backfill: BACKFILL_REF }),
+          ...itemErrorResponses(),
+        },
+      },
+      delete: {
+        summary: 'Cancel backfill',
+        description:
+          'Cancels a queued or running backfill; a running one stops before its next file. Files already written stay. Requires data_exports:write.',
+        operationId: 'cancelBackfill',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER, BACKFILL_ID_PARAMETER],
+        responses: {
+          '200': successResponse('Backfill cancelled', { backfill: BACKFILL_REF }),
+          ...itemErrorResponses(),
+          '409': errorResponse(
+            'The backfill has already finished or been cancelled (code backfill_finished)',
+          ),
         },
       },
     },
@@ -592,6 +700,40 @@ export const openapiDocument: JsonObject = {
           startedAt: { type: 'string', format: 'date-time' },
           finishedAt: { type: ['string', 'null'], format: 'date-time' },
         },
+      },
+      Backfill: {
+        type: 'object',
+        description: 'A range of recorded time exported on demand, beside the regular export.',
+        properties: {
+          id: { type: 'string', example: 'bf_0192f3a4b5c6d7e8f9a0b1c2' },
+          destinationId: { type: 'string' },
+          status: { type: 'string', enum: ['queued', 'running', 'succeeded', 'failed', 'cancelled'] },
+          fullHistory: { type: 'boolean', description: 'True for "from": "earliest".' },
+          datasets: { type: 'array', items: { type: 'string', enum: EVENT_DATASET_ENUM } },
+          from: { type: 'string', format: 'date-time' },
+          to: { type: 'string', format: 'date-time' },
+          progress: {
+            type: 'object',
+            description:
+              "Per dataset: windows of the export's grid done of total, and the rows, files and bytes written so far (they grow while it runs).",
+            additionalProperties: {
+              type: 'object',
+              properties: {
+                windowsDone: { type: 'integer' },
+                windowsTotal: { type: 'integer' },
+                rows: { type: 'integer' },
+                files: { type: 'integer' },
+                bytes: { type: 'integer' },
+              },
+              required: ['windowsDone', 'windowsTotal', 'rows', 'files', 'bytes'],
+            },
+          },
+          error: { type: ['string', 'null'] },
+          createdAt: { type: 'string', format: 'date-time' },
+          startedAt: { type: ['string', 'null'], format: 'date-time' },
+          finishedAt: { type: ['string', 'null'], format: 'date-time' },
+        },
+        required: ['id', 'status', 'datasets', 'from', 'to', 'progress'],
       },
     },
     securitySchemes: {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Destination, NotFoundError } from '@sluice/core';
 import type { EndpointPolicyOptions } from '@sluice/sinks';
 import type {
+  ApiBackfillStore,
   ApiSealer,
   ApiStore,
   ConnectionTester,
@@ -21,6 +22,10 @@ export interface UseCaseDeps {
   now: () => Date;
   /** New destination ids, `exp_` and 24 hex digits by default. */
   newId: () => string;
+  /** Backfills; absent in API set-ups that do not serve them (their routes then fail). */
+  backfills?: ApiBackfillStore;
+  /** How long the event log keeps rows: a backfill cannot start before `now` minus this. */
+  eventRetentionMs: number;
 }
 
 /** A new destination id: `exp_` followed by 96 random bits in hex. */

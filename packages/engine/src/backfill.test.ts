@@ -1,0 +1,97 @@
+import type { Backfill } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { backfillDoneAfter, planBackfillItems } from './backfill.js';
+import type { ItemResult, WindowResult } from './payloads.js';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const FROM = Date.parse('2026-11-01T00:00:00.000Z') - 1;
+
+function backfill(overrides: Partial<Backfill> = {}): Backfill {
+  return {
+    id: 'bf_000000000000000000000001',
+    workspaceId: 'ws',
+    destinationId: 'exp_1',
+    status: 'running',
+    fullHistory: false,
+    datasets: ['email_events'],
+    from: new Date(FROM + 1).toISOString(),
+    to: new Date(FROM + 1 + 10 * DAY_MS).toISOString(),
+    range: { fromMs: FROM, toMs: FROM + 10 * DAY_MS, stepMs: HOUR_MS },
+    doneThroughMs: {},
+    progress: {},
+    attempts: 0,
+    error: null,
+    createdAt: '2026-12-03T00:00:00.000Z',
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: '2026-12-03T00:00:00.000Z',
+    ...overrides,
+  };
+}
+
+describe('planBackfillItems', () => {
+  it('plans the current 7-day chunk of each dataset as spans of grid windows, from where it is done', () => {
+    // Prepare
+    const b = backfill({
+      datasets: ['email_events', 'custom_events'],
+      doneThroughMs: { custom_events: FROM + 7 * DAY_MS },
+    });
+
+    // Act
+    const items = planBackfillItems(b, 'hourly', Date.parse('2026-12-03T00:00:00.000Z'));
+
+    // Assess: email_events the first chunk in 8 spans; custom_events the rest, 3 days, in 8 spans
+    const email = items.filter((item) => item.dataset === 'email_events');
+    const custom = items.filter((item) => item.dataset === 'custom_events');
+    expect(email).toHaveLength(8);
+    expect(email[0]).toMatchObject({ kind: 'events', fromMs: FROM, stepMs: HOUR_MS });
+    expect(email.at(-1)).toMatchObject({ toMs: FROM + 7 * DAY_MS });
+    expect(custom[0]).toMatchObject({ fromMs: FROM + 7 * DAY_MS });
+    expect(custom.at(-1)).toMatchObject({ toMs: FROM + 10 * DAY_MS });
+  });
+
+  it('plans nothing for a dataset already done', () => {
+    const b = backfill({ doneThroughMs: { email_events: FROM + 10 * DAY_MS } });
+    expect(planBackfillItems(b, 'hourly', Date.now())).toEqual([]);
+  });
+});
+
+describe('backfillDoneAfter', () => {
+  const span = (fromH: number, toH: number) => ({
+    fromMs: FROM + fromH * HOUR_MS,
+    toMs: FROM + toH * HOUR_MS,
+  });
+  const written = (fromH: number, toH: number): WindowResult => ({
+    dataset: 'email_events',
+    kind: 'events',
+    ...span(fromH, toH),
+    status: 'written',
+    rows: 1,
+    files: 1,
+    bytes: 1,
+  });
+
+  it('moves over the written spans in order, through the last complete window of a partial one', () => {
+    const results: ItemResult[] = [
+      written(4, 8),
+      written(0, 4),
+      { ...written(8, 12), status: 'partial', doneThroughMs: FROM + 10 * HOUR_MS },
+      written(12, 16),
+    ];
+    expect(backfillDoneAfter(backfill(), results)).toEqual({ email_events: FROM + 10 * HOUR_MS });
+  });
+
+  it('stops at a span that failed: later written spans count next time', () => {
+    const results: ItemResult[] = [
+      written(0, 4),
+      {
+        status: 'failed',
+        item: { dataset: 'email_events', kind: 'events', ...span(4, 8) },
+        error: { Error: 'X', Cause: 'y' },
+      },
+      written(8, 12),
+    ];
+    expect(backfillDoneAfter(backfill(), results)).toEqual({ email_events: FROM + 4 * HOUR_MS });
+  });
+});

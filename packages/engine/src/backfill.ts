@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import type { BackfillCommit } from '@sluice/control';
+import {
+  type Backfill,
+  backfillRetryDelayMs,
+  chunkEndAfter,
+  type EventDataset,
+  FREQUENCIES,
+  gridStepMs,
+  MAX_BACKFILL_CHUNK_ATTEMPTS,
+  planEventSpans,
+} from '@sluice/core';
+import { type EngineDeps, resolveDeps } from './deps.js';
+import { classifyEngineError, describeFailure } from './errors.js';
+import type {
+  ClaimAndPlanInput,
+  ClaimAndPlanOutput,
+  CommitInput,
+  CommitOutput,
+  DueDestination,
+  FailedItemResult,
+  ItemResult,
+  RecordFailureInput,
+  RecordFailureOutput,
+  RunRef,
+  WindowResult,
+  WorkItem,
+} from './payloads.js';
+import type { StepFunctionsError } from './errors.js';
+import { LEASE_DURATION_MS, runIdOf } from './plan.js';
+
+/**
+ * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the
+ * trigger `backfill` claims the destination's backfill slot instead of its lease, plans the next part of the
+ * running (or oldest queued) backfill as the same spans of grid windows the regular export writes, maps the
+ * same WriteWindow over them (progress saved on the backfill, per file), and commits the backfill's
+ * positions instead of the cursors. The regular cursors, lease and runs are never touched, so a backfill
+ * runs beside the regular export. Each run is time-boxed like a regular one; what is left is due again at
+ * once, so a long backfill is a chain of short runs, resumable after any failure.
+ */
+
+/** The most due backfills one Dispatch execution examines. */
+export const DISPATCH_BACKFILL_PAGE = 100;
+
+/** The frequency whose grid step a backfill was cut at (the destination's frequency at creation). */
+function frequencyOfStep(stepMs: number, fallback: (typeof FREQUENCIES)[number]) {
+  return FREQUENCIES.find((frequency) => gridStepMs(frequency) === stepMs) ?? fallback;
+}
+
+/**
+ * The spans a run of `backfill` writes: per dataset, from where it is done to the end of its current chunk
+ * (at most seven days), cut and grouped exactly as the regular export plans its windows. Pure.
+ */
+export function planBackfillItems(
+  backfill: Backfill,
+  frequency: (typeof FREQUENCIES)[number],
+  nowMs: number,
+): WorkItem[] {
+  const { range } = backfill;
+  const items: WorkItem[] = [];
+  for (const dataset of backfill.datasets) {
+    const done = backfill.doneThroughMs[dataset] ?? range.fromMs;
+    if (done >= range.toMs) continue;
+    const plan = planEventSpans({
+      cursorMs: done,
+      planned: [],
+      nowMs,
+      frequency: frequencyOfStep(range.stepMs, frequency),
+      maxSpanMs: chunkEndAfter(range, done) - done,
+    });
+    for (const span of plan.spans) items.push({ dataset, kind: 'events', ...span });
+  }
+  return items;
+}
+
+/**
+ * ClaimAndPlan of a backfill run.
+ * 1. Read the destination: deleted or paused → skipped.
+ * 2. Another live run holds the backfill slot → skipped (`lease_held`).
+ * 3. Take the running backfill (its run died or ended out of time), else the oldest queued one; none →
+ *    skipped (`nothing_due`).
+ * 4. Claim the slot for it (it becomes `running` with this run's token), then plan its next spans.
+ */
+export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps): Promise<ClaimAndPlanOutput> {
+  const now = deps.now();
+  const nowMs = now.getTime();
+  const { workspaceId, destinationId } = input;
+  const destination = await deps.controlStore.getDestination(workspaceId, destinationId);
+  if (destination === undefined) return { outcome: 'skipped', reason: 'deleted' };
+  if (!destination.isEnabled) return { outcome: 'skipped', reason: 'paused' };
+  const runId = runIdOf(input.executionId);
+  const held = await deps.backfills.getSlot(workspaceId, destinationId);
+  if (held !== undefined && held.runId !== runId && held.expiresAtMs >= nowMs) {
+    return { outcome: 'skipped', reason: 'lease_held' };
+  }
+  const active = await deps.backfills.listActive(workspaceId, destinationId);
+  const backfill = active.find((b) => b.status === 'running') ?? active.find((b) => b.status === 'queued');
+  if (backfill === undefined) return { outcome: 'skipped', reason: 'nothing_due' };
+  const slot = await deps.backfills.claim(
+    { workspaceId, destinationId, backfillId: backfill.id },
+    { backfillId: backfill.id, runId, token: randomUUID(), expiresAtMs: nowMs + LEASE_DURATION_MS },
+    now,
+  );
+  if (slot === undefined) return { outcome: 'skipped', reason: 'lease_held' };
+  const run: RunRef = {
+    workspaceId,
+    destinationId,
+    runId,
+    startedAt: now.toISOString(),
+    leaseToken: slot.token,
+    configVersion: destination.configVersion,
+    deadlineMs: nowMs + deps.settings.runBudgetMs,
+    backfillId: backfill.id,
+  };
+  return { outcome: 'planned', run, items: planBackfillItems(backfill, destination.frequency, nowMs) };
+}
+
+/**
+ * How far each dataset of a backfill is done after a run's results. Pure. A dataset moves over the
+ * contiguous prefix of its spans (in order from where it was) that are written, through the last complete
+ * window of the first span that is not; spans after a gap are written again next time (their windows with
+ * files are skipped, by their progress).
+ */
+export function backfillDoneAfter(
+  backfill: Backfill,
+  results: readonly ItemResult[],
+): Backfill['doneThroughMs'] {
+  const done: Backfill['doneThroughMs'] = { ...backfill.doneThroughMs };
+  for (const dataset of backfill.datasets) {
+    let position = done[dataset] ?? backfill.range.fromMs;
+    const spans = results
+      .filter((r): r is WindowResult => r.status !== 'failed' && r.dataset === dataset && r.kind === 'events')
+      .sort((a, b) => (a.fromMs ?? 0) - (b.fromMs ?? 0));
+    for (const span of spans) {
+      // A gap (a span that failed, so has no result here) stops the dataset where it is.
+      if (span.fromMs === undefined || span.toMs === undefined || span.fromMs > position) break;
+      if (span.status === 'written') position = Math.max(position, span.toMs);
+      else {
+        position = Math.max(position, span.doneThroughMs ?? position);
+        break;
+      }
+    }
+    done[dataset] = position;
+  }
+  return done;
+}
+
+/**
+ * Commit of a backfill run.
+ * 1. A deleted backfill or destination: release the slot. Cancelled (a writer stopped): release the slot.
+ * 2. Move each dataset over what was written ({@link backfillDoneAfter}).
+ * 3. A writer failed after its retries: the chunk's attempts + 1; under the limit the backfill stays
+ *    `running`, due again after a backoff (30 s doubling, at most 30 minutes), the message shown in `error`;
+ *    at the limit it is `failed`. Otherwise: every dataset done → `succeeded`; else due again at once.
+ * 4. Written in one transaction with the release of the slot, fenced by this run's token.
+ */
+export function commitBackfill(input: CommitInput, deps: EngineDeps): Promise<CommitOutput> {
+  const results = input.results ?? [];
+  const failure = results.find((result): result is FailedItemResult => result.status === 'failed');
+  return settleBackfillRun(input.run, results, failure?.error, deps);
+}
+
+/**
+ * RecordFailure of a backfill run: ClaimAndPlan or Commit failed after their retries. With a run, its
+ * chunk's attempts + 1 and a backoff, as a writer failure in {@link commitBackfill}; without one (the
+ * claim failed) nothing is recorded: the backfill stays due and Dispatch tries again. The destination's own
+ * state is never touched.
+ */
+export async function recordBackfillFailure(
+  input: RecordFailureInput,
+  deps: EngineDeps,
+): Promise<RecordFailureOutput> {
+  const message = describeFailure(input.error);
+  const run = input.run;
+  if (run?.backfillId === undefined) return { message, consecutiveFailures: 0, nextRunAt: null };
+  await settleBackfillRun(run, [], input.error ?? { Error: 'Error', Cause: message }, deps);
+  const backfill = await deps.backfills.get(run.workspaceId, run.destinationId, run.backfillId);
+  return {
+    message,
+    consecutiveFailures: backfill?.attempts ?? 0,
+    nextRunAt: backfill?.status === 'running' ? backfill.updatedAt : null,
+  };
+}
+
+/** Steps 1 to 4 of {@link commitBackfill}, with the run's failure (a writer's, or a task's) if any. */
+async function settleBackfillRun(
+  run: RunRef,
+  results: readonly ItemResult[],
+  failure: StepFunctionsError | undefined,
+  deps: EngineDeps,
+): Promise<CommitOutput> {
+  const backfillId = run.backfillId as string;
+  const fence = {
+    workspaceId: run.workspaceId,
+    destinationId: run.destinationId,
+    backfillId,
+    token: run.leaseToken,
+  };
+  const now = deps.now();
+  const backfill = await deps.backfills.get(run.workspaceId, run.destinationId, backfillId);
+  if (backfill === undefined || backfill.status !== 'running') {
+    await deps.backfills.release(fence);
+    return { status: 'stopped', runAgain: false };
+  }
+  const doneThroughMs = backfillDoneAfter(backfill, results);
+  const stopped = results.some((result) => result.status === 'stopped');
+  const complete = backfill.datasets.every(
+    (dataset: EventDataset) => (doneThroughMs[dataset] ?? backfill.range.fromMs) >= backfill.range.toMs,
+  );
+  let commit: BackfillCommit;
+  if (failure !== undefined) {
+    const attempts = backfill.attempts + 1;
+    const message = describeFailure(failure);
+    commit =
+      attempts >= MAX_BACKFILL_CHUNK_ATTEMPTS
+        ? { doneThroughMs, status: 'failed', attempts, error: message, dueAt: null }
+        : {
+            doneThroughMs,
+            status: 'running',
+            attempts,
+            error: message,
+            dueAt: new Date(now.getTime() + backfillRetryDelayMs(attempts)).toISOString(),
+          };
+  } else if (complete) {
+    commit = { doneThroughMs, status: 'succeeded', attempts: 0, error: null, dueAt: null };
+  } else {
+    commit = { doneThroughMs, status: 'running', attempts: 0, error: null, dueAt: now.toISOString() };
+  }
+  if (!(await deps.backfills.commit(fence, commit, now))) return { status: 'stopped', runAgain: false };
+  if (commit.status === 'failed') return { status: 'failed', runAgain: false };
+  if (stopped && commit.status === 'running') return { status: 'stopped', runAgain: false };
+  return { status: 'succeeded', runAgain: commit.status === 'running' && failure === undefined };
+}
+
+/**
+ * The backfill runs Dispatch starts: at most one per destination with a due active backfill, when no live
+ * run holds its slot and the destination is enabled. Each is marked dispatched (its due entry moved ahead
+ * by the lease duration, conditionally), so overlapping ticks start it once.
+ */
+export async function dueBackfillRuns(
+  now: Date,
+  injected: Partial<EngineDeps> = {},
+): Promise<DueDestination[]> {
+  const deps = resolveDeps(injected);
+  try {
+    const nowMs = now.getTime();
+    const due = await deps.backfills.queryDue(now, DISPATCH_BACKFILL_PAGE);
+    const seen = new Set<string>();
+    const starts: DueDestination[] = [];
+    for (const entry of due) {
+      const key = `${entry.workspaceId}#${entry.destinationId}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const slot = await deps.backfills.getSlot(entry.workspaceId, entry.destinationId);
+      if (slot !== undefined && slot.expiresAtMs >= nowMs) continue;
+      const destination = await deps.controlStore.getDestination(entry.workspaceId, entry.destinationId);
+      if (destination === undefined || !destination.isEnabled) continue;
+      if (!(await deps.backfills.markDispatched(entry, new Date(nowMs + LEASE_DURATION_MS).toISOString())))
+        continue;
+      starts.push({
+        workspaceId: entry.workspaceId,
+        destinationId: entry.destinationId,
+        trigger: 'backfill',
+      });
+    }
+    return starts;
+  } catch (error) {
+    throw classifyEngineError(error);
+  }
+}
