@@ -7,7 +7,7 @@ import type {
   APIGatewayProxyStructuredResultV2,
 } from 'aws-lambda';
 import { type AuthorizerContext, createApiHandler } from '@sluice/api';
-import { ApiKeyMeter, BackfillStore, ControlStore } from '@sluice/control';
+import { ApiKeyMeter, ArchiveCursorStore, BackfillStore, ControlStore } from '@sluice/control';
 import { SecretSealer } from '@sluice/secrets';
 import { createAuthorizer } from '../authorizer/authorize.js';
 import type { LambdaFunction } from '../lambda.js';
@@ -33,6 +33,7 @@ export function createApiFunction(
     store,
     sealer: new SecretSealer({ keyId: config.kmsKeyId }),
     backfills: new BackfillStore({ tableName: config.controlTable }),
+    archiveCoverage: new ArchiveCursorStore({ tableName: config.controlTable }),
     eventRetentionMs: config.eventRetentionMs,
     keyMeter: new ApiKeyMeter({ tableName: config.controlTable, limit: config.apiKeyRateLimit }),
     // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.

@@ -5,6 +5,7 @@
  * than seven days, in the future, before the earliest available data, `to` not after `from`).
  */
 import {
+  type ArchivedSpan,
   EVENT_DATASETS,
   type EventDataset,
   earliestAvailableMs,
@@ -41,12 +42,17 @@ export interface CreateBackfillRequest {
  */
 export function parseCreateBackfillRequest(
   body: unknown,
-  context: { now: Date; eventRetentionMs: number; destinationDatasets: readonly string[] },
+  context: {
+    now: Date;
+    eventRetentionMs: number;
+    destinationDatasets: readonly string[];
+    /** What the event archive holds of each dataset, when it holds anything. */
+    archives?: ReadonlyMap<EventDataset, ArchivedSpan>;
+  },
 ): CreateBackfillRequest {
   const parsed = parseSchema(createBackfillRequestSchema, body);
   const issues: InputIssue[] = unknownFields(body as object, KNOWN_FIELDS);
   const nowMs = context.now.getTime();
-  const earliestMs = earliestAvailableMs(nowMs, context.eventRetentionMs);
   const exported = EVENT_DATASETS.filter((dataset) => context.destinationDatasets.includes(dataset));
   const datasets = parsed.datasets ?? exported;
   datasets.forEach((dataset, index) => {
@@ -63,6 +69,15 @@ export function parseCreateBackfillRequest(
   if (datasets.length === 0) {
     issues.push({ path: 'datasets', message: 'This data export exports no event dataset to backfill.' });
   }
+  // The latest of the datasets' earliest times: every dataset of the backfill is available from there.
+  const earliestMs =
+    datasets.length === 0
+      ? earliestAvailableMs(nowMs, context.eventRetentionMs)
+      : Math.max(
+          ...datasets.map((dataset) =>
+            earliestAvailableMs(nowMs, context.eventRetentionMs, context.archives?.get(dataset)),
+          ),
+        );
   const fullHistory = parsed.from === 'earliest';
   const fromMs = fullHistory ? earliestMs : Date.parse(parsed.from);
   const toMs = parsed.to === undefined ? nowMs : Date.parse(parsed.to);

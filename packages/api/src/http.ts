@@ -327,6 +327,8 @@ export interface ApiHandlerOptions {
    * @default 35 days
    */
   eventRetentionMs?: number;
+  /** What the event archive holds (backfills may start at its start). @default none: the hot log only */
+  archiveCoverage?: UseCaseDeps['archiveCoverage'];
   /** @default () => new Date() */
   now?: () => Date;
   /** @default `exp_` + 24 random hex digits */
@@ -401,6 +403,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
     ...(options.backfills ? { backfills: options.backfills } : {}),
+    ...(options.archiveCoverage ? { archiveCoverage: options.archiveCoverage } : {}),
     eventRetentionMs: options.eventRetentionMs ?? DEFAULT_EVENT_RETENTION_MS,
   };
   const log = options.logger ?? logger;

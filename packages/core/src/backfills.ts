@@ -25,12 +25,22 @@ export const FULL_HISTORY_INTERVAL_MS = 30 * DAY_MS;
 /** A chunk that failed is retried this many times (with backoff) before the backfill fails. */
 export const MAX_BACKFILL_CHUNK_ATTEMPTS = 5;
 
+/** The hours of an event dataset the event archive holds: `(startMs, throughMs]` of recorded time. */
+export interface ArchivedSpan {
+  startMs: number;
+  throughMs: number;
+}
+
 /**
- * The earliest recorded time an export can still read: today the hot event log's retention horizon. The
- * event archive moves it back to the archive's start; this function is the one place that decides.
+ * The earliest recorded time an export can still read: the hot event log's retention horizon, or the event
+ * archive's start when the archive reaches that horizon (no hour lost between them). An archive that stopped
+ * before the horizon is not used: the rows between them are gone. The one place that decides (the engine's
+ * `availableFromMs` is the same on the grid).
  */
-export function earliestAvailableMs(nowMs: number, eventRetentionMs: number): number {
-  return nowMs - eventRetentionMs;
+export function earliestAvailableMs(nowMs: number, eventRetentionMs: number, archive?: ArchivedSpan): number {
+  const hotHorizon = nowMs - eventRetentionMs;
+  if (archive === undefined || archive.throughMs <= hotHorizon) return hotHorizon;
+  return Math.min(hotHorizon, archive.startMs);
 }
 
 /** A backfill's range on the grid: windows `(fromMs, toMs]`, cut into chunks of at most seven days. */

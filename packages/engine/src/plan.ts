@@ -4,6 +4,7 @@ import {
   type Dataset,
   type Destination,
   type EventDataset,
+  earliestAvailableMs,
   fileFormatOf,
   gridPointAtOrBefore,
   gridStartOf,
@@ -216,9 +217,7 @@ export function availableFromMs(
   stepMs: number,
   archive: ArchiveCoverage | undefined,
 ): number {
-  const hotHorizon = gridPointAtOrBefore(nowMs - retentionMs, stepMs);
-  if (archive === undefined || archive.throughMs <= nowMs - retentionMs) return hotHorizon;
-  return Math.min(hotHorizon, gridPointAtOrBefore(archive.startMs, stepMs));
+  return gridPointAtOrBefore(earliestAvailableMs(nowMs, retentionMs, archive), stepMs);
 }
 
 /** What {@link planDatasets} decided. */

@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type ArchivedSpan,
   type Backfill,
   type BackfillDatasetProgress,
   type BackfillStatus,
   backfillId,
   backfillRange,
   ConflictError,
+  type EventDataset,
   FULL_HISTORY_INTERVAL_MS,
+  isEventDataset,
   NotFoundError,
   windowCount,
 } from '@sluice/core';
@@ -91,10 +94,17 @@ export async function createBackfill(
   }
   const now = deps.now();
   const nowMs = now.getTime();
+  const archives = new Map<EventDataset, ArchivedSpan>();
+  for (const dataset of destination.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    const archived = await deps.archiveCoverage?.get(caller.workspaceId, dataset);
+    if (archived !== undefined) archives.set(dataset, archived);
+  }
   const request = parseCreateBackfillRequest(body, {
     now,
     eventRetentionMs: deps.eventRetentionMs,
     destinationDatasets: destination.datasets,
+    archives,
   });
   const iso = now.toISOString();
   const backfill: Backfill = {

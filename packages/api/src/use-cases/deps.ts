@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type Destination, NotFoundError } from '@sluice/core';
+import { type ArchivedSpan, type Destination, type EventDataset, NotFoundError } from '@sluice/core';
 import type { EndpointPolicyOptions } from '@sluice/sinks';
 import type {
   ApiBackfillStore,
@@ -24,8 +24,10 @@ export interface UseCaseDeps {
   newId: () => string;
   /** Backfills; absent in API set-ups that do not serve them (their routes then fail). */
   backfills?: ApiBackfillStore;
-  /** How long the event log keeps rows: a backfill cannot start before `now` minus this. */
+  /** How long the event log keeps rows: a backfill cannot start before `now` minus this, unless archived. */
   eventRetentionMs: number;
+  /** What the event archive holds of a workspace's dataset (absent: no archive, the hot log only). */
+  archiveCoverage?: { get(workspaceId: string, dataset: EventDataset): Promise<ArchivedSpan | undefined> };
 }
 
 /** A new destination id: `exp_` followed by 96 random bits in hex. */
