@@ -57,6 +57,8 @@ export function buildSluiceApp(
     subscribersTable: stateful.subscribersTable,
     secretsKey: stateful.secretsKey,
     archiveBucket: stateful.archiveBucket,
+    archiveReadAccess: stateful.archiveReadAccess,
+    archiveWriteAccess: stateful.archiveWriteAccess,
     eventBus: stateful.eventBus,
     producerAccounts: stateful.producerAccounts,
     apiDomainName: stateful.apiDomain ? settings.domainName : undefined,

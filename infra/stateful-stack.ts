@@ -109,6 +109,14 @@ export class StatefulStack extends Stack {
   public readonly apiDomain?: apigwv2.DomainName;
   /** Sluice's own event archive: hot log rows, one object per workspace, dataset and hour (`SLUICE_ARCHIVE_BUCKET`). */
   public readonly archiveBucket: s3.Bucket;
+  /**
+   * What the readers of the archive may do (list the bucket, get `archive/*`), and what its compaction may
+   * do (also put and abort uploads). Managed policies of this stack, attached to the stateless stack's roles:
+   * the object-level grant names this stack's bucket, so its acknowledgement names it the same way whether
+   * cdk-nag runs in process or at `cdk synth` (where a cross-stack reference becomes `Fn::GetStackOutput`).
+   */
+  public readonly archiveReadAccess: iam.ManagedPolicy;
+  public readonly archiveWriteAccess: iam.ManagedPolicy;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, {
@@ -138,6 +146,12 @@ export class StatefulStack extends Stack {
     });
 
     this.archiveBucket = this.createArchiveBucket(props.archiveRetentionDays ?? 731);
+    this.archiveReadAccess = this.archiveAccess('ArchiveReadAccess', ['s3:GetObject']);
+    this.archiveWriteAccess = this.archiveAccess('ArchiveWriteAccess', [
+      's3:GetObject',
+      's3:PutObject',
+      's3:AbortMultipartUpload',
+    ]);
 
     const root = new iam.AccountRootPrincipal();
     this.secretsKey = new kms.Key(this, 'SecretsKey', {
@@ -225,6 +239,27 @@ export class StatefulStack extends Stack {
    * cheaper classes' minimum size would cost more), expire after the archive retention, and old versions
    * (an erasure's rewritten objects) go after 7 days.
    */
+  /** A managed policy over the archive: list the bucket, `objectActions` on `archive/*`. Never a wildcard action. */
+  private archiveAccess(id: string, objectActions: string[]): iam.ManagedPolicy {
+    const policy = new iam.ManagedPolicy(this, id, {
+      description: `Sluice: ${objectActions.join(', ')} on the event archive's archive/ objects`,
+      statements: [
+        new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [this.archiveBucket.bucketArn] }),
+        new iam.PolicyStatement({
+          actions: objectActions,
+          resources: [this.archiveBucket.arnForObjects('archive/*')],
+        }),
+      ],
+    });
+    Validations.of(policy).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::<ArchiveBucket.Arn>/archive/*]',
+      reason:
+        'Archive objects are named by workspace, dataset and hour (archive/<workspace>/<dataset>/date=…/hour=…), ' +
+        "created as time passes: only the archive/ prefix of Sluice's own archive bucket can be named.",
+    });
+    return policy;
+  }
+
   private createArchiveBucket(retentionDays: number): s3.Bucket {
     if (
       !(Number.isInteger(retentionDays) && retentionDays > ARCHIVE_TRANSITIONS.glacierInstantRetrievalDays)

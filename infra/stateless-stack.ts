@@ -67,6 +67,10 @@ export interface StatelessStackProps extends StackProps {
   readonly secretsKey: kms.IKey;
   /** From the stateful stack: Sluice's own event archive. */
   readonly archiveBucket: s3.IBucket;
+  /** From the stateful stack: list the archive and get its objects. */
+  readonly archiveReadAccess: iam.IManagedPolicy;
+  /** From the stateful stack: also put its objects (the compaction). */
+  readonly archiveWriteAccess: iam.IManagedPolicy;
   /** From the stateful stack: where platform producers put events. */
   readonly eventBus: events.IEventBus;
   /** Accounts besides this one whose producers put events on the bus (the bus policy names them). */
@@ -171,22 +175,7 @@ export class StatelessStack extends Stack {
     const useArchive = (f: SluiceFunction, write: boolean) => {
       f.addEnvironment('SLUICE_ARCHIVE_BUCKET', props.archiveBucket.bucketName);
       f.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
-      f.addToRolePolicy(
-        new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [props.archiveBucket.bucketArn] }),
-      );
-      f.addToRolePolicy(
-        new iam.PolicyStatement({
-          actions: ['s3:GetObject', ...(write ? ['s3:PutObject', 's3:AbortMultipartUpload'] : [])],
-          resources: [props.archiveBucket.arnForObjects('archive/*')],
-        }),
-      );
-      const bucketId = this.resolve((props.archiveBucket.node.defaultChild as s3.CfnBucket).logicalId);
-      Validations.of(f.role!).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/archive/*]`,
-        reason:
-          'Archive objects are named by workspace, dataset and hour (archive/<workspace>/<dataset>/date=…/hour=…), ' +
-          "created as time passes: only the archive/ prefix of Sluice's own archive bucket can be named.",
-      });
+      f.role?.addManagedPolicy(write ? props.archiveWriteAccess : props.archiveReadAccess);
     };
     const useSecretsKey = (f: SluiceFunction, actions: ('kms:GenerateDataKey' | 'kms:Decrypt')[]) => {
       f.addEnvironment('SLUICE_KMS_KEY_ID', props.secretsKey.keyArn);

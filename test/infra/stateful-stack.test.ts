@@ -214,4 +214,37 @@ describe('stateful stack: the event archive bucket', () => {
     // Assess
     expect(resource.Properties.LifecycleConfiguration.Rules[0]).toMatchObject({ ExpirationInDays: 400 });
   });
+
+  it('publishes read and write access to its archive/ objects as managed policies, no wildcard action', () => {
+    // Act
+    const policies = built.statefulTemplate.findResources('AWS::IAM::ManagedPolicy') as Record<
+      string,
+      { Properties: { PolicyDocument: { Statement: Statement[] } } }
+    >;
+    const grants = Object.fromEntries(
+      Object.entries(policies).map(([id, policy]) => [
+        id.replace(/[0-9A-F]{8}$/, ''),
+        policy.Properties.PolicyDocument.Statement.map((statement) => [
+          JSON.stringify(statement.Resource),
+          actionsOf(statement).sort(),
+        ]),
+      ]),
+    );
+
+    // Assess
+    const bucketArn = JSON.stringify({ 'Fn::GetAtt': ['ArchiveBucket', 'Arn'] });
+    const objects = JSON.stringify({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': ['ArchiveBucket', 'Arn'] }, '/archive/*']],
+    });
+    expect(grants).toEqual({
+      ArchiveReadAccess: [
+        [bucketArn, ['s3:ListBucket']],
+        [objects, ['s3:GetObject']],
+      ],
+      ArchiveWriteAccess: [
+        [bucketArn, ['s3:ListBucket']],
+        [objects, ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject']],
+      ],
+    });
+  });
 });
