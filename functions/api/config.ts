@@ -1,3 +1,4 @@
+import { DAY_MS } from '@sluice/core';
 import { z } from 'zod';
 import {
   type Env,
@@ -6,8 +7,6 @@ import {
   readEnv,
   requiredVariable,
 } from '../env.js';
-
-const DAY_MS = 86_400_000;
 
 /** The variables of the API function. */
 export const apiEnvironment = z.object({

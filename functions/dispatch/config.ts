@@ -1,7 +1,6 @@
+import { DAY_MS } from '@sluice/core';
 import { z } from 'zod';
 import { type Env, eventRetentionDaysVariable, readEnv, requiredVariable } from '../env.js';
-
-const DAY_MS = 86_400_000;
 
 /** The variables of the dispatch function. */
 export const dispatchEnvironment = z.object({

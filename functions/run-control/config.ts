@@ -1,3 +1,4 @@
+import { DAY_MS } from '@sluice/core';
 import { DEFAULT_ENGINE_SETTINGS } from '@sluice/engine';
 import { z } from 'zod';
 import {
@@ -7,8 +8,6 @@ import {
   readEnv,
   requiredVariable,
 } from '../env.js';
-
-const DAY_MS = 86_400_000;
 
 /** The variables of the run-control function. */
 export const runControlEnvironment = z.object({

@@ -8,7 +8,7 @@ import type { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import middy, { type MiddlewareObj, type Request } from '@middy/core';
 import httpJsonBodyParser from '@middy/http-json-body-parser';
-import { createLogger, DatabaseUnavailableError } from '@sluice/core';
+import { createLogger, DatabaseUnavailableError, DEFAULT_EVENT_RETENTION_MS } from '@sluice/core';
 import type { Context } from 'aws-lambda';
 import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
@@ -25,9 +25,6 @@ import { listDataExports } from './use-cases/list-data-exports.js';
 import { runDataExport } from './use-cases/run-data-export.js';
 import { testDataExport } from './use-cases/test-data-export.js';
 import { updateDataExport } from './use-cases/update-data-export.js';
-
-/** The event log's retention the API assumes when not told: the engine's default. */
-const DEFAULT_EVENT_RETENTION_MS = 35 * 86_400_000;
 
 /** Largest JSON body the API reads; API Gateway itself allows 10 MB. */
 export const MAX_BODY_BYTES = 64 * 1024;

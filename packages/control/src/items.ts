@@ -1,4 +1,4 @@
-import type { Dataset } from '@sluice/core';
+import { type Dataset, DAY_MS } from '@sluice/core';
 
 /**
  * The keys of every control table item, as docs/internals.md fixes them. The API stores and the engine's
@@ -7,7 +7,6 @@ import type { Dataset } from '@sluice/core';
 
 /** How long run records are kept and listed. */
 export const RUN_RETENTION_DAYS = 14;
-const DAY_MS = 86_400_000;
 
 /** `WS#<workspaceId>`: the partition of a workspace's item, destinations, cursors and leases. */
 export function workspacePk(workspaceId: string): string {

@@ -17,6 +17,8 @@ const MINUTE_MS = 60_000;
 export const HOUR_MS = 60 * MINUTE_MS;
 /** One UTC day in milliseconds. */
 export const DAY_MS = 24 * HOUR_MS;
+/** How long the hot event log keeps rows unless the deployment says otherwise. */
+export const DEFAULT_EVENT_RETENTION_MS = 35 * DAY_MS;
 
 /** Exports trail real time by this much, so late writes land before their window is read. */
 export const EXPORT_LAG_MS = 2 * MINUTE_MS;

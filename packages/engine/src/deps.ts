@@ -8,7 +8,7 @@ import type {
   RunStateStore,
   RunStore,
 } from '@sluice/control';
-import type { BucketLocation } from '@sluice/core';
+import { type BucketLocation, DEFAULT_EVENT_RETENTION_MS } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
 import type { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
@@ -38,7 +38,7 @@ export interface EngineSettings {
 /** The defaults of {@link EngineSettings}. */
 export const DEFAULT_ENGINE_SETTINGS: EngineSettings = {
   runBudgetMs: 180_000,
-  eventRetentionMs: 35 * 86_400_000,
+  eventRetentionMs: DEFAULT_EVENT_RETENTION_MS,
 };
 
 /** Everything the engine talks to. Each use case takes a `Partial` of it; see {@link resolveDeps}. */

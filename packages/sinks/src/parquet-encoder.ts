@@ -1,6 +1,12 @@
 import { PassThrough, type Readable } from 'node:stream';
 import * as zlib from 'node:zlib';
-import { type Dataset, PARQUET_COLUMNS, type ParquetColumn, type ParquetCompression } from '@sluice/core';
+import {
+  type Dataset,
+  DAY_MS,
+  PARQUET_COLUMNS,
+  type ParquetColumn,
+  type ParquetCompression,
+} from '@sluice/core';
 import { ByteWriter, type ColumnSource, ParquetWriter } from 'hyparquet-writer';
 import type { SchemaElement } from 'hyparquet';
 import type { EncoderStats } from './encoder.js';
@@ -90,8 +96,6 @@ export function parquetSchema(dataset: Dataset): SchemaElement[] {
   const columns = PARQUET_COLUMNS[dataset];
   return [{ name: 'root', num_children: columns.length }, ...columns.flatMap(schemaElements)];
 }
-
-const DAY_MS = 86_400_000;
 
 /** A JSON value of a row as the column stores it. */
 function columnValue(column: ParquetColumn, value: unknown): unknown {

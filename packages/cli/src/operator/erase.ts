@@ -4,6 +4,7 @@
  * and the event archive (`@sluice/archive` `Eraser`), and prints what it removed. Files already delivered to
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
+import { DAY_MS } from '@sluice/core';
 import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -17,7 +18,6 @@ import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
 const USAGE = 'erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]';
-const DAY_MS = 86_400_000;
 
 /** What the erase command needs, injectable for tests. */
 export interface EraseCommandDeps {
