@@ -6,9 +6,9 @@ export interface FieldIssue {
   message: string;
 }
 
-import type { DataExportRunView, DataExportView } from '@sluice/api';
+import type { BackfillView, DataExportRunView, DataExportView } from '@sluice/api';
 
-export type { DataExportView };
+export type { BackfillView, DataExportView };
 /** A run as the API returns it (the OpenAPI `DataExportRun`). */
 export type RunView = DataExportRunView;
 
@@ -80,6 +80,27 @@ export class SluiceApi {
       if (nextToken === undefined) break;
     }
     return runs;
+  }
+
+  /** The newest backfills of an export, newest first (the API's first page of `limit`). */
+  async backfills(id: string, limit = 50): Promise<BackfillView[]> {
+    const query = new URLSearchParams({ limit: String(limit) });
+    return (await this.call<{ backfills: BackfillView[] }>('GET', `${exportPath(id)}/backfills?${query}`))
+      .backfills;
+  }
+
+  async createBackfill(id: string, body: Record<string, unknown>): Promise<BackfillView> {
+    return (await this.call<{ backfill: BackfillView }>('POST', `${exportPath(id)}/backfills`, body))
+      .backfill;
+  }
+
+  async cancelBackfill(id: string, backfillId: string): Promise<BackfillView> {
+    return (
+      await this.call<{ backfill: BackfillView }>(
+        'DELETE',
+        `${exportPath(id)}/backfills/${encodeURIComponent(backfillId)}`,
+      )
+    ).backfill;
   }
 
   private async call<T>(method: string, path: string, body?: unknown): Promise<T> {

@@ -2,14 +2,17 @@
  * The Sluice console: one page, routed by the URL's hash, talking to the API with the key the person signed in
  * with. The key lives in this tab's sessionStorage only (never in a URL, a cookie or localStorage).
  *
- * Routes: `#/` the exports; `#/new` create; `#/exports/<id>` one export with its run history; `#/exports/<id>/edit`.
+ * Routes: `#/` the exports; `#/new` create; `#/exports/<id>` one export with its backfills and run history;
+ * `#/exports/<id>/edit`.
  */
 import { exportState, formatBytes, formatCount } from '@sluice/cli/format';
 import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
 import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
 import { ApiError, type DataExportView, SluiceApi } from './api.js';
+import { type BackfillsSection, backfillsSection } from './backfills-view.js';
 import { barChart, lagChart } from './charts.js';
 import { h } from './dom.js';
+import { clearFieldErrors, field, notice, showFieldErrors } from './forms.js';
 import './console.css';
 import { formatDuration, formatTime, runHistory } from './history.js';
 
@@ -18,6 +21,8 @@ const REFRESH_MS = 2_000;
 
 let apiUrl = '/v1';
 let refreshTimer: number | undefined;
+/** The open export page's backfills section, stopped when the page is left. */
+let openBackfills: BackfillsSection | undefined;
 const root = document.getElementById('app') as HTMLElement;
 
 function apiKey(): string | null {
@@ -47,11 +52,6 @@ function show(...content: Node[]): void {
     ),
     h('main', {}, ...content),
   );
-}
-
-function notice(error: unknown): HTMLElement {
-  const message = error instanceof Error ? error.message : String(error);
-  return h('p', { class: 'error', role: 'alert' }, message);
 }
 
 function signOut(): void {
@@ -174,17 +174,6 @@ const TEXT_FIELDS = [
   ['secretAccessKey', 'Secret access key'],
 ] as const;
 
-function field(name: string, label: string, control: HTMLElement, hint?: string): HTMLElement {
-  return h(
-    'div',
-    { class: 'field', 'data-field': name },
-    h('label', { for: `f-${name}` }, label),
-    control,
-    hint ? h('small', {}, hint) : null,
-    h('p', { class: 'field-error', id: `e-${name}`, role: 'alert' }),
-  );
-}
-
 async function formView(id?: string): Promise<void> {
   let current: DataExportView | undefined;
   if (id !== undefined) {
@@ -297,38 +286,18 @@ async function formView(id?: string): Promise<void> {
   });
 
   async function save(body: Record<string, unknown>): Promise<void> {
-    for (const element of form.querySelectorAll('.field-error')) element.textContent = '';
-    for (const element of form.querySelectorAll('.field.invalid')) element.classList.remove('invalid');
-    formError.replaceChildren();
+    clearFieldErrors(form, formError);
     submit.disabled = true;
     submit.textContent = 'Testing the connection…';
     try {
       const saved = current ? await api().update(current.id, body) : await api().create(body);
       location.hash = `#/exports/${encodeURIComponent(saved.id)}`;
     } catch (error) {
-      showErrors(error);
+      showFieldErrors(form, formError, error);
     } finally {
       submit.disabled = false;
       submit.textContent = current ? 'Save' : 'Create and test connection';
     }
-  }
-
-  function showErrors(error: unknown): void {
-    const unplaced: string[] = [];
-    const issues = error instanceof ApiError ? error.issues : [];
-    for (const issue of issues) {
-      const name = issue.path.split(/[.[]/)[0] ?? '';
-      const slot = form.querySelector<HTMLElement>(`#e-${CSS.escape(name)}`);
-      if (slot) {
-        slot.textContent = slot.textContent ? `${slot.textContent} ${issue.message}` : issue.message;
-        slot.closest('.field')?.classList.add('invalid');
-      } else unplaced.push(`${issue.path}: ${issue.message}`);
-    }
-    const allPlaced = issues.length > 0 && unplaced.length === 0;
-    formError.replaceChildren(
-      allPlaced ? h('p', { class: 'error' }, 'Check the fields marked below.') : notice(error),
-      ...(unplaced.length > 0 ? [h('ul', {}, ...unplaced.map((line) => h('li', {}, line)))] : []),
-    );
   }
 
   show(form);
@@ -339,9 +308,10 @@ async function formView(id?: string): Promise<void> {
 async function detailView(id: string): Promise<void> {
   const status = h('p', { class: 'status', role: 'status' });
   const summary = h('section', { class: 'card' });
+  const backfills = h('section', { class: 'card backfills' });
   const history = h('section', { class: 'card history' });
   const dialog = h('dialog', { id: 'confirm-delete' });
-  show(status, summary, history, dialog);
+  show(status, summary, backfills, history, dialog);
 
   const act = async (label: string, action: () => Promise<string | undefined>): Promise<void> => {
     status.className = 'status';
@@ -395,6 +365,10 @@ async function detailView(id: string): Promise<void> {
       status.className = 'status error';
       status.textContent = (error as Error).message;
       return;
+    }
+    if (openBackfills === undefined && backfills.isConnected) {
+      openBackfills = backfillsSection(api, view);
+      backfills.replaceWith(openBackfills.element);
     }
     summary.replaceChildren(
       h('div', { class: 'toolbar' }, h('h1', {}, view.name), stateBadge(view, 'state')),
@@ -529,6 +503,8 @@ async function detailView(id: string): Promise<void> {
 
 async function route(): Promise<void> {
   window.clearInterval(refreshTimer);
+  openBackfills?.stop();
+  openBackfills = undefined;
   if (!apiKey()) return signInView();
   const hash = location.hash.replace(/^#/, '') || '/';
   const match = /^\/exports\/([^/]+)(\/edit)?$/.exec(hash);
