@@ -1,20 +1,22 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { formatCount } from '@sluice/cli/format';
 import { buildConsole, serveConsole } from '@sluice/console';
 import { maskAccessKeyId } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
-import type { LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
-import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from '../e2e/harness.js';
+import type { LocalWorkflows, Json as StateJson } from '../../packages/local/src/stepfunctions.js';
+import { createLocalExport, type E2eHarness, ingestAll, startE2eHarness, uniqueId } from '../e2e/harness.js';
 
 /** Debian's chromium (`apt-get install chromium`; `.ci/run` installs it). */
 const CHROMIUM = process.env.SLUICE_CHROMIUM ?? '/usr/bin/chromium';
 /** Where each step's screenshot goes, for a person to look at. */
 const SCREENSHOTS = join(process.cwd(), '.cache', 'console-screenshots');
 const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
 
 let h: E2eHarness;
 let workflows: LocalWorkflows;
@@ -62,8 +64,21 @@ function poll<T>(read: () => Promise<T> | T) {
   return expect.poll(read, { timeout: 10_000, interval: 100 });
 }
 
-async function screenshot(name: string): Promise<void> {
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+async function screenshot(name: string, on: Page = page): Promise<void> {
+  await on.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** A new tab signed in to the console with `apiKey`, on the exports page. */
+async function signedInTab(apiKey: string): Promise<Page> {
+  const tab = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  tab.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
+  await tab.goto(`${h.api.url}/console/`);
+  await tab.getByLabel('API key').fill(apiKey);
+  await tab.getByRole('button', { name: 'Sign in' }).click();
+  await tab.getByRole('heading', { name: 'Data exports' }).waitFor();
+  return tab;
 }
 
 describe('the web console in Chromium against the local API', () => {
@@ -182,6 +197,227 @@ describe('the web console in Chromium against the local API', () => {
     await page.getByText('No export yet.').waitFor();
     expect((await h.ws.client.request('GET', `/data-exports/${id}`)).status).toBe(404);
     await screenshot('09-deleted');
+
+    expect(cspViolations).toEqual([]);
+  });
+
+  it('starts backfills from the form, shows their progress as they run, and cancels them', async () => {
+    // Prepare: an export of email and custom events, with rows in each of the last 3 whole hours.
+    const hour = Math.floor(Date.now() / HOUR_MS) * HOUR_MS;
+    const events = generateEvents({
+      count: 300,
+      workspaceId: h.ws.workspaceId,
+      seed: 21,
+      from: hour - 3 * HOUR_MS,
+      to: hour - 1,
+      mix: { email_events: 2, custom_events: 1 },
+    });
+    expect(
+      await ingestAll(h.events, h.ws.workspaceId, [...events] as unknown as Record<string, unknown>[]),
+    ).toBe(300);
+    const { id } = await createLocalExport(h, {
+      prefixRoot: 'console-backfills/',
+      startFromMs: Date.now() - HOUR_MS,
+      datasets: ['email_events', 'custom_events', 'subscribers'],
+      frequency: 'hourly',
+    });
+    const backfillsPath = `/data-exports/${id}/backfills`;
+    const apiBackfills = async () =>
+      (await h.ws.client.request('GET', backfillsPath)).body.backfills as {
+        id: string;
+        status: string;
+        progress: Record<string, { windowsDone: number; windowsTotal: number; rows: number; files: number }>;
+      }[];
+    const tab = await signedInTab(h.ws.client.apiKey!);
+    const requests: string[] = [];
+    tab.on('request', (request) => {
+      const url = new URL(request.url());
+      requests.push(`${request.method()} ${url.pathname}${url.search}`);
+    });
+    await tab.goto(`${h.api.url}/console/#/exports/${id}`);
+    const section = tab.locator('section.backfills');
+    await section.getByText('No backfill yet.').waitFor();
+    // The event datasets only: subscribers are snapshots.
+    expect(await section.getByRole('checkbox', { name: 'subscribers' }).count()).toBe(0);
+    const row = (backfillId: string) => section.locator(`tr[data-backfill="${backfillId}"]`);
+    const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+
+    // The form's own check: an end before the start is refused beside "To", and nothing is sent.
+    await section.getByLabel('From (UTC)').fill(inUtc(hour - HOUR_MS));
+    await section.getByLabel('To (UTC)').fill(inUtc(hour - 2 * HOUR_MS));
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(() => section.locator('#e-to').textContent()).toBe('The end must be after the start.');
+    expect(requests.filter((line) => line.startsWith('POST '))).toEqual([]);
+
+    // The API's 400: a start before the earliest available data, shown beside "From".
+    await section.getByLabel('From (UTC)').fill(inUtc(hour - 90 * 24 * HOUR_MS));
+    await section.getByLabel('To (UTC)').fill(inUtc(hour - 89 * 24 * HOUR_MS));
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(() => section.locator('#e-from').textContent()).toMatch(/before the earliest available data/);
+    expect(await section.locator('#e-to').textContent()).toBe('');
+    expect(requests.filter((line) => line.startsWith('POST '))).toEqual([`POST /v1${backfillsPath}`]);
+    expect(await apiBackfills()).toEqual([]);
+    await screenshot('10-backfill-field-error', tab);
+
+    // A range of the last 3 hours: queued, one progress bar per dataset, nothing done yet.
+    await section.getByLabel('From (UTC)').fill(inUtc(hour - 3 * HOUR_MS));
+    await section.getByLabel('To (UTC)').fill(inUtc(hour));
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(async () => (await apiBackfills()).length).toBe(1);
+    const [first] = await apiBackfills();
+    await poll(() => section.getByTestId('backfills-status').textContent()).toBe(
+      `Backfill ${first!.id} queued.`,
+    );
+    await poll(() => row(first!.id).getByTestId('status').textContent()).toBe('queued');
+    expect(
+      await row(first!.id)
+        .locator('progress')
+        .evaluateAll((bars) => bars.map((b) => b.getAttribute('value'))),
+    ).toEqual(['0', '0']);
+
+    // It runs (one writer at a time), held after its first window: the list, polling, shows it running with
+    // the API's progress so far.
+    let firstWritten!: () => void;
+    const written = new Promise<void>((resolve) => {
+      firstWritten = resolve;
+    });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let writers = 0;
+    let queue = Promise.resolve();
+    const gated = await h.workflows({
+      intercept: (state, input, invoke) => {
+        if (state !== 'WriteWindow') return invoke(input);
+        const turn = queue.then(async () => {
+          const output = await invoke(input);
+          writers += 1;
+          if (writers === 1) {
+            firstWritten();
+            await released;
+          }
+          return output as StateJson;
+        });
+        queue = turn.then(
+          () => undefined,
+          () => undefined,
+        );
+        return turn;
+      },
+    });
+    const running = gated.runExportRun({
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+      trigger: 'backfill',
+    });
+    await written;
+    await poll(() => row(first!.id).getByTestId('status').textContent()).toBe('running');
+    const midway = (await apiBackfills())[0]!;
+    const files = Object.values(midway.progress).reduce((sum, p) => sum + p.files, 0);
+    expect(files).toBe(1);
+    for (const [dataset, p] of Object.entries(midway.progress)) {
+      const line = row(first!.id).locator(`li[data-dataset="${dataset}"]`);
+      await poll(() => line.locator('small').textContent()).toMatch(
+        new RegExp(
+          `^${p.windowsDone} of ${p.windowsTotal} windows · ${formatCount(p.rows)} rows? · ${p.files} files? · `,
+        ),
+      );
+      expect(p.windowsTotal).toBeGreaterThanOrEqual(2);
+      expect(await line.locator('progress').getAttribute('max')).toBe(String(p.windowsTotal));
+    }
+    await screenshot('11-backfill-running', tab);
+
+    // Cancel, with confirmation: "Keep it" keeps it running; "Cancel backfill" cancels it, and the run, let
+    // go, stops before its next file.
+    await row(first!.id).getByRole('button', { name: 'Cancel' }).click();
+    await tab.getByRole('dialog').getByRole('button', { name: 'Keep it' }).click();
+    expect((await apiBackfills())[0]?.status).toBe('running');
+    await row(first!.id).getByRole('button', { name: 'Cancel' }).click();
+    await screenshot('12-confirm-cancel-backfill', tab);
+    await tab.getByRole('dialog').getByRole('button', { name: 'Cancel backfill' }).click();
+    await poll(() => row(first!.id).getByTestId('status').textContent()).toBe('cancelled');
+    expect(await section.getByTestId('backfills-status').textContent()).toBe(
+      `Backfill ${first!.id} cancelled.`,
+    );
+    expect(await row(first!.id).getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+    release();
+    expect((await running).status).toBe('stopped');
+    const cancelled = (await apiBackfills())[0]!;
+    expect(cancelled.status).toBe('cancelled');
+    expect(Object.values(cancelled.progress).reduce((sum, p) => sum + p.files, 0)).toBe(1);
+
+    // The entire history: "from": "earliest", the range inputs off; a second one within 30 days is the API's
+    // 409, shown on the form. The queued one is cancelled.
+    await section.getByLabel(/Entire history/).check();
+    expect(await section.getByLabel('From (UTC)').isDisabled()).toBe(true);
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(async () => (await apiBackfills()).length).toBe(2);
+    const whole = (await apiBackfills())[0]!;
+    await poll(() => row(whole.id).locator('td').nth(2).textContent()).toMatch(/^Entire history, from /);
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(() => section.locator('.form-error').textContent()).toMatch(
+      /A full-history backfill of this data export was started in the last 30 days/,
+    );
+    await screenshot('13-backfill-full-history-refused', tab);
+    await row(whole.id).getByRole('button', { name: 'Cancel' }).click();
+    await tab.getByRole('dialog').getByRole('button', { name: 'Cancel backfill' }).click();
+    await poll(() => row(whole.id).getByTestId('status').textContent()).toBe('cancelled');
+
+    // A range of one hour, run to its end: every bar full, the API's rows shown; newest first.
+    await section.getByLabel(/Entire history/).uncheck();
+    await section.getByLabel('From (UTC)').fill(inUtc(hour - 2 * HOUR_MS));
+    await section.getByLabel('To (UTC)').fill(inUtc(hour - HOUR_MS));
+    await section.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(async () => (await apiBackfills()).length).toBe(3);
+    const last = (await apiBackfills())[0]!;
+    await poll(() => row(last.id).getByTestId('status').textContent()).toBe('queued');
+    const outcome = await workflows.runExportRun({
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+      trigger: 'backfill',
+    });
+    expect(outcome.status).toBe('succeeded');
+    await poll(() => row(last.id).getByTestId('status').textContent()).toBe('succeeded');
+    const done = (await apiBackfills())[0]!;
+    expect(done.status).toBe('succeeded');
+    for (const [dataset, p] of Object.entries(done.progress)) {
+      const line = row(last.id).locator(`li[data-dataset="${dataset}"]`);
+      expect(p.rows).toBeGreaterThan(0);
+      expect(await line.locator('small').textContent()).toMatch(
+        new RegExp(`^${p.windowsTotal} of ${p.windowsTotal} windows? · ${formatCount(p.rows)} rows? · `),
+      );
+      expect(await line.locator('progress').getAttribute('value')).toBe(String(p.windowsTotal));
+    }
+    expect(
+      await section
+        .locator('tbody tr')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-backfill'))),
+    ).toEqual((await apiBackfills()).map((b) => b.id));
+    await screenshot('14-backfills', tab);
+
+    // None is active: the list is not read again while the page itself refreshes three times (every 2 s).
+    const reads = (path: string) => requests.filter((line) => line === `GET /v1${path}`).length;
+    const listReads = requests.filter((line) => line.startsWith(`GET /v1${backfillsPath}?`)).length;
+    const pageReads = reads(`/data-exports/${id}`);
+    await poll(() => reads(`/data-exports/${id}`)).toBeGreaterThanOrEqual(pageReads + 3);
+    expect(requests.filter((line) => line.startsWith(`GET /v1${backfillsPath}?`)).length).toBe(listReads);
+    await tab.close();
+
+    // A key without the write scope sees the backfills, and the form says why it cannot start one.
+    const reader = await h.ws.clientWith({ scopes: ['data_exports:read'] });
+    const readOnly = await signedInTab(reader.apiKey!);
+    await readOnly.goto(`${h.api.url}/console/#/exports/${id}`);
+    const readerSection = readOnly.locator('section.backfills');
+    await poll(() => readerSection.locator('tbody tr').count()).toBe(3);
+    await readerSection.getByRole('button', { name: 'Start backfill' }).click();
+    await poll(() => readerSection.locator('.form-error').textContent()).toMatch(
+      /missing required scopes: data_exports:write/,
+    );
+    expect(await readerSection.getByRole('button', { name: 'Start backfill' }).isDisabled()).toBe(true);
+    expect(await apiBackfills()).toHaveLength(3);
+    await screenshot('15-backfill-read-only-key', readOnly);
+    await readOnly.close();
 
     expect(cspViolations).toEqual([]);
   });

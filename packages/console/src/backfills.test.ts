@@ -104,7 +104,13 @@ describe('the form', () => {
 describe('the list', () => {
   it("shows each dataset's windows done of total and what it wrote", () => {
     // Prepare: a dataset the API has not reported yet shows as nothing done
-    const view = backfill({ datasets: ['email_events', 'custom_events'] });
+    const view = backfill({
+      datasets: ['email_events', 'custom_events', 'sms_events'],
+      progress: {
+        email_events: { windowsDone: 3, windowsTotal: 24, rows: 1234, files: 3, bytes: 1536 },
+        sms_events: { windowsDone: 1, windowsTotal: 1, rows: 1, files: 1, bytes: 10 },
+      },
+    });
 
     // Act
     const lines = progressLines(view);
@@ -122,6 +128,12 @@ describe('the list', () => {
         windowsDone: 0,
         windowsTotal: 0,
         text: '0 of 0 windows · 0 rows · 0 files · 0 B',
+      },
+      {
+        dataset: 'sms_events',
+        windowsDone: 1,
+        windowsTotal: 1,
+        text: '1 of 1 window · 1 row · 1 file · 10 B',
       },
     ]);
   });

@@ -25,8 +25,12 @@ export interface BackfillsSection {
   stop(): void;
 }
 
-/** Builds the section for `view` and starts reading its backfills. */
-export function backfillsSection(api: () => SluiceApi, view: DataExportView): BackfillsSection {
+/** Puts the section for `view` in the place of `placeholder` and starts reading its backfills. */
+export function backfillsSection(
+  placeholder: HTMLElement,
+  api: () => SluiceApi,
+  view: DataExportView,
+): BackfillsSection {
   const id = view.id;
   const message = h('p', { class: 'status', 'aria-live': 'polite', 'data-testid': 'backfills-status' });
   const list = h('div', { class: 'backfill-list' });
@@ -260,6 +264,7 @@ export function backfillsSection(api: () => SluiceApi, view: DataExportView): Ba
     return form;
   }
 
+  placeholder.replaceWith(element);
   void poller.refresh();
   return { element, stop: () => poller.stop() };
 }

@@ -101,19 +101,19 @@ export interface DatasetProgressLine {
 export function progressLines(backfill: BackfillView): DatasetProgressLine[] {
   return backfill.datasets.map((dataset) => {
     const p = backfill.progress[dataset] ?? { windowsDone: 0, windowsTotal: 0, rows: 0, files: 0, bytes: 0 };
-    const windows = `${formatCount(p.windowsDone)} of ${formatCount(p.windowsTotal)} window${p.windowsTotal === 1 ? '' : 's'}`;
+    const windows = `${formatCount(p.windowsDone)} of ${counted(p.windowsTotal, 'window')}`;
     return {
       dataset,
       windowsDone: p.windowsDone,
       windowsTotal: p.windowsTotal,
-      text: [
-        windows,
-        `${formatCount(p.rows)} rows`,
-        `${formatCount(p.files)} files`,
-        formatBytes(p.bytes),
-      ].join(' · '),
+      text: [windows, counted(p.rows, 'row'), counted(p.files, 'file'), formatBytes(p.bytes)].join(' · '),
     };
   });
+}
+
+/** `1 file`, `1,234 files` */
+function counted(count: number, noun: string): string {
+  return `${formatCount(count)} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 /** `2026-12-01 00:00 UTC → 2026-12-02 00:00 UTC`, or `Entire history, from 2024-12-03 00:00 UTC`. */

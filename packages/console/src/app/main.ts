@@ -21,6 +21,11 @@ const REFRESH_MS = 2_000;
 
 let apiUrl = '/v1';
 let refreshTimer: number | undefined;
+/**
+ * Routes taken so far: a view that loads before it shows renders only if no route was taken since it began
+ * (signing in routes twice, once by its hash change, and the slower of two views must not win).
+ */
+let routeCount = 0;
 /** The open export page's backfills section, stopped when the page is left. */
 let openBackfills: BackfillsSection | undefined;
 const root = document.getElementById('app') as HTMLElement;
@@ -118,12 +123,15 @@ function exportedThroughList(view: DataExportView): HTMLElement {
 }
 
 async function listView(): Promise<void> {
+  const routed = routeCount;
   let exports: DataExportView[];
   try {
     exports = await api().list();
   } catch (error) {
-    return show(notice(error));
+    if (routed === routeCount) show(notice(error));
+    return;
   }
+  if (routed !== routeCount) return;
   const rows = exports.map((view) =>
     h(
       'tr',
@@ -175,13 +183,16 @@ const TEXT_FIELDS = [
 ] as const;
 
 async function formView(id?: string): Promise<void> {
+  const routed = routeCount;
   let current: DataExportView | undefined;
   if (id !== undefined) {
     try {
       current = await api().get(id);
     } catch (error) {
-      return show(notice(error));
+      if (routed === routeCount) show(notice(error));
+      return;
     }
+    if (routed !== routeCount) return;
   }
   const inputs = new Map<string, HTMLInputElement>();
   const textFields = TEXT_FIELDS.map(([name, label]) => {
@@ -367,8 +378,7 @@ async function detailView(id: string): Promise<void> {
       return;
     }
     if (openBackfills === undefined && backfills.isConnected) {
-      openBackfills = backfillsSection(api, view);
-      backfills.replaceWith(openBackfills.element);
+      openBackfills = backfillsSection(backfills, api, view);
     }
     summary.replaceChildren(
       h('div', { class: 'toolbar' }, h('h1', {}, view.name), stateBadge(view, 'state')),
@@ -502,6 +512,7 @@ async function detailView(id: string): Promise<void> {
 // --- routing ---------------------------------------------------------------------------------------
 
 async function route(): Promise<void> {
+  routeCount += 1;
   window.clearInterval(refreshTimer);
   openBackfills?.stop();
   openBackfills = undefined;
