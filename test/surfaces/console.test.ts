@@ -395,6 +395,7 @@ describe('the web console in Chromium against the local API', () => {
         .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-backfill'))),
     ).toEqual((await apiBackfills()).map((b) => b.id));
     await screenshot('14-backfills', tab);
+    await section.screenshot({ path: join(SCREENSHOTS, '14-backfills-section.png') });
 
     // None is active: the list is not read again while the page itself refreshes three times (every 2 s).
     const reads = (path: string) => requests.filter((line) => line === `GET /v1${path}`).length;
