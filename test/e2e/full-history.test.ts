@@ -169,8 +169,12 @@ describe('a full-history backfill from the event archive', () => {
       expect(span.toMs - range.fromMs, JSON.stringify(span)).toBeLessThanOrEqual((chunk + 1) * 7 * DAY);
       expect(chunk).toBe(span.run);
     }
-    // Rows counted while each run was going, not only at its end.
+    // Progress moved while each run was going, window by window, not only at its end.
     const firstRun = between.filter((entry) => entry.run === 0);
+    const done = (p: Json) => DATASETS.reduce((sum, dataset) => sum + p[dataset].windowsDone, 0);
+    expect(firstRun.map((entry) => done(entry.progress))).toEqual(
+      Array.from({ length: firstRun.length }, (_, index) => index + 1),
+    );
     const rows = (p: Json) => DATASETS.reduce((sum, dataset) => sum + p[dataset].rows, 0);
     expect(rows(firstRun.at(-1)!.progress)).toBeGreaterThan(rows(firstRun[0]!.progress));
     const windowsTotal = Math.round((range.toMs - range.fromMs) / DAY);

@@ -19,6 +19,7 @@ function backfill(overrides: Partial<Backfill> = {}): Backfill {
     to: new Date(FROM + 1 + 10 * DAY_MS).toISOString(),
     range: { fromMs: FROM, toMs: FROM + 10 * DAY_MS, stepMs: HOUR_MS },
     doneThroughMs: {},
+    reached: {},
     progress: {},
     attempts: 0,
     error: null,
