@@ -16,7 +16,7 @@ import {
 } from './harness.js';
 
 /**
- * A full-history backfill of events that only the event archive holds. The events (8 days of them) are
+ * A full-history backfill of events that only the event archive holds. The events (7 days of them) are
  * first exported by the regular export while the hot log still has them; the scheduled compaction archives
  * them; DynamoDB's TTL is played by deleting them from the event log; then, with a hot log of 90 minutes
  * (the API's and the engine's), `"from": "earliest"` exports them again, from the archive, in 7-day chunks,
@@ -31,12 +31,16 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 /** The hot log's retention once the archive holds the rows, in days (the variable's unit): 90 minutes. */
 const HOT_RETENTION_DAYS = String((90 * MINUTE) / DAY);
-/** The retention the rows were ingested, exported and compacted under (the compaction starts this far back). */
-const INGEST_RETENTION_DAYS = '10';
-const TODAY = Math.floor(Date.now() / DAY) * DAY;
-/** The events: recorded over 8 days, from 9 days before today's UTC midnight to 1 day and 1 hour before it. */
-const FROM = TODAY - 9 * DAY + MINUTE;
+/** The start of the current UTC day (of 10 minutes ago: a test just after midnight keeps its days). */
+const TODAY = Math.floor((Date.now() - 10 * MINUTE) / DAY) * DAY;
+/** The events: recorded over 7 days, from 8 days before today's UTC midnight to 1 day and 1 hour before it. */
+const FROM = TODAY - 8 * DAY + MINUTE;
 const TO = TODAY - DAY - HOUR;
+/**
+ * The retention the rows were ingested, exported and compacted under: a first compaction starts this far
+ * back, at the hour of the first event (so the archive, and a full history, starts 8 days before today).
+ */
+const INGEST_RETENTION_DAYS = String((Date.now() - (FROM - MINUTE)) / DAY);
 const DATASETS = ['email_events', 'custom_events'] as const;
 
 let h: E2eHarness;
@@ -97,7 +101,7 @@ describe('a full-history backfill from the event archive', () => {
       if (!outcome.runAgain) break;
     }
     const regular = await exportFiles(h, prefix);
-    expect(regular.size).toBe(16);
+    expect(regular.size).toBe(14);
     await h.clear(prefix);
     // The scheduled compaction archives every hour the hot log holds, then the rows expire from it.
     const { localArchiveFunction } = await import('../../packages/local/src/local-functions.js');
@@ -160,8 +164,8 @@ describe('a full-history backfill from the event archive', () => {
     const written = await exportFiles(h, prefix);
 
     // Assess: the range starts at the archive's start (the day of the first archived hour), before the events.
-    expect(range.fromMs).toBeLessThanOrEqual(FROM);
-    expect(range.fromMs).toBeGreaterThan(Date.now() - 12 * DAY);
+    expect(range.fromMs).toBe(TODAY - 8 * DAY - 1);
+    expect(range.toMs).toBeGreaterThanOrEqual(TODAY - 1);
     // Two chunks, one run each: no span crosses a 7-day chunk boundary, each run stays in its chunk.
     expect(after.map((b) => b.status)).toEqual(['running', 'succeeded']);
     for (const span of spans) {
@@ -185,7 +189,7 @@ describe('a full-history backfill from the event archive', () => {
         windowsDone: windowsTotal,
         windowsTotal,
         rows: expected,
-        files: 8,
+        files: 7,
         bytes: expect.any(Number),
       });
     }
