@@ -1,13 +1,13 @@
-import {
-  type AttributeValue,
-  DynamoDBClient,
-  paginateQuery,
-  type WriteRequest,
-} from '@aws-sdk/client-dynamodb';
-import { batchWrite, EVENT_SHARDS, eventPk, generateEvents } from '@sluice/eventlog';
+import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventTables } from '../helpers/tables.js';
-import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
+import {
+  createLocalExport,
+  type E2eHarness,
+  expireFromEventLog,
+  ingestAll,
+  manualRunInput,
+  startE2eHarness,
+} from './harness.js';
 
 /**
  * Events older than the hot log's retention reach the customer's bucket through the event archive: the
@@ -26,33 +26,6 @@ let h: E2eHarness;
 let ids: string[] = [];
 /** The export of the first case: its id, prefix, and files (key to bytes), for the backfill case. */
 let regular: { id: string; prefix: string; files: Map<string, Buffer> } | undefined;
-
-/** What DynamoDB's TTL does to expired items: deletes them (DynamoDB Local never does). */
-async function expireFromEventLog(workspaceId: string): Promise<number> {
-  const client = new DynamoDBClient({});
-  const requests: WriteRequest[] = [];
-  for (const hourMs of [H, H + HOUR]) {
-    for (let shard = 0; shard < EVENT_SHARDS; shard++) {
-      const pages = paginateQuery(
-        { client },
-        {
-          TableName: eventTables.eventsTable,
-          KeyConditionExpression: 'PK = :pk',
-          ExpressionAttributeValues: { ':pk': { S: eventPk(workspaceId, 'email_events', hourMs, shard) } },
-          ProjectionExpression: 'PK, SK',
-        },
-      );
-      for await (const page of pages) {
-        for (const item of page.Items ?? []) {
-          requests.push({ DeleteRequest: { Key: item as Record<string, AttributeValue> } });
-        }
-      }
-    }
-  }
-  await batchWrite(client, eventTables.eventsTable, requests);
-  client.destroy();
-  return requests.length;
-}
 
 beforeAll(async () => {
   h = await startE2eHarness();
@@ -85,7 +58,8 @@ describe('exports behind the hot log, through the event archive', () => {
     const summary = await compact({});
     expect(summary).toMatchObject({ failures: 0, rows: COUNT });
     // ...then the rows expire from the event log.
-    expect(await expireFromEventLog(h.ws.workspaceId)).toBe(COUNT);
+    const hours = [H, H + HOUR].map((hourMs) => ({ dataset: 'email_events' as const, hourMs }));
+    expect(await expireFromEventLog(h.ws.workspaceId, hours)).toBe(COUNT);
 
     // Act: an export from H, with the engine's functions keeping a 90-minute hot log.
     process.env.SLUICE_EVENT_RETENTION_DAYS = String((90 * MINUTE) / DAY);

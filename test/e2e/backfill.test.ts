@@ -3,7 +3,15 @@ import { BackfillStore } from '@sluice/control';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Json as StateJson } from '../../packages/local/src/stepfunctions.js';
-import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
+import {
+  backfillView,
+  createLocalExport,
+  type E2eHarness,
+  exportFiles,
+  ingestAll,
+  manualRunInput,
+  startE2eHarness,
+} from './harness.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies, already checked against the OpenAPI by the client
 type Json = Record<string, any>;
@@ -55,26 +63,10 @@ afterAll(async () => {
   expect(await h.close()).toEqual([]);
 });
 
-/** The export files under a prefix (not the connection test's), key (below the prefix) to bytes. */
-async function filesUnder(prefix: string): Promise<Map<string, Buffer>> {
-  const files = new Map<string, Buffer>();
-  for (const object of await h.list(prefix)) {
-    if (!object.key.endsWith('.jsonl.gz')) continue;
-    files.set(object.key.slice(prefix.length + 1), await h.readBytes(object.key));
-  }
-  return files;
-}
-
 async function newBackfill(id: string, body: Json): Promise<Json> {
   const created = await h.ws.client.post<Json>(`/data-exports/${id}/backfills`, body);
   expect(created.status).toBe(202);
   return created.body.backfill;
-}
-
-async function getBackfill(id: string, backfillId: string): Promise<Json> {
-  const response = await h.ws.client.get<Json>(`/data-exports/${id}/backfills/${backfillId}`);
-  expect(response.status).toBe(200);
-  return response.body.backfill;
 }
 
 function backfillInput(id: string) {
@@ -96,7 +88,7 @@ describe('range backfills on the local state machines', () => {
       expect(outcome.status).toBe('succeeded');
       if (!outcome.runAgain) break;
     }
-    const regular = await filesUnder(prefix);
+    const regular = await exportFiles(h, prefix);
     expect(regular.size).toBe(10);
     const cursorsBefore = await h.cursors.get(h.ws.workspaceId, id);
     await h.clear(prefix);
@@ -111,10 +103,10 @@ describe('range backfills on the local state machines', () => {
     for (let tick = 0; tick < 5; tick++) {
       const outcome = await workflows.runDispatch();
       started.push(...outcome.runs.filter((run) => (run.input as Json).trigger === 'backfill'));
-      if ((await getBackfill(id, backfill.id)).status !== 'running' && started.length > 0) break;
+      if ((await backfillView(h, id, backfill.id)).status !== 'running' && started.length > 0) break;
     }
-    const done = await getBackfill(id, backfill.id);
-    const written = await filesUnder(prefix);
+    const done = await backfillView(h, id, backfill.id);
+    const written = await exportFiles(h, prefix);
 
     // Assess: the same names and bytes, every row once and inside its window; the cursors untouched.
     expect(started.length).toBeGreaterThanOrEqual(1);
@@ -178,7 +170,7 @@ describe('range backfills on the local state machines', () => {
 
     // Assess: the backfill ran to its end while the lease stayed with the regular run.
     expect(outcome.status).toBe('succeeded');
-    expect((await getBackfill(id, backfill.id)).status).toBe('succeeded');
+    expect((await backfillView(h, id, backfill.id)).status).toBe('succeeded');
     expect((await h.leases.get(h.ws.workspaceId, id))?.token).toBe('regular-token');
   });
 
@@ -205,7 +197,7 @@ describe('range backfills on the local state machines', () => {
           const output = (await invoke(input)) as Json;
           results.push(output);
           if (results.length === 1) {
-            seen.push(await getBackfill(id, backfill.id));
+            seen.push(await backfillView(h, id, backfill.id));
             const cancelled = await h.ws.client.delete<Json>(`/data-exports/${id}/backfills/${backfill.id}`);
             expect(cancelled.status).toBe(200);
           }
@@ -221,8 +213,8 @@ describe('range backfills on the local state machines', () => {
 
     // Act
     const outcome = await workflows.runExportRun(backfillInput(id));
-    const after = await getBackfill(id, backfill.id);
-    const files = await filesUnder(prefix);
+    const after = await backfillView(h, id, backfill.id);
+    const files = await exportFiles(h, prefix);
 
     // Assess: progress was visible mid-run; after the cancel no writer wrote a file.
     expect(seen[0]?.status).toBe('running');
@@ -242,7 +234,7 @@ describe('range backfills on the local state machines', () => {
       to: new Date(endMs).toISOString(),
     });
     expect((await (await h.workflows()).runExportRun(backfillInput(id))).status).toBe('succeeded');
-    expect((await getBackfill(id, next.id)).status).toBe('succeeded');
+    expect((await backfillView(h, id, next.id)).status).toBe('succeeded');
   });
 
   it('a full-history backfill exports from the earliest available time in chunks, resumable run after run', async () => {
@@ -272,11 +264,11 @@ describe('range backfills on the local state machines', () => {
     for (let run = 0; run < 10; run++) {
       const outcome = await workflows.runExportRun(backfillInput(id));
       statuses.push(outcome.status);
-      if ((await getBackfill(id, backfill.id)).status === 'succeeded') break;
+      if ((await backfillView(h, id, backfill.id)).status === 'succeeded') break;
     }
-    const done = await getBackfill(id, backfill.id);
+    const done = await backfillView(h, id, backfill.id);
     const stored = await new BackfillStore({ tableName: h.controlTable }).get(ws, id, backfill.id);
-    const files = await filesUnder(prefix);
+    const files = await exportFiles(h, prefix);
 
     // Assess: 35 days of daily windows in 5 or 6 chunks (one run each); every event through the range's
     // end exported, once.

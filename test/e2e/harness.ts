@@ -3,14 +3,20 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import {
+  type AttributeValue,
+  DynamoDBClient,
+  paginateQuery,
+  type WriteRequest,
+} from '@aws-sdk/client-dynamodb';
+import {
   DeleteObjectsCommand,
   GetObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
 } from '@aws-sdk/client-s3';
 import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
-import { CONTROL_TABLE } from '@sluice/core';
-import type { EventLogWriter } from '@sluice/eventlog';
+import { CONTROL_TABLE, type EventDataset } from '@sluice/core';
+import { batchWrite, EVENT_SHARDS, type EventLogWriter, eventPk } from '@sluice/eventlog';
 import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
 import type { ApiServerOptions } from '../../packages/local/src/http-adapter.js';
 import type { LocalWorkflows, LocalWorkflowsOptions } from '../../packages/local/src/stepfunctions.js';
@@ -194,4 +200,62 @@ export async function createLocalExport(
 /** The ExportRun input of a manual run of an export of the harness's workspace. */
 export function manualRunInput(h: E2eHarness, destinationId: string) {
   return { workspaceId: h.ws.workspaceId, destinationId, trigger: 'manual' };
+}
+
+/** A backfill as the API shows it (GET …/backfills/{backfillId}), after checking the answer is 200. */
+export async function backfillView(
+  h: E2eHarness,
+  destinationId: string,
+  backfillId: string,
+  // biome-ignore lint/suspicious/noExplicitAny: a response body, already checked against the OpenAPI by the client
+): Promise<Record<string, any>> {
+  // biome-ignore lint/suspicious/noExplicitAny: as above
+  const response = await h.ws.client.get<Record<string, any>>(
+    `/data-exports/${destinationId}/backfills/${backfillId}`,
+  );
+  if (response.status !== 200) throw new Error(`GET backfill answered ${response.status}`);
+  return response.body.backfill;
+}
+
+/** The export data files under a prefix (not the connection test's, manifests or markers), key below it to bytes. */
+export async function exportFiles(h: E2eHarness, prefix: string): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const object of await h.list(prefix)) {
+    if (!object.key.endsWith('.jsonl.gz')) continue;
+    files.set(object.key.slice(prefix.length + 1), await h.readBytes(object.key));
+  }
+  return files;
+}
+
+/**
+ * What DynamoDB's TTL does to expired items (DynamoDB Local never does): deletes a workspace's event log
+ * items of the given (dataset, UTC hour start) pairs, every shard. Returns how many it deleted.
+ */
+export async function expireFromEventLog(
+  workspaceId: string,
+  hours: readonly { dataset: EventDataset; hourMs: number }[],
+): Promise<number> {
+  const client = new DynamoDBClient({});
+  const requests: WriteRequest[] = [];
+  for (const { dataset, hourMs } of hours) {
+    for (let shard = 0; shard < EVENT_SHARDS; shard++) {
+      const pages = paginateQuery(
+        { client },
+        {
+          TableName: eventTables.eventsTable,
+          KeyConditionExpression: 'PK = :pk',
+          ExpressionAttributeValues: { ':pk': { S: eventPk(workspaceId, dataset, hourMs, shard) } },
+          ProjectionExpression: 'PK, SK',
+        },
+      );
+      for await (const page of pages) {
+        for (const item of page.Items ?? []) {
+          requests.push({ DeleteRequest: { Key: item as Record<string, AttributeValue> } });
+        }
+      }
+    }
+  }
+  await batchWrite(client, eventTables.eventsTable, requests);
+  client.destroy();
+  return requests.length;
 }

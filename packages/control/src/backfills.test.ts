@@ -56,6 +56,7 @@ function queued(
       stepMs: 3_600_000,
     },
     doneThroughMs: {},
+    reached: {},
     progress: { email_events: { windowsDone: 0, windowsTotal: 0, rows: 0, files: 0, bytes: 0 } },
     attempts: 0,
     error: null,
@@ -82,23 +83,23 @@ describe('BackfillStore on DynamoDB Local', () => {
 
     // Act
     const first = await backfills.claim(
-      { ...ids, backfillId: a.id },
+      { ...ids, backfillId: a.id, datasets: a.datasets },
       slot(a.id, 'run_a', NOW.getTime() + 60_000),
       NOW,
     );
     const refused = await backfills.claim(
-      { ...ids, backfillId: b.id },
+      { ...ids, backfillId: b.id, datasets: b.datasets },
       slot(b.id, 'run_b', NOW.getTime() + 60_000),
       NOW,
     );
     const retried = await backfills.claim(
-      { ...ids, backfillId: a.id },
+      { ...ids, backfillId: a.id, datasets: a.datasets },
       slot(a.id, 'run_a', NOW.getTime() + 60_000),
       NOW,
     );
     const later = new Date(NOW.getTime() + 120_000);
     const afterExpiry = await backfills.claim(
-      { ...ids, backfillId: b.id },
+      { ...ids, backfillId: b.id, datasets: b.datasets },
       slot(b.id, 'run_b', later.getTime() + 60_000),
       later,
     );
@@ -122,7 +123,7 @@ describe('BackfillStore on DynamoDB Local', () => {
     const a = queued(ids, 1);
     await backfills.create(a);
     const slot = await backfills.claim(
-      { ...ids, backfillId: a.id },
+      { ...ids, backfillId: a.id, datasets: a.datasets },
       { backfillId: a.id, runId: 'run_a', token: 'tok', expiresAtMs: NOW.getTime() + 60_000 },
       NOW,
     );
@@ -170,6 +171,46 @@ describe('BackfillStore on DynamoDB Local', () => {
       (await backfills.getProgress(ids.workspaceId, ids.destinationId, a.id)).get('email_events#1-2')
         ?.nextFile,
     ).toBe(1);
+  });
+
+  it('records how far each span is finished with the progress saves and alone, fenced like them', async () => {
+    // Prepare: a running backfill stored without `reached` (created before it existed): the claim adds it.
+    const ids = await newExport();
+    const { reached: _none, ...older } = queued(ids, 1);
+    await backfills.create(older as Backfill);
+    const slot = await backfills.claim(
+      { ...ids, backfillId: older.id, datasets: older.datasets },
+      { backfillId: older.id, runId: 'run_a', token: 'tok', expiresAtMs: NOW.getTime() + 60_000 },
+      NOW,
+    );
+    const fence = { ...ids, backfillId: older.id, token: slot!.token, configVersion: 1 };
+    const progress = {
+      dataset: 'email_events' as const,
+      window: '100-200',
+      configVersion: 1,
+      nextFile: 1,
+      maxFile: 0,
+      rows: 10,
+      files: 1,
+      bytes: 100,
+      done: true,
+      runId: 'run_a',
+    };
+    const reach = (spanFromMs: number, throughMs: number) => ({
+      dataset: 'email_events' as const,
+      spanFromMs,
+      throughMs,
+    });
+
+    // Act: a window of span 100 finished with its save; span 400 finished empty windows (no save).
+    const saved = await backfills.saveProgress(fence, [progress], NOW, undefined, reach(100, 200));
+    const alone = await backfills.saveReach(fence, reach(400, 700), NOW);
+    const stranger = await backfills.saveReach({ ...fence, token: 'other' }, reach(400, 900), NOW);
+
+    // Assess
+    expect([saved, alone, stranger]).toEqual(['saved', true, false]);
+    const stored = await backfills.get(ids.workspaceId, ids.destinationId, older.id);
+    expect(stored?.reached).toEqual({ email_events: { '100': 200, '400': 700 } });
   });
 
   it('refuses a second full-history backfill within 30 days, and any backfill of a missing destination', async () => {

@@ -23,6 +23,9 @@ import { type TransactItem, transact } from './transactions.js';
  *   until when (a run that died is taken over once it expires);
  * - `DEST#<id>#BACKFILL_FULL`: when the last full-history backfill was created (one per 30 days);
  * - `DEST#<id>#BFPROGRESS#<backfillId>#<dataset>#<window>`: window progress, the regular export's shape.
+ * The backfill's per-dataset counts (rows, files, bytes) move with each file, and its `reached` (per dataset,
+ * span start to the end of the span's last finished window) with each finished window, in the same fenced
+ * transactions as the window progress: the API shows progress while a run works, not only at its Commit.
  * The regular export's lease and cursors are never touched: a backfill runs beside it.
  */
 
@@ -85,11 +88,29 @@ export interface BackfillSlot {
 /** What a commit writes on the backfill. */
 export interface BackfillCommit {
   doneThroughMs: Backfill['doneThroughMs'];
+  /** The writers' `reached` still beyond `doneThroughMs` (the rest is covered by it). */
+  reached: Backfill['reached'];
   status: 'running' | 'succeeded' | 'failed';
   attempts: number;
   error: string | null;
   /** When the backfill is due again (running), or null to leave the due index (final). */
   dueAt: string | null;
+}
+
+/** A writer's span of a backfill dataset finished every window from `spanFromMs` through `throughMs`. */
+export interface BackfillReach {
+  dataset: EventDataset;
+  spanFromMs: number;
+  throughMs: number;
+}
+
+/** The update of a backfill's `reached` by a {@link BackfillReach}. */
+function reachUpdate(reach: BackfillReach) {
+  return {
+    set: '#reached.#reachDataset.#reachSpan = :reachThrough',
+    names: { '#reached': 'reached', '#reachDataset': reach.dataset, '#reachSpan': String(reach.spanFromMs) },
+    values: { ':reachThrough': reach.throughMs },
+  };
 }
 
 /** The outcome of {@link BackfillStore.create}. */
@@ -111,6 +132,7 @@ function toBackfill(item: Item): Backfill {
     to: String(item.to),
     range: { fromMs: Number(range.fromMs), toMs: Number(range.toMs), stepMs: Number(range.stepMs) },
     doneThroughMs: (item.doneThroughMs ?? {}) as Backfill['doneThroughMs'],
+    reached: (item.reached ?? {}) as Backfill['reached'],
     progress: (item.progress ?? {}) as Backfill['progress'],
     attempts: typeof item.attempts === 'number' ? item.attempts : 0,
     error: typeof item.error === 'string' ? item.error : null,
@@ -313,7 +335,7 @@ export class BackfillStore {
    * longer active.
    */
   async claim(
-    fence: Omit<BackfillFence, 'token'>,
+    fence: Omit<BackfillFence, 'token'> & { datasets: readonly EventDataset[] },
     slot: BackfillSlot,
     now: Date,
   ): Promise<BackfillSlot | undefined> {
@@ -337,14 +359,16 @@ export class BackfillStore {
           TableName: this.table.tableName,
           Key: { PK: pk, SK: backfillSk(fence.destinationId, fence.backfillId) },
           UpdateExpression:
-            'SET #status = :running, #token = :token, startedAt = if_not_exists(startedAt, :now), updatedAt = :now',
+            'SET #status = :running, #token = :token, startedAt = if_not_exists(startedAt, :now), updatedAt = :now, ' +
+            '#reached = if_not_exists(#reached, :reached)',
           ConditionExpression: '#status IN (:queued, :running)',
-          ExpressionAttributeNames: { '#status': 'status', '#token': 'token' },
+          ExpressionAttributeNames: { '#status': 'status', '#token': 'token', '#reached': 'reached' },
           ExpressionAttributeValues: {
             ':running': 'running',
             ':queued': 'queued',
             ':token': slot.token,
             ':now': now.toISOString(),
+            ':reached': Object.fromEntries(fence.datasets.map((dataset) => [dataset, {}])),
           },
         },
       },
@@ -386,49 +410,59 @@ export class BackfillStore {
    * is still `running` with this run's token (a cancel stops the writer here, before its next file), and
    * the destination is still enabled with `configVersion`. With `count`, the same transaction adds the
    * first entry's new files to the backfill's per-dataset progress, once (the entry's stored `nextFile`
-   * must still be `previousNextFile`).
+   * must still be `previousNextFile`). With `reach`, the same transaction records how far the writer's span
+   * is finished (its `reached`).
    */
   async saveProgress(
     fence: BackfillFence & { configVersion: number },
     progress: readonly WindowProgress[],
     now: Date,
     count?: { previousNextFile: number; rows: number; files: number; bytes: number },
+    reach?: BackfillReach,
   ): Promise<ProgressSaveOutcome | 'cancelled'> {
     const pk = workspacePk(fence.workspaceId);
     const first = progress[0];
     const counted = count !== undefined && first !== undefined && count.files > 0;
+    const reachSet = reach === undefined ? undefined : reachUpdate(reach);
     const backfillKey = { PK: pk, SK: backfillSk(fence.destinationId, fence.backfillId) };
     const fenceCondition = {
       ConditionExpression: '#status = :running AND #token = :token',
       ExpressionAttributeNames: { '#status': 'status', '#token': 'token' } as Record<string, string>,
       ExpressionAttributeValues: { ':running': 'running', ':token': fence.token } as Record<string, unknown>,
     };
+    const sets: string[] = [];
+    const names: Record<string, string> = { ...fenceCondition.ExpressionAttributeNames };
+    const values: Record<string, unknown> = { ...fenceCondition.ExpressionAttributeValues };
+    if (counted) {
+      sets.push(
+        '#progress.#dataset.#rows = #progress.#dataset.#rows + :rows',
+        '#progress.#dataset.#files = #progress.#dataset.#files + :files',
+        '#progress.#dataset.#bytes = #progress.#dataset.#bytes + :bytes',
+      );
+      Object.assign(names, {
+        '#progress': 'progress',
+        '#dataset': first.dataset,
+        '#rows': 'rows',
+        '#files': 'files',
+        '#bytes': 'bytes',
+      });
+      Object.assign(values, { ':rows': count.rows, ':files': count.files, ':bytes': count.bytes });
+    }
+    if (reachSet !== undefined) {
+      sets.push(reachSet.set);
+      Object.assign(names, reachSet.names);
+      Object.assign(values, reachSet.values);
+    }
     const items: TransactItem[] = [
-      counted
+      sets.length > 0
         ? {
             Update: {
               TableName: this.table.tableName,
               Key: backfillKey,
-              ...fenceCondition,
-              UpdateExpression:
-                'SET #progress.#dataset.#rows = #progress.#dataset.#rows + :rows, ' +
-                '#progress.#dataset.#files = #progress.#dataset.#files + :files, ' +
-                '#progress.#dataset.#bytes = #progress.#dataset.#bytes + :bytes, updatedAt = :now',
-              ExpressionAttributeNames: {
-                ...fenceCondition.ExpressionAttributeNames,
-                '#progress': 'progress',
-                '#dataset': first.dataset,
-                '#rows': 'rows',
-                '#files': 'files',
-                '#bytes': 'bytes',
-              },
-              ExpressionAttributeValues: {
-                ...fenceCondition.ExpressionAttributeValues,
-                ':rows': count.rows,
-                ':files': count.files,
-                ':bytes': count.bytes,
-                ':now': now.toISOString(),
-              },
+              ConditionExpression: fenceCondition.ConditionExpression,
+              UpdateExpression: `SET ${sets.join(', ')}, updatedAt = :now`,
+              ExpressionAttributeNames: names,
+              ExpressionAttributeValues: { ...values, ':now': now.toISOString() },
             },
           }
         : { ConditionCheck: { TableName: this.table.tableName, Key: backfillKey, ...fenceCondition } },
@@ -472,6 +506,35 @@ export class BackfillStore {
   }
 
   /**
+   * Records how far a writer's span is finished (windows without rows save no progress, so a writer that
+   * ends on them records it here), while the backfill is running with this token. False when it is not.
+   */
+  async saveReach(fence: BackfillFence, reach: BackfillReach, now: Date): Promise<boolean> {
+    const update = reachUpdate(reach);
+    try {
+      await this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(fence.workspaceId), SK: backfillSk(fence.destinationId, fence.backfillId) },
+          UpdateExpression: `SET ${update.set}, updatedAt = :now`,
+          ConditionExpression: '#status = :running AND #token = :token',
+          ExpressionAttributeNames: { '#status': 'status', '#token': 'token', ...update.names },
+          ExpressionAttributeValues: {
+            ':running': 'running',
+            ':token': fence.token,
+            ':now': now.toISOString(),
+            ...update.values,
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
+  }
+
+  /**
    * Records what a run did on its backfill (positions, status, attempts, next due time) while its token
    * still holds, and releases the slot in the same transaction. Returns false when the token no longer
    * holds or the backfill is no longer running (cancelled meanwhile: the slot is then released alone).
@@ -486,6 +549,7 @@ export class BackfillStore {
       ':token': fence.token,
       ':status': commit.status,
       ':done': commit.doneThroughMs,
+      ':reached': commit.reached,
       ':attempts': commit.attempts,
       ':error': commit.error,
       ':now': iso,
@@ -493,6 +557,7 @@ export class BackfillStore {
     const sets = [
       '#status = :status',
       'doneThroughMs = :done',
+      'reached = :reached',
       'attempts = :attempts',
       '#error = :error',
       'updatedAt = :now',

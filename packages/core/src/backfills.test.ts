@@ -7,6 +7,7 @@ import {
   chunkEndAfter,
   MAX_BACKFILL_RANGE_MS,
   windowCount,
+  windowsDoneOf,
 } from './backfills.js';
 import { DAY_MS, gridExportLimit, HOUR_MS } from './windows.js';
 
@@ -63,6 +64,26 @@ describe('chunks', () => {
     expect(chunkEndAfter(range, fromMs + 3 * DAY_MS)).toBe(chunks[0]?.toMs);
     expect(chunkEndAfter(range, chunks[0]!.toMs)).toBe(chunks[1]?.toMs);
     expect(chunkEndAfter(range, chunks[2]!.fromMs + HOUR_MS)).toBe(range.toMs);
+  });
+});
+
+describe('windowsDoneOf', () => {
+  const fromMs = Date.parse('2026-11-01T00:00:00.000Z') - 1;
+  const range = { fromMs, toMs: fromMs + 10 * DAY_MS, stepMs: DAY_MS };
+  const at = (days: number) => fromMs + days * DAY_MS;
+
+  it('counts the windows through the committed position, then those writers reached beyond it, overlaps once', () => {
+    expect(windowsDoneOf(range, at(0))).toBe(0);
+    expect(windowsDoneOf(range, at(3))).toBe(3);
+    // Spans (3, 5] reached 5, (5, 7] reached 6, and (2, 4] reached 4 (an older span, partly committed).
+    const reached = { [String(at(3))]: at(5), [String(at(5))]: at(6), [String(at(2))]: at(4) };
+    expect(windowsDoneOf(range, at(3), reached)).toBe(6);
+  });
+
+  it('leaves gaps uncounted, never passes the range, and a span that reached nothing adds nothing', () => {
+    const reached = { [String(at(6))]: at(8), [String(at(9))]: at(12), [String(at(4))]: at(4) };
+    expect(windowsDoneOf(range, at(2), reached)).toBe(2 + 2 + 1);
+    expect(windowsDoneOf(range, range.toMs, reached)).toBe(10);
   });
 });
 

@@ -75,6 +75,32 @@ export function windowCount(fromMs: number, toMs: number, stepMs: number): numbe
   return Math.max(0, Math.round((toMs - fromMs) / stepMs));
 }
 
+/**
+ * The windows of `range` done: those through `doneThroughMs` (the committed position) and those the run's
+ * writers have finished since, each writer's span from its start through the end of its last finished window
+ * (`reached`: span start to that end, both grid points). Overlaps count once. Pure.
+ */
+export function windowsDoneOf(
+  range: BackfillRange,
+  doneThroughMs: number,
+  reached: Readonly<Record<string, number>> = {},
+): number {
+  const spans = [{ fromMs: range.fromMs, toMs: doneThroughMs }];
+  for (const [from, through] of Object.entries(reached)) spans.push({ fromMs: Number(from), toMs: through });
+  spans.sort((a, b) => a.fromMs - b.fromMs);
+  let windows = 0;
+  let coveredMs = range.fromMs;
+  for (const span of spans) {
+    const fromMs = Math.max(span.fromMs, coveredMs);
+    const toMs = Math.min(span.toMs, range.toMs);
+    if (toMs > fromMs) {
+      windows += windowCount(fromMs, toMs, range.stepMs);
+      coveredMs = toMs;
+    }
+  }
+  return windows;
+}
+
 /** The chunks of a range: consecutive `(fromMs, toMs]` of at most seven days each (every grid step divides it). */
 export function backfillChunks(range: BackfillRange): { fromMs: number; toMs: number }[] {
   const chunks: { fromMs: number; toMs: number }[] = [];
@@ -120,6 +146,12 @@ export interface Backfill {
   range: BackfillRange;
   /** Per dataset: every window through this grid point is written. */
   doneThroughMs: Partial<Record<EventDataset, number>>;
+  /**
+   * Per dataset, what the current run's writers finished beyond `doneThroughMs`: span start (ms, as a key) to
+   * the end of its last finished window. Writers set it as windows finish; Commit keeps only what is still
+   * beyond the new `doneThroughMs`. Progress moves with it, not only at Commit ({@link windowsDoneOf}).
+   */
+  reached: Partial<Record<EventDataset, Record<string, number>>>;
   progress: Partial<Record<EventDataset, BackfillDatasetProgress>>;
   /** Failed attempts of the current chunk. */
   attempts: number;

@@ -1,6 +1,6 @@
 import type { Backfill } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { backfillDoneAfter, planBackfillItems } from './backfill.js';
+import { backfillDoneAfter, planBackfillItems, reachedBeyond } from './backfill.js';
 import type { ItemResult, WindowResult } from './payloads.js';
 
 const HOUR_MS = 3_600_000;
@@ -19,6 +19,7 @@ function backfill(overrides: Partial<Backfill> = {}): Backfill {
     to: new Date(FROM + 1 + 10 * DAY_MS).toISOString(),
     range: { fromMs: FROM, toMs: FROM + 10 * DAY_MS, stepMs: HOUR_MS },
     doneThroughMs: {},
+    reached: {},
     progress: {},
     attempts: 0,
     error: null,
@@ -93,5 +94,30 @@ describe('backfillDoneAfter', () => {
       written(8, 12),
     ];
     expect(backfillDoneAfter(backfill(), results)).toEqual({ email_events: FROM + 4 * HOUR_MS });
+  });
+});
+
+describe('reachedBeyond', () => {
+  it('keeps the spans finished beyond the new position, and an empty entry for every dataset', () => {
+    // Prepare: spans of email reached 4 h, 10 h and 14 h; custom has none stored.
+    const b = backfill({
+      datasets: ['email_events', 'custom_events'],
+      reached: {
+        email_events: {
+          [String(FROM)]: FROM + 4 * HOUR_MS,
+          [String(FROM + 8 * HOUR_MS)]: FROM + 10 * HOUR_MS,
+          [String(FROM + 12 * HOUR_MS)]: FROM + 14 * HOUR_MS,
+        },
+      },
+    });
+
+    // Act: email is done through 10 h
+    const kept = reachedBeyond(b, { email_events: FROM + 10 * HOUR_MS });
+
+    // Assess
+    expect(kept).toEqual({
+      email_events: { [String(FROM + 12 * HOUR_MS)]: FROM + 14 * HOUR_MS },
+      custom_events: {},
+    });
   });
 });

@@ -97,7 +97,7 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
   const backfill = active.find((b) => b.status === 'running') ?? active.find((b) => b.status === 'queued');
   if (backfill === undefined) return { outcome: 'skipped', reason: 'nothing_due' };
   const slot = await deps.backfills.claim(
-    { workspaceId, destinationId, backfillId: backfill.id },
+    { workspaceId, destinationId, backfillId: backfill.id, datasets: backfill.datasets },
     { backfillId: backfill.id, runId, token: randomUUID(), expiresAtMs: nowMs + LEASE_DURATION_MS },
     now,
   );
@@ -143,6 +143,23 @@ export function backfillDoneAfter(
     done[dataset] = position;
   }
   return done;
+}
+
+/**
+ * The writers' `reached` entries still beyond the new positions (per dataset; the rest is counted through
+ * `doneThroughMs`), so the backfill item stays small however long the backfill. Pure.
+ */
+export function reachedBeyond(
+  backfill: Backfill,
+  doneThroughMs: Backfill['doneThroughMs'],
+): Backfill['reached'] {
+  const kept: Backfill['reached'] = {};
+  for (const dataset of backfill.datasets) {
+    const done = doneThroughMs[dataset] ?? backfill.range.fromMs;
+    const entries = Object.entries(backfill.reached[dataset] ?? {}).filter(([, through]) => through > done);
+    kept[dataset] = Object.fromEntries(entries);
+  }
+  return kept;
 }
 
 /**
@@ -203,6 +220,7 @@ async function settleBackfillRun(
     return { status: 'stopped', runAgain: false };
   }
   const doneThroughMs = backfillDoneAfter(backfill, results);
+  const reached = reachedBeyond(backfill, doneThroughMs);
   const stopped = results.some((result) => result.status === 'stopped');
   const complete = backfill.datasets.every(
     (dataset: EventDataset) => (doneThroughMs[dataset] ?? backfill.range.fromMs) >= backfill.range.toMs,
@@ -213,18 +231,26 @@ async function settleBackfillRun(
     const message = describeFailure(failure);
     commit =
       attempts >= MAX_BACKFILL_CHUNK_ATTEMPTS
-        ? { doneThroughMs, status: 'failed', attempts, error: message, dueAt: null }
+        ? { doneThroughMs, reached, status: 'failed', attempts, error: message, dueAt: null }
         : {
             doneThroughMs,
+            reached,
             status: 'running',
             attempts,
             error: message,
             dueAt: new Date(now.getTime() + backfillRetryDelayMs(attempts)).toISOString(),
           };
   } else if (complete) {
-    commit = { doneThroughMs, status: 'succeeded', attempts: 0, error: null, dueAt: null };
+    commit = { doneThroughMs, reached, status: 'succeeded', attempts: 0, error: null, dueAt: null };
   } else {
-    commit = { doneThroughMs, status: 'running', attempts: 0, error: null, dueAt: now.toISOString() };
+    commit = {
+      doneThroughMs,
+      reached,
+      status: 'running',
+      attempts: 0,
+      error: null,
+      dueAt: now.toISOString(),
+    };
   }
   if (!(await deps.backfills.commit(fence, commit, now))) return { status: 'stopped', runAgain: false };
   if (commit.status === 'failed') return { status: 'failed', runAgain: false };

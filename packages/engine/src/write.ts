@@ -163,6 +163,9 @@ export async function writeWindow(
   const result: WindowResult = baseResult(item);
   const deadlineMs = Math.min(run.deadlineMs, options.deadlineMs ?? Number.POSITIVE_INFINITY);
   let writer: ClosableBucketWriter | undefined;
+  let book: ProgressBook | undefined;
+  /** Events: the end of the span's last window finished (written, empty, or done before), and as recorded. */
+  const reach = { finishedMs: undefined as number | undefined, recordedMs: undefined as number | undefined };
   try {
     const destination = await deps.controlStore.getDestination(run.workspaceId, run.destinationId);
     const reason = stopReasonOf(destination, run);
@@ -177,7 +180,7 @@ export async function writeWindow(
       secretAccessKey,
     });
     writer = bucket;
-    const book = progressBookOf(run, deps);
+    book = progressBookOf(run, item, deps);
     const stored = await book.load();
     const state = { units: 0 };
     const prefix = destination.pathPrefix;
@@ -204,12 +207,13 @@ export async function writeWindow(
     };
     // Each window's progress as last saved: a save counts the files written since into the run record.
     const saved = new Map<string, WindowProgress>();
-    const save = async (progress: WindowProgress[]) => {
+    const save = async (progress: WindowProgress[], finishedMs = reach.finishedMs) => {
       const [first] = progress as [WindowProgress];
       const before = saved.get(first.window) ?? stored.get(progressKey(item.dataset, first.window));
       const count = countSince(run, before, first);
-      stopOn(await book.save(progress, deps.now(), count));
+      stopOn(await (book as ProgressBook).save(progress, deps.now(), count, finishedMs));
       for (const entry of progress) saved.set(entry.window, { ...entry });
+      reach.recordedMs = finishedMs;
     };
 
     /**
@@ -223,6 +227,7 @@ export async function writeWindow(
       lines: LineCursor,
       manifest: WindowManifest,
       startNext?: () => Promise<WindowProgress | undefined>,
+      windowToMs?: number,
     ): Promise<void> {
       // Progress saved before manifests existed has no figures for its earlier files: none are kept then.
       const figures = progress.fileFigures ?? (progress.nextFile === 0 ? [] : undefined);
@@ -271,7 +276,7 @@ export async function writeWindow(
       progress.done = true;
       if (progress.maxFile >= 0 || snapshot) {
         const next = await startNext?.();
-        await save(next !== undefined ? [progress, next] : [progress]);
+        await save(next !== undefined ? [progress, next] : [progress], windowToMs);
       }
       state.units += 1;
     }
@@ -299,6 +304,7 @@ export async function writeWindow(
           if (current.done) {
             await lines?.close();
             lines = undefined;
+            reach.finishedMs = window.toMs;
             continue;
           }
           const cursor = lines === undefined || current.lastKey !== undefined ? await pass(index) : lines;
@@ -323,11 +329,17 @@ export async function writeWindow(
               next.maxFile = 0;
               return next;
             },
+            window.toMs,
           );
           result.doneThroughMs = window.toMs;
+          reach.finishedMs = window.toMs;
         }
       } finally {
         await (lines as LineCursor | undefined)?.close().catch(() => undefined);
+        // Windows finished since the last save (empty ones save nothing): recorded once, on the way out.
+        if (reach.finishedMs !== undefined && reach.finishedMs !== reach.recordedMs) {
+          await book.reach(reach.finishedMs, deps.now()).catch(() => undefined);
+        }
       }
     } else {
       const date = item.date;
@@ -391,11 +403,15 @@ function manifestFiles(
 /** Where a writer's window progress lives, and how its saves are fenced and counted. */
 interface ProgressBook {
   load(): Promise<Map<string, WindowProgress>>;
+  /** `finishedMs`: the end of the span's last finished window, when one is (a backfill shows it). */
   save(
     progress: WindowProgress[],
     now: Date,
     count: ProgressCount,
+    finishedMs?: number,
   ): Promise<ProgressSaveOutcome | 'cancelled'>;
+  /** Records the end of the span's last finished window alone (a backfill's; the regular export's: nothing). */
+  reach(finishedMs: number, now: Date): Promise<void>;
 }
 
 /**
@@ -404,7 +420,7 @@ interface ProgressBook {
  * counted into the backfill's per-dataset progress). Either way also fenced by the destination still
  * wanting the files (`configVersion`, enabled).
  */
-function progressBookOf(run: RunRef, deps: EngineDeps): ProgressBook {
+function progressBookOf(run: RunRef, item: WorkItem, deps: EngineDeps): ProgressBook {
   const { workspaceId, destinationId } = run;
   const backfillId = run.backfillId;
   if (backfillId !== undefined) {
@@ -415,9 +431,18 @@ function progressBookOf(run: RunRef, deps: EngineDeps): ProgressBook {
       token: run.leaseToken,
       configVersion: run.configVersion,
     };
+    const reachOf = (finishedMs: number | undefined) =>
+      item.kind === 'events' && finishedMs !== undefined
+        ? { dataset: item.dataset, spanFromMs: item.fromMs, throughMs: finishedMs }
+        : undefined;
     return {
       load: () => deps.backfills.getProgress(workspaceId, destinationId, backfillId),
-      save: (progress, now, count) => deps.backfills.saveProgress(fence, progress, now, count),
+      save: (progress, now, count, finishedMs) =>
+        deps.backfills.saveProgress(fence, progress, now, count, reachOf(finishedMs)),
+      reach: async (finishedMs, now) => {
+        const reach = reachOf(finishedMs);
+        if (reach !== undefined) await deps.backfills.saveReach(fence, reach, now);
+      },
     };
   }
   const fence = {
@@ -427,6 +452,7 @@ function progressBookOf(run: RunRef, deps: EngineDeps): ProgressBook {
   return {
     load: () => deps.cursors.getProgress(workspaceId, destinationId),
     save: (progress, now, count) => deps.cursors.saveProgress(fence, progress, now, count),
+    reach: async () => undefined,
   };
 }
 

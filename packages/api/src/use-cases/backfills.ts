@@ -12,6 +12,7 @@ import {
   isEventDataset,
   NotFoundError,
   windowCount,
+  windowsDoneOf,
 } from '@sluice/core';
 import { BACKFILL_ID_RE, parseBackfillsToken, parseCreateBackfillRequest } from '../backfill-validation.js';
 import type { Caller } from '../ports.js';
@@ -42,7 +43,7 @@ export function toBackfillView(backfill: Backfill): BackfillView {
     const counts = backfill.progress[dataset];
     const done = backfill.doneThroughMs[dataset] ?? range.fromMs;
     progress[dataset] = {
-      windowsDone: windowCount(range.fromMs, done, range.stepMs),
+      windowsDone: windowsDoneOf(range, done, backfill.reached[dataset]),
       windowsTotal: windowCount(range.fromMs, range.toMs, range.stepMs),
       rows: counts?.rows ?? 0,
       files: counts?.files ?? 0,
@@ -118,6 +119,7 @@ export async function createBackfill(
     to: new Date(request.toMs).toISOString(),
     range: backfillRange(request.fromMs, request.toMs, destination.frequency, nowMs),
     doneThroughMs: {},
+    reached: Object.fromEntries(request.datasets.map((dataset) => [dataset, {}])),
     progress: Object.fromEntries(
       request.datasets.map((dataset) => [dataset, { rows: 0, files: 0, bytes: 0 }]),
     ),
