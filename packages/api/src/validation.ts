@@ -456,7 +456,10 @@ function checkRoleArn(raw: string, issues: InputIssue[]): string {
 }
 
 /** Roles are assumed through AWS STS: Amazon S3 only, not GCS or an S3-compatible store's endpoint. */
-function checkRoleProvider(location: Pick<BucketLocation, 'provider' | 'endpoint'>, issues: InputIssue[]): void {
+function checkRoleProvider(
+  location: Pick<BucketLocation, 'provider' | 'endpoint'>,
+  issues: InputIssue[],
+): void {
   if (location.provider !== 's3' || location.endpoint !== null) {
     issues.push({
       path: 'roleArn',
@@ -471,7 +474,11 @@ function checkRoleProvider(location: Pick<BucketLocation, 'provider' | 'endpoint
  * only). Pushes the problems to `issues`.
  */
 function checkCreateCredentials(
-  data: { accessKeyId?: string | undefined; secretAccessKey?: string | undefined; roleArn?: string | undefined },
+  data: {
+    accessKeyId?: string | undefined;
+    secretAccessKey?: string | undefined;
+    roleArn?: string | undefined;
+  },
   location: BucketLocation,
   issues: InputIssue[],
 ): CreateRequest['credentials'] {
@@ -593,7 +600,10 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
   }
   if (data.roleArn !== undefined) {
     if (hasId || hasSecret) {
-      issues.push({ path: 'roleArn', message: 'Send either roleArn or accessKeyId and secretAccessKey, not both.' });
+      issues.push({
+        path: 'roleArn',
+        message: 'Send either roleArn or accessKeyId and secretAccessKey, not both.',
+      });
     }
     update.roleArn = checkRoleArn(data.roleArn, issues);
   }

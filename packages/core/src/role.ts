@@ -29,7 +29,9 @@ const MAX_SESSION_NAME_LENGTH = 64;
  * names the same role gets another ID, which the role's trust policy refuses (the confused deputy problem).
  */
 export function externalIdFor(workspaceId: string, roleArn: string): string {
-  const digest = createHash('sha256').update(`sluice-external-id:v1\n${workspaceId}\n${roleArn}`).digest('hex');
+  const digest = createHash('sha256')
+    .update(`sluice-external-id:v1\n${workspaceId}\n${roleArn}`)
+    .digest('hex');
   return `sluice-${digest.slice(0, 32)}`;
 }
 

@@ -8,7 +8,6 @@ import { createPinnedLookup } from './lookup.js';
 import { DeadlineHttpHandler } from './request-deadline.js';
 import { assumeRoleCredentials, type BucketCredentials, isRoleCredentials } from './role.js';
 
-
 /** The XML API endpoint of Google Cloud Storage, used with HMAC keys. */
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';
 

@@ -100,7 +100,11 @@ export function assumeRoleCredentials(
 ): () => Promise<TemporaryCredentials> {
   return async (): Promise<TemporaryCredentials> => {
     if (options.available === false) {
-      throw new BucketError({ kind: 'permanent', reason: 'role_not_assumable', message: ROLE_UNAVAILABLE_MESSAGE });
+      throw new BucketError({
+        kind: 'permanent',
+        reason: 'role_not_assumable',
+        message: ROLE_UNAVAILABLE_MESSAGE,
+      });
     }
     const sts = new STSClient({
       region: options.region,

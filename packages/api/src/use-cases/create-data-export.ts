@@ -32,7 +32,8 @@ export async function createDataExport(
     'roleArn' in sent
       ? { roleArn: sent.roleArn, externalId: externalIdFor(caller.workspaceId, sent.roleArn) }
       : undefined;
-  const credentials = 'roleArn' in sent ? { ...(role as AssumedRole), sessionName: roleSessionName(id) } : sent;
+  const credentials =
+    'roleArn' in sent ? { ...(role as AssumedRole), sessionName: roleSessionName(id) } : sent;
   const tested = await deps.testConnection(request.location, credentials, { now: () => now });
   const stored =
     'roleArn' in sent

@@ -61,7 +61,8 @@ export async function updateDataExport(
   const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
   assertCredentialsFit(stored, location, update);
   assertCredentialsForMove(stored, location, update);
-  const role = stored.role && update.roleArn !== undefined ? { ...stored.role, roleArn: update.roleArn } : undefined;
+  const role =
+    stored.role && update.roleArn !== undefined ? { ...stored.role, roleArn: update.roleArn } : undefined;
   const credentialsChanged =
     update.credentials !== undefined || (role !== undefined && role.roleArn !== stored.role?.roleArn);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
