@@ -134,7 +134,7 @@ describe('a role Sluice cannot assume', () => {
     client.destroy();
     // Assess
     expect(error).toMatchObject({ name: 'BucketRoleNotAssumable', kind: 'permanent' });
-    expect(error.message).toContain(ROLE_ARN);
+    expect((error as Error).message).toContain(ROLE_ARN);
   });
 
   it('calls a throttled or failing STS transient, to be retried', async () => {
