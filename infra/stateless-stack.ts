@@ -516,6 +516,11 @@ export class StatelessStack extends Stack {
       value: this.ingestDeadLetters.queueUrl,
       description: 'Bus events ingestion could not write: `sluice events redrive --queue-url <this>`',
     });
+    new CfnOutput(this, 'RoleAssumerArns', {
+      value: [apiFunction.role!.roleArn, writerFunction.role!.roleArn].join(','),
+      description:
+        "The roles that assume customers' roles (API connection test, writer): the aws:PrincipalArn of the trust policy in docs/deploy.md",
+    });
     new CfnOutput(this, 'EventLogRetentionDays', {
       value: String(settings.eventLogRetentionDays),
       description: 'SLUICE_EVENT_RETENTION_DAYS for the CLI, so rows it writes expire like ingested ones',
