@@ -112,6 +112,8 @@ describe('an export that assumes an IAM role', () => {
     const got = await client.get(`/data-exports/${view.id}`);
     const tested = await client.post(`/data-exports/${view.id}/test`, {});
     const changed = await client.patch(`/data-exports/${view.id}`, { roleArn: OTHER_ROLE_ARN });
+    // A role export stores no secret, so a move needs no credentials sent again (it is tested with the role).
+    const moved = await client.patch(`/data-exports/${view.id}`, { region: 'us-west-2' });
     // Assess: the external ID stays for the life of the export; the new role is assumed with it
     expect(got.body.dataExport?.externalId).toBe(view.externalId);
     expect(tested.status).toBe(200);
@@ -122,7 +124,10 @@ describe('an export that assumes an IAM role', () => {
       [ROLE_ARN, view.externalId],
       [ROLE_ARN, view.externalId],
       [OTHER_ROLE_ARN, view.externalId],
+      [OTHER_ROLE_ARN, view.externalId],
     ]);
+    expect(moved.status).toBe(200);
+    expect(moved.body.dataExport).toMatchObject({ region: 'us-west-2', roleArn: OTHER_ROLE_ARN });
     await client.delete(`/data-exports/${view.id}`);
   });
 

@@ -29,9 +29,9 @@ const MAX_SESSION_NAME_LENGTH = 64;
  * names the same role gets another ID, which the role's trust policy refuses (the confused deputy problem).
  */
 export function externalIdFor(workspaceId: string, roleArn: string): string {
-  const digest = createHash('sha256')
-    .update(`sluice-external-id:v1\n${workspaceId}\n${roleArn}`)
-    .digest('hex');
+  // JSON keeps the two parts apart: no other pair of strings gives the same input.
+  const input = JSON.stringify(['sluice-external-id:v1', workspaceId, roleArn]);
+  const digest = createHash('sha256').update(input).digest('hex');
   return `sluice-${digest.slice(0, 32)}`;
 }
 
