@@ -1,6 +1,6 @@
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
 import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE, WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Token, Validations } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -187,6 +187,29 @@ export class StatelessStack extends Stack {
         }),
       );
     };
+    /**
+     * Customers' IAM roles (role destinations, Amazon S3): the connection test (API) and the writer assume
+     * them through STS, with the destination's external ID, which each role's trust policy requires. Nothing
+     * but sts:AssumeRole; the roles are in the customers' accounts, unknown when the stack is deployed.
+     */
+    const partition = Stack.of(this).partition;
+    // cdk-nag names an unresolved partition by its pseudo parameter; a stack with a region knows it.
+    const nagPartition = Token.isUnresolved(partition) ? '<AWS::Partition>' : partition;
+    const assumeCustomerRoles = (f: SluiceFunction) => {
+      f.addToRolePolicy(
+        new iam.PolicyStatement({
+          actions: ['sts:AssumeRole'],
+          resources: [`arn:${partition}:iam::*:role/*`],
+        }),
+      );
+      Validations.of(f.role!).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:${nagPartition}:iam::*:role/*]`,
+        reason:
+          "sts:AssumeRole only, on customers' own roles (role destinations): they live in any customer's " +
+          "account, named by the customer at run time; each role's trust policy admits this function's role " +
+          "only with the destination's external ID (docs/deploy.md).",
+      });
+    };
 
     // --- the API and its authorizer -------------------------------------------------------------
     const apiFunction = fn('api', 'ApiFunction', 'api', 'functions/api/handler.ts', {
@@ -212,6 +235,8 @@ export class StatelessStack extends Stack {
     apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
+    // A role destination's connection test assumes the customer's role.
+    assumeCustomerRoles(apiFunction);
 
     const authorizerFunction = fn(
       'authorizer',
@@ -342,6 +367,8 @@ export class StatelessStack extends Stack {
     useTable(writerFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.query]);
     // The writer opens the destination's secret; it never seals one.
     useSecretsKey(writerFunction, ['kms:Decrypt']);
+    // A role destination's files are written with the customer's role, assumed once per invocation.
+    assumeCustomerRoles(writerFunction);
     // Hours the event log no longer holds whole are read from the archive, as far as its cursor says.
     useArchive(writerFunction, false);
 
@@ -488,6 +515,11 @@ export class StatelessStack extends Stack {
     new CfnOutput(this, 'IngestDeadLetterQueueUrl', {
       value: this.ingestDeadLetters.queueUrl,
       description: 'Bus events ingestion could not write: `sluice events redrive --queue-url <this>`',
+    });
+    new CfnOutput(this, 'RoleAssumerArns', {
+      value: [apiFunction.role!.roleArn, writerFunction.role!.roleArn].join(','),
+      description:
+        "The roles that assume customers' roles (API connection test, writer): the aws:PrincipalArn of the trust policy in docs/deploy.md",
     });
     new CfnOutput(this, 'EventLogRetentionDays', {
       value: String(settings.eventLogRetentionDays),

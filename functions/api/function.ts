@@ -17,6 +17,8 @@ import type { ApiConfig } from './config.js';
 export interface LocalOnlyOptions {
   /** Origins exempt from the endpoint rules. @default none: every endpoint is checked */
   allowedEndpoints?: ReadonlySet<string>;
+  /** False where no AWS STS can be reached: role destinations fail with a message saying so. @default true */
+  assumeRoles?: boolean;
 }
 
 /** The API function's handler over the configured stores. */
@@ -39,6 +41,7 @@ export function createApiFunction(
     // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.
     recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
     ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
+    ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
   });
   // The API's own middy chain (`createApiHandler`) carries the Lambda context, the body parser and the error handler.
   return (event, context) => api(event, context);

@@ -44,9 +44,10 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
     backfills: new BackfillStore({ tableName: config.controlTable }),
     sealer: new SecretSealer({ keyId: config.kmsKeyId }),
     eventSource: archivedEventSource(config, options.localS3Endpoint),
-    bucketWriterFactory: createBucketWriterFactory(
-      options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {},
-    ),
+    bucketWriterFactory: createBucketWriterFactory({
+      ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
+      ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+    }),
     ...options.overrides,
   };
   return lambdaHandler<WriteWindowInput, WindowResult>(logger, async (event, context) => {

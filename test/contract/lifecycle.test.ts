@@ -60,7 +60,7 @@ describe('data exports lifecycle over HTTP', () => {
       custom_events: body.startFrom,
       subscribers: body.startFrom,
     });
-    expect(stored?.secret.ciphertext).not.toContain('S3RVER');
+    expect(stored?.secret?.ciphertext).not.toContain('S3RVER');
 
     const list = await ws.client.get('/data-exports');
     expect(list.status).toBe(200);

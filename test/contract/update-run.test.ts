@@ -124,7 +124,7 @@ describe('PATCH /data-exports/{id}', () => {
     expect(response.status).toBe(200);
     const after = await stored(id);
     expect(after.configVersion).toBe(2);
-    expect(after.secret.ciphertext).not.toBe(before.secret.ciphertext);
+    expect(after.secret?.ciphertext).not.toBe(before.secret?.ciphertext);
     expect(await harness.readObject('local-exports', testKey)).not.toBe(firstTest);
   });
 

@@ -45,6 +45,7 @@ function resourceLabel(resource: unknown): string {
     [/EventBusArn/, 'eventBus'],
     [/ArchiveBucket.*archive\/\*/, 'archive/*'],
     [/ArchiveBucket/, 'archiveBucket'],
+    [/iam::\*:role\/\*/, 'customerRoles'],
     [/^"\*"$/, '*'],
   ];
   return labels.find(([pattern]) => pattern.test(text))?.[1] ?? text;
@@ -111,6 +112,8 @@ describe('stateless stack: least privilege', () => {
           'dynamodb:UpdateItem',
         ],
         secretsKey: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        // A role destination's connection test.
+        customerRoles: ['sts:AssumeRole'],
       },
     ],
     ['authorizer', { ownLogGroup: LOGS, '*': XRAY, control: ['dynamodb:GetItem'] }],
@@ -158,6 +161,8 @@ describe('stateless stack: least privilege', () => {
         events: ['dynamodb:Query'],
         subscribers: ['dynamodb:Query'],
         secretsKey: ['kms:Decrypt'],
+        // A role destination's files.
+        customerRoles: ['sts:AssumeRole'],
       },
     ],
     [
@@ -193,6 +198,23 @@ describe('stateless stack: least privilege', () => {
 
     // Assess
     expect(granted).toEqual(expected);
+  });
+
+  it('lets only the API and the writer assume roles: sts:AssumeRole alone, on IAM roles of any account', () => {
+    // Act
+    const assumers = (Object.keys(built.stateless.functions) as FunctionName[]).filter((name) =>
+      functionRoleStatements(name).some((statement) =>
+        actionsOf(statement).some((a) => a.startsWith('sts:')),
+      ),
+    );
+    const statements = functionRoleStatements('writer').filter((statement) =>
+      actionsOf(statement).includes('sts:AssumeRole'),
+    );
+    // Assess
+    expect(assumers.sort()).toEqual(['api', 'writer']);
+    expect(statements).toHaveLength(1);
+    expect(actionsOf(statements[0]!)).toEqual(['sts:AssumeRole']);
+    expect(statements[0]!.Resource).toBe('arn:aws:iam::*:role/*');
   });
 
   it('lets the writer only decrypt, and only with the destination context', () => {
@@ -659,5 +681,13 @@ describe('stateless stack: alarms and outputs', () => {
       ]),
     );
     t.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+  });
+
+  it("outputs the two roles a customer's trust policy names: the API's and the writer's", () => {
+    const output = t.toJSON().Outputs.RoleAssumerArns;
+    const roleIds = (['api', 'writer'] as const).map((name) => logicalIdOf(built.stateless.functions[name].role!));
+    expect(output.Value).toEqual({
+      'Fn::Join': ['', [{ 'Fn::GetAtt': [roleIds[0], 'Arn'] }, ',', { 'Fn::GetAtt': [roleIds[1], 'Arn'] }]],
+    });
   });
 });

@@ -218,6 +218,24 @@ describe('sluice data-exports against the local API', () => {
     });
   });
 
+  it('creates with --role-arn without asking for a secret (the local runtime then says role exports need AWS)', async () => {
+    // Act: no --access-key-id, no stdin
+    const args = createArgs({
+      '--region': 'us-east-1',
+      '--role-arn': 'arn:aws:iam::111122223333:role/sluice',
+    })
+      .filter((arg) => arg !== '--secret-access-key-stdin')
+      .filter((arg, index, all) => arg !== '--access-key-id' && all[index - 1] !== '--access-key-id')
+      .filter((arg, index, all) => arg !== '--endpoint' && all[index - 1] !== '--endpoint');
+    const result = await dataExports([...args, '--json']);
+    // Assess: the request was sent with the role (the connection test's answer), no secret asked for
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.out)).toMatchObject({
+      code: 'connection_failed',
+      error: expect.stringContaining('IAM role destinations need Sluice deployed on AWS'),
+    });
+  });
+
   it('never takes the secret from the command line: without --secret-access-key-stdin and no terminal, it stops before any request', async () => {
     // Act
     const name = uniqueId('No secret ');

@@ -312,6 +312,11 @@ export interface ApiHandlerOptions {
    */
   allowedEndpoints?: ReadonlySet<string>;
   /**
+   * False where no AWS STS can be reached (only the local runtime): a role destination's connection test then
+   * fails with a message saying role destinations need Sluice on AWS. @default true
+   */
+  assumeRoles?: boolean;
+  /**
    * Total milliseconds a connection test's bucket requests may take, passed to every test: well inside API
    * Gateway's 29 s, so a bucket host that trickles its answer gets `400 connection_failed`, not a gateway
    * timeout. @default CONNECTION_TEST_DEADLINE_MS (10 s)
@@ -395,7 +400,12 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
     store: options.store,
     sealer: options.sealer,
     testConnection: (location, credentials, testOptions) =>
-      tester(location, credentials, { ...testOptions, ...endpointPolicy, deadlineMs }),
+      tester(location, credentials, {
+        ...testOptions,
+        ...endpointPolicy,
+        deadlineMs,
+        ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+      }),
     endpointPolicy,
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,

@@ -35,6 +35,7 @@ export type DestinationChanges = Partial<
     | 'encryption'
     | 'accessKeyId'
     | 'secret'
+    | 'role'
     | 'datasets'
     | 'frequency'
     | 'format'
@@ -108,11 +109,13 @@ export interface ApiSealer {
   open(sealed: SealedSecret, context: SecretContext): Promise<string>;
 }
 
-/** Credentials of a bucket, in clear: only ever held in memory for the duration of a request. */
-export interface BucketCredentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+/**
+ * Credentials of a bucket: an access key in clear (only ever held in memory for the duration of a request) or
+ * the role to assume (its keys come from STS inside the test and stay there).
+ */
+export type BucketCredentials =
+  | { accessKeyId: string; secretAccessKey: string }
+  | { roleArn: string; externalId: string; sessionName: string };
 
 /**
  * Writes `<prefix>/_sluice/connection-test.json` and throws `ConnectionFailedError` (a person can act on its
@@ -138,6 +141,8 @@ export type ConnectionTester = (
     deadlineMs?: number;
     /** Origins exempt from the endpoint rules. @default none */
     allowedEndpoints?: ReadonlySet<string>;
+    /** False where no AWS STS can be reached (the local runtime). @default true */
+    assumeRoles?: boolean;
   },
 ) => Promise<ConnectionTestOutcome | undefined>;
 

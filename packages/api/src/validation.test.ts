@@ -1,6 +1,8 @@
 import { InvalidInputError, InputShapeError, JSONL_GZIP } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import {
+  assertCredentialsFit,
+  assertCredentialsForMove,
   bucketNameProblem,
   formatPath,
   normalizePathPrefix,
@@ -44,8 +46,7 @@ describe('parseCreateRequest', () => {
         endpoint: null,
         pathPrefix: '',
       },
-      accessKeyId: valid.accessKeyId,
-      secretAccessKey: valid.secretAccessKey,
+      credentials: { accessKeyId: valid.accessKeyId, secretAccessKey: valid.secretAccessKey },
       datasets: ['email_events', 'custom_events', 'subscribers'],
       frequency: 'every_15_minutes',
       startFrom: NOW.toISOString(),
@@ -234,5 +235,65 @@ describe('PATCH', () => {
       accessKeyId: 'A',
       secretAccessKey: 'B',
     });
+  });
+
+  it('takes a roleArn alone, of the right shape', () => {
+    expect(parseUpdateRequest({ roleArn: ` ${ROLE} ` }).roleArn).toBe(ROLE);
+    expect(() => parseUpdateRequest({ roleArn: ROLE, accessKeyId: 'A', secretAccessKey: 'B' })).toThrow(
+      /not both/,
+    );
+    expect(() => parseUpdateRequest({ roleArn: 'arn:aws:iam::111122223333:user/u' })).toThrow(/IAM role ARN/);
+  });
+});
+
+const ROLE = 'arn:aws:iam::111122223333:role/sluice';
+
+describe('role credentials', () => {
+  const roleBody = { ...valid, accessKeyId: undefined, secretAccessKey: undefined, roleArn: ROLE };
+
+  it('takes roleArn instead of a key for Amazon S3', () => {
+    expect(parseCreateRequest(roleBody, NOW).credentials).toEqual({ roleArn: ROLE });
+  });
+
+  it('refuses roleArn for gcs and S3-compatible endpoints, both ways at once, and neither', () => {
+    const issueAt = (body: unknown) => {
+      try {
+        parseCreateRequest(body, NOW);
+      } catch (error) {
+        return (error as InvalidInputError).issues?.map((issue) => `${issue.path}: ${issue.message}`);
+      }
+      return [];
+    };
+    expect(issueAt({ ...roleBody, provider: 'gcs', region: undefined })).toEqual([
+      expect.stringMatching(/^roleArn: roleArn is for Amazon S3 only/),
+    ]);
+    expect(issueAt({ ...roleBody, endpoint: 'https://r2.example.com' })).toEqual([
+      expect.stringMatching(/^roleArn: roleArn is for Amazon S3 only/),
+    ]);
+    expect(issueAt({ ...valid, roleArn: ROLE })).toEqual([expect.stringMatching(/not both/)]);
+    expect(issueAt({ ...roleBody, roleArn: undefined })).toEqual([
+      expect.stringMatching(/^accessKeyId: Send the credentials/),
+    ]);
+  });
+
+  it('lets a role destination move without credentials, and refuses switching ways', () => {
+    const stored = {
+      provider: 's3' as const,
+      bucket: 'a',
+      region: 'us-east-1',
+      endpoint: null,
+      pathPrefix: '',
+    };
+    const moved = { ...stored, bucket: 'b' };
+    const role = { roleArn: ROLE, externalId: 'sluice-x' };
+    expect(() => assertCredentialsForMove({ ...stored, role }, moved, {})).not.toThrow();
+    expect(() => assertCredentialsForMove(stored, moved, {})).toThrow(InvalidInputError);
+    expect(() =>
+      assertCredentialsFit({ role }, stored, { credentials: { accessKeyId: 'A', secretAccessKey: 'B' } }),
+    ).toThrow(/assumes an IAM role/);
+    expect(() => assertCredentialsFit({}, stored, { roleArn: ROLE })).toThrow(/uses an access key/);
+    expect(() =>
+      assertCredentialsFit({ role }, { ...stored, endpoint: 'https://r2.example.com' }, {}),
+    ).toThrow(/Amazon S3 only/);
   });
 });

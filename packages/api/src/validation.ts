@@ -37,6 +37,7 @@ import {
   PROVIDERS,
   type Provider,
   requestedFileFormat,
+  ROLE_ARN_RE,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -67,8 +68,9 @@ export const createRequestSchema = z.looseObject({
   region: nullableString,
   endpoint: nullableString,
   pathPrefix: nullableString,
-  accessKeyId: z.string(),
-  secretAccessKey: z.string(),
+  accessKeyId: z.string().optional(),
+  secretAccessKey: z.string().optional(),
+  roleArn: z.string().optional(),
   datasets: z.array(z.enum(DATASETS)).min(1).optional(),
   frequency: z.enum(FREQUENCIES).optional(),
   startFrom: z.iso.datetime({ offset: true }).nullable().optional(),
@@ -87,6 +89,7 @@ export const updateRequestSchema = z.looseObject({
   pathPrefix: nullableString,
   accessKeyId: z.string().optional(),
   secretAccessKey: z.string().optional(),
+  roleArn: z.string().optional(),
   datasets: z.array(z.enum(DATASETS)).min(1).optional(),
   frequency: z.enum(FREQUENCIES).optional(),
   isEnabled: z.boolean().optional(),
@@ -99,12 +102,18 @@ export const updateRequestSchema = z.looseObject({
 const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
 const UPDATE_FIELDS = Object.keys(updateRequestSchema.shape);
 
+/** An access key pair as sent: the secret in clear, for the connection test and the sealer only. */
+export interface AccessKeyInput {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
 /** A validated create request: every default applied, every value normalised. */
 export interface CreateRequest {
   name: string;
   location: BucketLocation;
-  accessKeyId: string;
-  secretAccessKey: string;
+  /** An access key pair, or the IAM role to assume (Amazon S3 only). */
+  credentials: AccessKeyInput | { roleArn: string };
   datasets: Dataset[];
   frequency: Frequency;
   startFrom: string;
@@ -121,7 +130,9 @@ export interface UpdateRequest {
   region?: string | null;
   endpoint?: string | null;
   pathPrefix?: string;
-  credentials?: { accessKeyId: string; secretAccessKey: string };
+  credentials?: AccessKeyInput;
+  /** A new role for a role destination (its external ID stays). */
+  roleArn?: string;
   datasets?: Dataset[];
   frequency?: Frequency;
   isEnabled?: boolean;
@@ -434,6 +445,72 @@ function checkCredentials(
   return { accessKeyId: id, secretAccessKey: secret };
 }
 
+const ROLE_ARN_FORMAT =
+  'roleArn is an IAM role ARN: arn:aws:iam::<12-digit account>:role/<name> (or another AWS partition, arn:aws-cn:...).';
+
+/** Checks a role ARN's shape (see `ROLE_ARN_RE`); returns it trimmed. */
+function checkRoleArn(raw: string, issues: InputIssue[]): string {
+  const roleArn = raw.trim();
+  if (!ROLE_ARN_RE.test(roleArn)) issues.push({ path: 'roleArn', message: ROLE_ARN_FORMAT });
+  return roleArn;
+}
+
+/** Roles are assumed through AWS STS: Amazon S3 only, not GCS or an S3-compatible store's endpoint. */
+function checkRoleProvider(
+  location: Pick<BucketLocation, 'provider' | 'endpoint'>,
+  issues: InputIssue[],
+): void {
+  if (location.provider !== 's3' || location.endpoint !== null) {
+    issues.push({
+      path: 'roleArn',
+      message:
+        'roleArn is for Amazon S3 only (provider s3 without an endpoint); Google Cloud Storage and S3-compatible stores take accessKeyId and secretAccessKey.',
+    });
+  }
+}
+
+/**
+ * The credentials of a create: exactly one way, an access key pair (both fields) or `roleArn` (Amazon S3
+ * only). Pushes the problems to `issues`.
+ */
+function checkCreateCredentials(
+  data: {
+    accessKeyId?: string | undefined;
+    secretAccessKey?: string | undefined;
+    roleArn?: string | undefined;
+  },
+  location: BucketLocation,
+  issues: InputIssue[],
+): CreateRequest['credentials'] {
+  const hasKeys = data.accessKeyId !== undefined || data.secretAccessKey !== undefined;
+  if (data.roleArn !== undefined) {
+    if (hasKeys) {
+      issues.push({
+        path: 'roleArn',
+        message: 'Send either roleArn or accessKeyId and secretAccessKey, not both.',
+      });
+    }
+    checkRoleProvider(location, issues);
+    return { roleArn: checkRoleArn(data.roleArn, issues) };
+  }
+  if (!hasKeys) {
+    issues.push({
+      path: 'accessKeyId',
+      message:
+        'Send the credentials: accessKeyId and secretAccessKey, or roleArn (an IAM role Sluice assumes, Amazon S3 only).',
+    });
+    return { accessKeyId: '', secretAccessKey: '' };
+  }
+  if (data.accessKeyId === undefined || data.secretAccessKey === undefined) {
+    issues.push({
+      path: data.accessKeyId === undefined ? 'accessKeyId' : 'secretAccessKey',
+      message: 'accessKeyId and secretAccessKey must be sent together.',
+    });
+    return { accessKeyId: '', secretAccessKey: '' };
+  }
+  return checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
+}
+
 function checkDatasets(datasets: readonly Dataset[], issues: InputIssue[]): Dataset[] {
   datasets.forEach((dataset, index) => {
     if (datasets.indexOf(dataset) !== index) {
@@ -481,7 +558,7 @@ export function parseCreateRequest(
   );
   const encryption = resolveEncryption(data.provider, data.serverSideEncryption, data.kmsKeyId, issues);
   if (encryption !== null) location.encryption = encryption;
-  const credentials = checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
+  const credentials = checkCreateCredentials(data, location, issues);
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
   const startFrom = checkStartFrom(data.startFrom, now, issues);
   const fileFormat = checkFileFormat(data.format, data.compression, issues);
@@ -489,7 +566,7 @@ export function parseCreateRequest(
   return {
     name,
     location,
-    ...credentials,
+    credentials,
     datasets,
     frequency: data.frequency ?? DEFAULT_FREQUENCY,
     startFrom,
@@ -520,6 +597,15 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
     });
   } else if (hasId && hasSecret) {
     update.credentials = checkCredentials(data.accessKeyId ?? '', data.secretAccessKey ?? '', issues);
+  }
+  if (data.roleArn !== undefined) {
+    if (hasId || hasSecret) {
+      issues.push({
+        path: 'roleArn',
+        message: 'Send either roleArn or accessKeyId and secretAccessKey, not both.',
+      });
+    }
+    update.roleArn = checkRoleArn(data.roleArn, issues);
   }
   if (data.datasets !== undefined) update.datasets = checkDatasets(data.datasets, issues);
   if (data.frequency !== undefined) update.frequency = data.frequency;
@@ -619,11 +705,12 @@ export const SIGNED_LOCATION_FIELDS = [
  * `InvalidInputError` with one issue per changed field.
  */
 export function assertCredentialsForMove(
-  stored: BucketLocation,
+  stored: BucketLocation & { role?: unknown },
   location: BucketLocation,
   update: UpdateRequest,
 ): void {
-  if (update.credentials !== undefined) return;
+  // A role destination stores no secret: its requests only ever go to Amazon S3, signed by the role.
+  if (update.credentials !== undefined || stored.role) return;
   const changed = SIGNED_LOCATION_FIELDS.filter((field) => location[field] !== stored[field]);
   if (changed.length === 0) return;
   throw invalidInput(
@@ -632,6 +719,36 @@ export function assertCredentialsForMove(
       message: `Changing ${field} requires the credentials again: send accessKeyId and secretAccessKey with it. The stored secret is only used where it was given.`,
     })),
   );
+}
+
+/**
+ * Refuses a PATCH whose credentials do not fit the destination: a role destination keeps a role (a new
+ * `roleArn`, the same external ID) and stays on Amazon S3; a key destination keeps keys. Switching between the
+ * two ways is a new export. Throws `InvalidInputError`.
+ */
+export function assertCredentialsFit(
+  stored: { role?: unknown },
+  location: BucketLocation,
+  update: UpdateRequest,
+): void {
+  const issues: InputIssue[] = [];
+  if (stored.role) {
+    if (update.credentials !== undefined) {
+      issues.push({
+        path: 'accessKeyId',
+        message:
+          'This export assumes an IAM role: send roleArn to change the role. To use an access key instead, create a new export.',
+      });
+    }
+    checkRoleProvider(location, issues);
+  } else if (update.roleArn !== undefined) {
+    issues.push({
+      path: 'roleArn',
+      message:
+        'This export uses an access key: send accessKeyId and secretAccessKey to rotate it. To use an IAM role instead, create a new export.',
+    });
+  }
+  if (issues.length > 0) throw invalidInput(issues);
 }
 
 /** The `nextToken` of a runs page that has (or may have) more after it: the last run listed, opaque. */

@@ -16,8 +16,12 @@ export interface DataExportView {
   region: string;
   endpoint: string | null;
   pathPrefix: string;
-  /** Masked, for example `AKIA…WXYZ`. */
-  accessKeyId: string;
+  /** Masked, for example `AKIA…WXYZ`; absent on a role destination. */
+  accessKeyId?: string;
+  /** The IAM role Sluice assumes (Amazon S3); absent on a key destination. */
+  roleArn?: string;
+  /** What the role's trust policy must require as `sts:ExternalId`; not a secret; absent with a key. */
+  externalId?: string;
   /** Server-side encryption of every object written; null when none is requested. */
   serverSideEncryption: ServerSideEncryption | null;
   /** The customer's KMS key with `aws:kms` (not a secret); null otherwise. */
@@ -62,7 +66,9 @@ export function toDataExportView(destination: Destination): DataExportView {
     region: destination.region,
     endpoint: destination.endpoint ?? null,
     pathPrefix: destination.pathPrefix,
-    accessKeyId: maskAccessKeyId(destination.accessKeyId),
+    ...(destination.role
+      ? { roleArn: destination.role.roleArn, externalId: destination.role.externalId }
+      : { accessKeyId: maskAccessKeyId(destination.accessKeyId ?? '') }),
     serverSideEncryption: destination.encryption?.serverSideEncryption ?? null,
     kmsKeyId: destination.encryption?.kmsKeyId ?? null,
     datasets: [...destination.datasets],

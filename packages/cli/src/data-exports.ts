@@ -43,6 +43,11 @@ const LOCATION: FieldOption[] = [
   },
   { field: 'pathPrefix', flags: '--path-prefix <prefix>', description: 'folder inside the bucket' },
   { field: 'accessKeyId', flags: '--access-key-id <id>', description: 'access key id (HMAC id for gcs)' },
+  {
+    field: 'roleArn',
+    flags: '--role-arn <arn>',
+    description: 'an IAM role Sluice assumes instead of a key (Amazon S3 only; trust its externalId)',
+  },
 ];
 const SCHEDULE: FieldOption[] = [
   {
@@ -243,7 +248,10 @@ export function dataExportsCommand(context: CliContext): Command {
     )
     .action(async (options: CommonOptions & Record<string, unknown>) => {
       const body = bodyFrom(options, CREATE_FIELDS);
-      body.secretAccessKey = await readSecret(context, options.secretAccessKeyStdin === true);
+      // A role export has no secret: none is read (the API refuses a role sent with keys).
+      if (body.roleArn === undefined || body.accessKeyId !== undefined || options.secretAccessKeyStdin) {
+        body.secretAccessKey = await readSecret(context, options.secretAccessKeyStdin === true);
+      }
       await withClient(
         context,
         options,

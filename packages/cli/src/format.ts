@@ -73,7 +73,12 @@ export function dataExportBlock(view: DataExportView): string[] {
     ['bucket', bucketOf(view)],
     ['region', view.region],
     ['endpoint', view.endpoint ?? '-'],
-    ['access key id', view.accessKeyId],
+    ...((view.roleArn
+      ? [
+          ['role', view.roleArn],
+          ['external id', view.externalId ?? '-'],
+        ]
+      : [['access key id', view.accessKeyId ?? '-']]) as [string, string][]),
     ['frequency', view.frequency],
     ['format', `${view.format} (${view.compression})`],
     ['start from', view.startFrom],

@@ -47,6 +47,7 @@ const STORED: Record<StoredField, true> = {
   endpoint: true,
   pathPrefix: true,
   encryption: true,
+  role: true,
   accessKeyId: true,
   secret: true,
   datasets: true,

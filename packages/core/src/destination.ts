@@ -1,5 +1,6 @@
 import type { Dataset, Frequency } from './datasets.js';
 import { type Compression, type ExportFormat, type FileFormat, JSONL_GZIP } from './file-format.js';
+import type { AssumedRole } from './role.js';
 
 export const PROVIDERS = ['s3', 'gcs'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -80,8 +81,12 @@ export interface Destination extends BucketLocation {
   workspaceId: string;
   id: string;
   name: string;
-  accessKeyId: string;
-  secret: SealedSecret;
+  /** The access key of a key destination; absent on a role destination. */
+  accessKeyId?: string;
+  /** The sealed secret access key of a key destination; absent on a role destination. */
+  secret?: SealedSecret;
+  /** The IAM role Sluice assumes (Amazon S3 only) instead of a stored key; absent or null on a key destination. */
+  role?: AssumedRole | null;
   datasets: Dataset[];
   frequency: Frequency;
   /** The format of windows planned from now on (see `fileFormatOf`); `jsonl` on items stored before formats. */
@@ -125,8 +130,10 @@ export interface NewDestinationInput extends BucketLocation {
   workspaceId: string;
   id: string;
   name: string;
-  accessKeyId: string;
-  secret: SealedSecret;
+  /** A key destination's access key id and sealed secret; a role destination has `role` instead. */
+  accessKeyId?: string;
+  secret?: SealedSecret;
+  role?: AssumedRole;
   datasets: Dataset[];
   frequency: Frequency;
   /** ISO time the event datasets start from. */

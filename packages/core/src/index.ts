@@ -15,3 +15,4 @@ export * from './redact.js';
 export * from './rate-limit.js';
 export * from './logger.js';
 export * from './backfills.js';
+export * from './role.js';

@@ -65,18 +65,18 @@ export interface EngineDeps {
 }
 
 /**
- * The production writer: one S3 client per window, destroyed when the window is done. `allowedEndpoints`
- * exempts origins from the endpoint rules: only the local runtime passes one (its own bucket).
+ * The production writer: one S3 client per window, destroyed when the window is done (a role's keys from STS
+ * are cached by that client, so one AssumeRole per window). `allowedEndpoints` exempts origins from the
+ * endpoint rules and `assumeRoles: false` says there is no STS: only the local runtime passes them.
  */
 export function createBucketWriterFactory(
-  options: { allowedEndpoints?: ReadonlySet<string> } = {},
+  options: { allowedEndpoints?: ReadonlySet<string>; assumeRoles?: boolean } = {},
 ): BucketWriterFactory {
   return (location, credentials) => {
-    const client = createBucketClient(
-      location,
-      credentials,
-      options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {},
-    );
+    const client = createBucketClient(location, credentials, {
+      ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
+      ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+    });
     const writer = new S3BucketWriter({ location, client });
     return {
       writeFile: (key, lines, options) => writer.writeFile(key, lines, options),

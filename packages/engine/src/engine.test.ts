@@ -26,6 +26,8 @@ import {
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
 import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
@@ -99,7 +101,13 @@ function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
   };
 }
 
+/** A destination of this suite, stored. */
 async function createDestination(overrides: Partial<Destination> = {}): Promise<Destination> {
+  return controlStore.createDestination(await destinationOf(overrides));
+}
+
+/** A destination of this suite (an access key on the local bucket, due now), not stored. */
+async function destinationOf(overrides: Partial<Destination> = {}): Promise<Destination> {
   const id = `exp_${randomUUID().replaceAll('-', '')}`;
   const startFrom = new Date(START).toISOString();
   const datasets = overrides.datasets ?? ['email_events', 'subscribers'];
@@ -126,7 +134,7 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
     nextRunAt: new Date(NOW - 60_000).toISOString(),
     ...overrides,
   };
-  return controlStore.createDestination(destination);
+  return destination;
 }
 
 /** The rows of a `.jsonl.gz` object. */
@@ -446,6 +454,41 @@ describe('an export run end to end on the local services', () => {
       await reader.close();
     }
   }, 300_000);
+
+  it('writes a role destination with the keys STS returns: one AssumeRole per window, no secret opened', async () => {
+    // Prepare: a role destination (its bucket served by the local one) and STS answering with the local key
+    const sts = mockClient(STSClient);
+    sts.on(AssumeRoleCommand).resolves({
+      Credentials: {
+        AccessKeyId: 'S3RVER',
+        SecretAccessKey: 'S3RVER',
+        SessionToken: 'engine-session-token',
+        Expiration: new Date(Date.now() + HOUR_MS),
+      },
+    });
+    const { accessKeyId: _id, secret: _secret, ...keyed } = await destinationOf();
+    const role = { roleArn: 'arn:aws:iam::111122223333:role/sluice', externalId: 'sluice-engine-test' };
+    const destination = await controlStore.createDestination({ ...keyed, role });
+    const noSecrets = { open: async () => Promise.reject(new Error('a role destination has no secret')) };
+    try {
+      // Act
+      const { items, committed } = await runOnce(destination, { sealer: noSecrets });
+      // Assess: the same files as a key destination, each window's client assuming the role once
+      expect(committed).toEqual({ status: 'succeeded', runAgain: false });
+      expect(await listKeys(destination.pathPrefix)).toHaveLength(5);
+      const calls = sts.commandCalls(AssumeRoleCommand).map((call) => call.args[0].input);
+      expect(calls).toHaveLength(items.length);
+      for (const input of calls) {
+        expect(input).toMatchObject({
+          RoleArn: role.roleArn,
+          ExternalId: role.externalId,
+          RoleSessionName: `sluice-${destination.id}`,
+        });
+      }
+    } finally {
+      sts.restore();
+    }
+  });
 
   it('lets only one of two concurrent runs claim, and a run that lost its lease moves no cursor', async () => {
     // Prepare

@@ -18,6 +18,7 @@ import {
   withSnapshotDate,
 } from '@sluice/core';
 import type { SourcePage } from '@sluice/eventlog';
+import { destinationCredentials } from '@sluice/sinks';
 import { type ClosableBucketWriter, type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { RunRef, StopReason, WindowResult, WorkItem, WriteWindowInput } from './payloads.js';
@@ -135,7 +136,8 @@ export interface WriteWindowOptions {
 /**
  * WriteWindow: one Map iteration, in the writer Lambda: a span of event windows, or the day's snapshot.
  * 1. Read the destination: deleted, paused or a changed `configVersion` → `stopped` (not a failure).
- * 2. Open the secret (only the writer decrypts it) and build the bucket writer for the location.
+ * 2. Open the secret (only the writer decrypts it), or name the role to assume (its keys come from STS on the
+ *    first request, cached by that window's client only), and build the bucket writer for the location.
  * 3. Walk the windows in order (a snapshot is one window). A window already complete (its progress says
  *    so, for this `configVersion`) is skipped; one begun earlier continues from its next file number and the
  *    source position after its last line, so resumed files are byte-identical to one pass.
@@ -171,14 +173,10 @@ export async function writeWindow(
     const reason = stopReasonOf(destination, run);
     if (reason !== undefined || destination === undefined) return stopped(result, reason ?? 'deleted');
 
-    const secretAccessKey = await deps.sealer.open(destination.secret, {
-      workspaceId: run.workspaceId,
-      destinationId: run.destinationId,
-    });
-    const bucket = deps.bucketWriterFactory(locationOf(destination), {
-      accessKeyId: destination.accessKeyId,
-      secretAccessKey,
-    });
+    const credentials = await destinationCredentials(destination, (secret) =>
+      deps.sealer.open(secret, { workspaceId: run.workspaceId, destinationId: run.destinationId }),
+    );
+    const bucket = deps.bucketWriterFactory(locationOf(destination), credentials);
     writer = bucket;
     book = progressBookOf(run, item, deps);
     const stored = await book.load();

@@ -2,7 +2,8 @@
  * The Lambda handlers as the local runtime runs them: the same factories `functions/<name>/handler.ts` use,
  * built from the local runtime's own environment (read here, once per call, validated by each function's
  * config) and with the one option only the local runtime passes: its own bucket's origin exempt from the
- * endpoint rules. No environment variable of a deployed function can set that option.
+ * endpoint rules, and no AWS STS (role destinations fail their connection test, saying they need AWS). No
+ * environment variable of a deployed function can set these options.
  */
 import { readApiConfig } from '../../../functions/api/config.js';
 import { createApiFunction } from '../../../functions/api/function.js';
@@ -36,7 +37,10 @@ function localArchive(env: Env): { localS3Endpoint?: string } {
 export function localApiFunctions(env: Env = process.env) {
   return {
     authorizer: createAuthorizerFunction(readAuthorizerConfig(env)),
-    api: createApiFunction(readApiConfig(env), { allowedEndpoints: localAllowedEndpoints(env) }),
+    api: createApiFunction(readApiConfig(env), {
+      allowedEndpoints: localAllowedEndpoints(env),
+      assumeRoles: false,
+    }),
   };
 }
 
@@ -46,6 +50,7 @@ export function localWorkflowFunctions(env: Env = process.env) {
     runControl: createRunControlFunction(readRunControlConfig(env)),
     writer: createWriterFunction(readWriterConfig(env), {
       allowedEndpoints: localAllowedEndpoints(env),
+      assumeRoles: false,
       ...localArchive(env),
     }),
     dispatch: createDispatchFunction(readDispatchConfig(env), localArchive(env)),

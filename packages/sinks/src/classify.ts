@@ -10,6 +10,7 @@ export type BucketErrorReason =
   | 'access_denied'
   | 'wrong_region'
   | 'invalid_access_key'
+  | 'role_not_assumable'
   | 'signature_mismatch'
   | 'unsafe_endpoint'
   | 'redirected'
@@ -41,6 +42,7 @@ export const BUCKET_ERROR_NAMES = {
   access_denied: 'BucketAccessDenied',
   wrong_region: 'BucketWrongRegion',
   invalid_access_key: 'BucketInvalidAccessKey',
+  role_not_assumable: 'BucketRoleNotAssumable',
   signature_mismatch: 'BucketSignatureMismatch',
   unsafe_endpoint: 'BucketUnsafeEndpoint',
   redirected: 'BucketRedirected',
@@ -61,6 +63,7 @@ const REASON_KIND: Record<BucketErrorReason, BucketErrorKind> = {
   access_denied: 'permanent',
   wrong_region: 'permanent',
   invalid_access_key: 'permanent',
+  role_not_assumable: 'permanent',
   signature_mismatch: 'permanent',
   unsafe_endpoint: 'permanent',
   redirected: 'permanent',

@@ -6,12 +6,7 @@ import { InvalidInputError } from '@sluice/core';
 import { NO_ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
 import { createPinnedLookup } from './lookup.js';
 import { DeadlineHttpHandler } from './request-deadline.js';
-
-/** An access key pair. The secret is only ever handed to the SDK's signer. */
-export interface BucketCredentials {
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+import { assumeRoleCredentials, type BucketCredentials, isRoleCredentials } from './role.js';
 
 /** The XML API endpoint of Google Cloud Storage, used with HMAC keys. */
 export const GCS_ENDPOINT = 'https://storage.googleapis.com';
@@ -46,6 +41,8 @@ export interface BucketClientOptions {
   requestDeadlineMs?: number;
   /** The resolver behind the pinned lookup (tests). @default the system resolver */
   resolve?: Resolver;
+  /** False where no AWS STS can be reached (the local runtime): role credentials then fail at once. @default true */
+  assumeRoles?: boolean;
 }
 
 /** What {@link bucketClientConfig} decided about a location: where requests go and how they are sent. */
@@ -131,7 +128,13 @@ export function bucketClientConfig(
       });
   const config: S3ClientConfig = {
     region: resolved.region,
-    credentials: { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
+    // A role's keys come from STS on first use and stay in this client's identity cache only.
+    credentials: isRoleCredentials(credentials)
+      ? assumeRoleCredentials(credentials, {
+          region: resolved.region === 'auto' ? 'us-east-1' : resolved.region,
+          available: options.assumeRoles !== false,
+        })
+      : { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
     maxAttempts: options.maxAttempts ?? 3,
     requestHandler,
     followRegionRedirects: false,

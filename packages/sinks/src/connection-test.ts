@@ -1,7 +1,8 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
 import { classifyBucketError, notAnswered } from './classify.js';
-import { type BucketCredentials, createBucketClient } from './client.js';
+import { createBucketClient } from './client.js';
+import type { BucketCredentials } from './role.js';
 import {
   NO_ALLOWED_ENDPOINTS,
   assertEndpointResolvesPublic,
@@ -38,6 +39,8 @@ export interface ConnectionTestOptions {
   resolve?: Resolver;
   /** Total milliseconds for the bucket requests of the test. @default CONNECTION_TEST_DEADLINE_MS */
   deadlineMs?: number;
+  /** False where no AWS STS can be reached (the local runtime). @default true */
+  assumeRoles?: boolean;
 }
 
 /** What a successful connection test wrote. */
@@ -89,6 +92,7 @@ export async function testConnection(
       maxAttempts: 2,
       allowedEndpoints,
       requestDeadlineMs: deadlineMs,
+      ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
     });
   const key = connectionTestKey(location.pathPrefix);
   const testedAt = (typeof options.now === 'function' ? options.now() : options.now).toISOString();

@@ -10,3 +10,4 @@ export * from './request-deadline.js';
 export * from './upload.js';
 export * from './writer.js';
 export * from './parquet-encoder.js';
+export * from './role.js';

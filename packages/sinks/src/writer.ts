@@ -1,6 +1,7 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { BucketLocation, Dataset, FileFormat } from '@sluice/core';
-import { type BucketCredentials, createBucketClient } from './client.js';
+import { createBucketClient } from './client.js';
+import type { BucketCredentials } from './role.js';
 import { encodeJsonlGzip } from './encoder.js';
 import { encodeParquet } from './parquet-encoder.js';
 import { JSONL_CONTENT_TYPE, PARQUET_CONTENT_TYPE, putSmallObject, uploadStream } from './upload.js';

@@ -93,6 +93,13 @@ function encryptionProperties(more: string): JsonObject {
   };
 }
 
+/** Sluice's addition to the create request: an IAM role to assume instead of an access key. */
+const ROLE_ARN_PROPERTY: JsonObject = {
+  type: 'string',
+  description:
+    "Amazon S3 only (provider s3 without an endpoint): an IAM role in your account that Sluice assumes through STS, instead of accessKeyId and secretAccessKey. Sluice sends an external ID (externalId in the response) that the role's trust policy must require; it is derived from your workspace and the role, so a create whose test cannot assume the role yet fails with 400 connection_failed naming it: add it to the trust policy and send the same request again. See docs/deploy.md for the policies.",
+};
+
 /** Sluice's addition to the responses of create, update and test: what the connection test warns about. */
 const WARNINGS: JsonObject = {
   type: 'array',
@@ -228,11 +235,16 @@ export const openapiDocument: JsonObject = {
               description:
                 "Folder inside the bucket. Leading and trailing slashes are removed. Letters, digits, / and ! _ . * ' ( ) = - only, no empty, . or .. segment, at most 512 characters.",
             },
-            accessKeyId: { type: 'string', description: 'Access key ID (GCS HMAC access ID).' },
+            accessKeyId: {
+              type: 'string',
+              description:
+                'Access key ID (GCS HMAC access ID). Send it with secretAccessKey, or send roleArn instead (400 invalid_input for both or neither).',
+            },
             secretAccessKey: {
               type: 'string',
               description: 'Secret access key. Stored encrypted and never returned.',
             },
+            roleArn: ROLE_ARN_PROPERTY,
             datasets: {
               type: 'array',
               minItems: 1,
@@ -249,7 +261,7 @@ export const openapiDocument: JsonObject = {
             compression: FILE_FORMAT_PROPERTIES.compression,
             ...encryptionProperties(''),
           },
-          required: ['name', 'provider', 'bucket', 'accessKeyId', 'secretAccessKey'],
+          required: ['name', 'provider', 'bucket'],
         }),
         responses: {
           '201': successResponse('Data export created and first run queued', {
@@ -304,6 +316,11 @@ export const openapiDocument: JsonObject = {
             pathPrefix: { type: ['string', 'null'] },
             accessKeyId: { type: 'string', description: 'Must be sent together with secretAccessKey.' },
             secretAccessKey: { type: 'string', description: 'Must be sent together with accessKeyId.' },
+            roleArn: {
+              type: 'string',
+              description:
+                'A new role for an export that assumes one (tested first; the externalId stays the same). An export with an access key cannot switch to a role, nor the reverse: create a new export.',
+            },
             datasets: {
               type: 'array',
               minItems: 1,
@@ -556,7 +573,9 @@ export const openapiDocument: JsonObject = {
     schemas: {
       DataExport: {
         type: 'object',
-        description: 'A bucket that workspace data is streamed to as gzipped JSON lines.',
+        description:
+          'A bucket that workspace data is streamed to as gzipped JSON lines. It carries accessKeyId (an access key) or roleArn and externalId (an IAM role Sluice assumes), never both.',
+        oneOf: [{ required: ['accessKeyId'] }, { required: ['roleArn', 'externalId'] }],
         properties: {
           id: { type: 'string' },
           name: { type: 'string' },
@@ -567,7 +586,17 @@ export const openapiDocument: JsonObject = {
           pathPrefix: { type: 'string' },
           accessKeyId: {
             type: 'string',
-            description: 'Masked access key ID, for example AKIA…WXYZ. The secret is never returned.',
+            description:
+              'Masked access key ID, for example AKIA…WXYZ. The secret is never returned. Absent when the export assumes an IAM role (roleArn).',
+          },
+          roleArn: {
+            type: 'string',
+            description: 'The IAM role Sluice assumes to write (Amazon S3); absent with an access key.',
+          },
+          externalId: {
+            type: 'string',
+            description:
+              "The external ID Sluice sends when it assumes roleArn: the role's trust policy must require it (StringEquals sts:ExternalId). Chosen by Sluice, the same for the life of the export; not a secret. Absent with an access key.",
           },
           serverSideEncryption: {
             type: ['string', 'null'],
@@ -600,7 +629,7 @@ export const openapiDocument: JsonObject = {
           failing: {
             type: ['object', 'null'],
             description:
-              "Set while the export fails for a reason only you can fix on your side: reason is access_denied, no_such_bucket, invalid_bucket_name, wrong_region, invalid_access_key, signature_mismatch, unsafe_endpoint, redirected, tls_error, not_supported, endpoint_unreachable, throttled, server_error, secret_rejected or invalid_location (lastError has the message). since is when the first of these failures happened. null while the export is healthy, and again once a run succeeds. Failures on Sluice's side never set it. Sluice also announces both changes as events to the platform that runs it.",
+              "Set while the export fails for a reason only you can fix on your side: reason is access_denied, role_not_assumable, no_such_bucket, invalid_bucket_name, wrong_region, invalid_access_key, signature_mismatch, unsafe_endpoint, redirected, tls_error, not_supported, endpoint_unreachable, throttled, server_error, secret_rejected or invalid_location (lastError has the message). since is when the first of these failures happened. null while the export is healthy, and again once a run succeeds. Failures on Sluice's side never set it. Sluice also announces both changes as events to the platform that runs it.",
             properties: {
               since: { type: 'string', format: 'date-time' },
               reason: { type: 'string' },

@@ -1,4 +1,4 @@
-import { newDestination } from '@sluice/core';
+import { type AssumedRole, externalIdFor, newDestination, roleSessionName } from '@sluice/core';
 import type { Caller } from '../ports.js';
 import { parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
@@ -11,7 +11,10 @@ import type { ConnectionWarning } from '../ports.js';
  * 2. Pick a new id `exp_…`.
  * 3. Test the connection first: write `<prefix>/_sluice/connection-test.json` (endpoint resolved and checked
  *    public). On failure, `400 connection_failed` and nothing is saved.
- * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}`.
+ *    With `roleArn`, the test assumes the role through STS with the external ID `externalIdFor(workspace,
+ *    role)`: when the trust policy does not allow it yet, the `connection_failed` message names that ID, and the
+ *    same create sent again once the customer added it uses the same ID.
+ * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}` (a role destination has none).
  * 5. Save the destination: enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
  *    starting at `startFrom`, `configVersion` 1.
  * 6. Return the `DataExport` view (201), with the connection test's `warnings` when it found any.
@@ -24,19 +27,30 @@ export async function createDataExport(
   const now = deps.now();
   const request = parseCreateRequest(body, now, deps.endpointPolicy);
   const id = deps.newId();
-  const credentials = { accessKeyId: request.accessKeyId, secretAccessKey: request.secretAccessKey };
+  const sent = request.credentials;
+  const role =
+    'roleArn' in sent
+      ? { roleArn: sent.roleArn, externalId: externalIdFor(caller.workspaceId, sent.roleArn) }
+      : undefined;
+  const credentials =
+    'roleArn' in sent ? { ...(role as AssumedRole), sessionName: roleSessionName(id) } : sent;
   const tested = await deps.testConnection(request.location, credentials, { now: () => now });
-  const secret = await deps.sealer.seal(request.secretAccessKey, {
-    workspaceId: caller.workspaceId,
-    destinationId: id,
-  });
+  const stored =
+    'roleArn' in sent
+      ? { role }
+      : {
+          accessKeyId: sent.accessKeyId,
+          secret: await deps.sealer.seal(sent.secretAccessKey, {
+            workspaceId: caller.workspaceId,
+            destinationId: id,
+          }),
+        };
   const destination = newDestination({
     workspaceId: caller.workspaceId,
     id,
     name: request.name,
     ...request.location,
-    accessKeyId: request.accessKeyId,
-    secret,
+    ...stored,
     datasets: request.datasets,
     frequency: request.frequency,
     startFrom: request.startFrom,

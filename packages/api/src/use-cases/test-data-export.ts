@@ -1,10 +1,11 @@
+import { destinationCredentials } from '@sluice/sinks';
 import type { Caller, ConnectionWarning } from '../ports.js';
 import { loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
 
 /**
  * Tests a data export's connection with the stored credentials.
  * 1. Read the destination (404 when absent).
- * 2. Open the sealed secret with the context `{workspaceId, destinationId}`.
+ * 2. Open the sealed secret with the context `{workspaceId, destinationId}` (or take the role to assume).
  * 3. Write `<prefix>/_sluice/connection-test.json`; a failure is `400 connection_failed` with the reason.
  * 4. Return `{ success, testedAt }`, with the test's `warnings` when it found any. Nothing is stored.
  */
@@ -14,16 +15,13 @@ export async function testDataExport(
   id: string,
 ): Promise<{ success: true; testedAt: string; warnings?: ConnectionWarning[] }> {
   const destination = await loadDestination(deps, caller.workspaceId, id);
-  const secretAccessKey = await deps.sealer.open(destination.secret, {
-    workspaceId: caller.workspaceId,
-    destinationId: destination.id,
-  });
+  const credentials = await destinationCredentials(destination, (secret) =>
+    deps.sealer.open(secret, { workspaceId: caller.workspaceId, destinationId: destination.id }),
+  );
   const now = deps.now();
   const { provider, bucket, region, endpoint, pathPrefix } = destination;
-  const tested = await deps.testConnection(
-    { provider, bucket, region, endpoint, pathPrefix },
-    { accessKeyId: destination.accessKeyId, secretAccessKey },
-    { now: () => now },
-  );
+  const tested = await deps.testConnection({ provider, bucket, region, endpoint, pathPrefix }, credentials, {
+    now: () => now,
+  });
   return { success: true, testedAt: now.toISOString(), ...warningsOf(tested) };
 }

@@ -1,6 +1,8 @@
 import { type BucketLocation, type Dataset, fileFormatOf, NotFoundError, sameFileFormat } from '@sluice/core';
 import type { BucketCredentials, Caller, ConnectionWarning, DestinationChanges } from '../ports.js';
+import { destinationCredentials } from '@sluice/sinks';
 import {
+  assertCredentialsFit,
   assertCredentialsForMove,
   parseUpdateRequest,
   resolveUpdatedFileFormat,
@@ -26,7 +28,8 @@ const LOCATION_FIELDS = [
  * 4. When the location, the server-side encryption or the credentials change: test the connection with the merged configuration (the
  *    stored secret opened when only the path prefix changes); on failure `400 connection_failed`, nothing
  *    changed.
- * 5. Re-seal the secret when credentials change.
+ * 5. Re-seal the secret when credentials change. A role destination may get a new `roleArn` (tested with its
+ *    external ID, which never changes); switching between a key and a role is refused (a new export).
  * 6. A location or credential change ends the failure backoff: `consecutiveFailures` 0, a failed status
  *    back to idle, and the next run due now (a run in flight stops at the config version bump, and its
  *    commit schedules the next one).
@@ -56,7 +59,12 @@ export async function updateDataExport(
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
   const storedFormat = fileFormatOf(stored);
   const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
+  assertCredentialsFit(stored, location, update);
   assertCredentialsForMove(stored, location, update);
+  const role =
+    stored.role && update.roleArn !== undefined ? { ...stored.role, roleArn: update.roleArn } : undefined;
+  const credentialsChanged =
+    update.credentials !== undefined || (role !== undefined && role.roleArn !== stored.role?.roleArn);
   const locationChanged = LOCATION_FIELDS.some((field) => location[field] !== stored[field]);
   // Server-side encryption changes how files are written, not where: tested, applied from the next file.
   const encryptionChanged =
@@ -64,12 +72,14 @@ export async function updateDataExport(
   const changes: DestinationChanges = {};
   let warnings: ReturnType<typeof warningsOf> = {};
 
-  if (locationChanged || encryptionChanged || update.credentials !== undefined) {
-    const credentials: BucketCredentials = update.credentials ?? {
-      accessKeyId: stored.accessKeyId,
-      secretAccessKey: await deps.sealer.open(stored.secret, context),
-    };
+  if (locationChanged || encryptionChanged || credentialsChanged) {
+    const credentials: BucketCredentials =
+      update.credentials ??
+      (await destinationCredentials({ ...stored, ...(role ? { role } : {}) }, (secret) =>
+        deps.sealer.open(secret, context),
+      ));
     warnings = warningsOf(await deps.testConnection(location, credentials, { now: () => now }));
+    if (role !== undefined) changes.role = role;
     if (update.credentials !== undefined) {
       changes.accessKeyId = update.credentials.accessKeyId;
       changes.secret = await deps.sealer.seal(update.credentials.secretAccessKey, context);
@@ -89,7 +99,7 @@ export async function updateDataExport(
     changes.format = fileFormat.format;
     changes.compression = fileFormat.compression;
   }
-  const bumpConfigVersion = locationChanged || update.credentials !== undefined;
+  const bumpConfigVersion = locationChanged || credentialsChanged;
   if (bumpConfigVersion) {
     changes.consecutiveFailures = 0;
     changes.nextRunAt = now.toISOString();

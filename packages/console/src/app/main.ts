@@ -388,7 +388,12 @@ async function detailView(id: string): Promise<void> {
         ...[
           ['Destination', `${view.provider}://${view.bucket}/${view.pathPrefix}`],
           ['Region', view.region],
-          ['Access key id', view.accessKeyId],
+          ...(view.roleArn
+            ? [
+                ['Role', view.roleArn],
+                ['External id', view.externalId],
+              ]
+            : [['Access key id', view.accessKeyId]]),
           ['Frequency', view.frequency],
           ['Next run', formatTime(view.nextRunAt)],
           ['Last error', view.lastError ?? 'none'],

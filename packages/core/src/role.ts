@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * An IAM role in the customer's account that Sluice assumes (through STS, with the external ID) to write to
+ * an Amazon S3 bucket, instead of a stored access key. Neither field is a secret.
+ */
+export interface AssumedRole {
+  /** `arn:aws:iam::<account>:role/<path/name>` (or another AWS partition's). */
+  roleArn: string;
+  /**
+   * What the role's trust policy must require (`StringEquals sts:ExternalId`): chosen by Sluice, never by the
+   * caller, so nobody in another workspace can have Sluice assume this role. See {@link externalIdFor}.
+   */
+  externalId: string;
+}
+
+/** The shape of an IAM role ARN: any AWS partition, a 12-digit account, a role name with an optional path. */
+export const ROLE_ARN_RE = /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
+
+/** Longest role session name STS accepts. */
+const MAX_SESSION_NAME_LENGTH = 64;
+
+/**
+ * The external ID of a role destination: `sluice-` and 32 hex digits of the SHA-256 of the workspace id and
+ * the role ARN. Deterministic, so a customer can learn it before the trust policy exists: a create whose
+ * connection test cannot assume the role fails with this ID in its message, and the same create sent again
+ * (same workspace, same role) uses the same ID. It is fixed on the destination when it is created and kept for
+ * its life (a later change of `roleArn` keeps it). Unique per workspace, so a caller of another workspace who
+ * names the same role gets another ID, which the role's trust policy refuses (the confused deputy problem).
+ */
+export function externalIdFor(workspaceId: string, roleArn: string): string {
+  // JSON keeps the two parts apart: no other pair of strings gives the same input.
+  const input = JSON.stringify(['sluice-external-id:v1', workspaceId, roleArn]);
+  const digest = createHash('sha256').update(input).digest('hex');
+  return `sluice-${digest.slice(0, 32)}`;
+}
+
+/** The STS session name of a destination's writes, `sluice-<destinationId>`: CloudTrail shows it. */
+export function roleSessionName(destinationId: string): string {
+  return `sluice-${destinationId}`.replace(/[^\w+=,.@-]/g, '-').slice(0, MAX_SESSION_NAME_LENGTH);
+}

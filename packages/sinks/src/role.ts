@@ -1,0 +1,156 @@
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { type AssumedRole, type Destination, roleSessionName, type SealedSecret } from '@sluice/core';
+import { BucketError } from './classify.js';
+
+/** An access key pair. The secret is only ever handed to the SDK's signer. */
+export interface AccessKeyCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** A role to assume for the bucket's requests: STS returns short-lived keys, held by one client only. */
+export interface RoleCredentials extends AssumedRole {
+  /** `sluice-<destinationId>`: what the customer's CloudTrail shows as the session. */
+  sessionName: string;
+}
+
+/** How a bucket client signs in: a stored key or an assumed role. */
+export type BucketCredentials = AccessKeyCredentials | RoleCredentials;
+
+/** True for role credentials. */
+export function isRoleCredentials(credentials: BucketCredentials): credentials is RoleCredentials {
+  return 'roleArn' in credentials;
+}
+
+/** Short-lived keys of an assumed role, as an S3 client's credential provider returns them. */
+export interface TemporaryCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+  expiration?: Date;
+}
+
+/** How long the assumed role's keys last: one writer invocation or connection test needs minutes at most. */
+export const ROLE_SESSION_SECONDS = 3600;
+
+/** Options of {@link assumeRoleCredentials}. */
+export interface AssumeRoleOptions {
+  /** The STS region: the bucket's (regional STS endpoint); `us-east-1` when the location has none. */
+  region: string;
+  /**
+   * False where no STS can be reached (the local runtime): every use fails at once with a message that says
+   * role destinations need Sluice deployed on AWS. @default true
+   */
+  available?: boolean;
+}
+
+/** The message of a role destination in the local runtime. */
+export const ROLE_UNAVAILABLE_MESSAGE =
+  'IAM role destinations need Sluice deployed on AWS (it assumes the role through AWS STS); this local ' +
+  'runtime has no STS. Use an access key locally.';
+
+/** STS error names that mean "this role cannot be assumed by Sluice as configured". */
+const NOT_ASSUMABLE = new Set(['AccessDenied', 'AccessDeniedException', 'RegionDisabledException']);
+
+/** The classified error of a failed AssumeRole; the message names the role and the trust policy's condition. */
+export function roleError(error: unknown, role: AssumedRole): BucketError {
+  const name = (error as { name?: unknown } | null)?.name;
+  const errorName = typeof name === 'string' && name !== '' ? name : 'unknown error';
+  if (name === 'RegionDisabledException') {
+    return new BucketError(
+      {
+        kind: 'permanent',
+        reason: 'role_not_assumable',
+        message: `Sluice could not assume the role ${role.roleArn}: AWS STS is not activated in the region of the bucket for the role's account. Activate it in IAM (Account settings), or use a bucket in another region.`,
+      },
+      { cause: error },
+    );
+  }
+  if (NOT_ASSUMABLE.has(errorName)) {
+    return new BucketError(
+      {
+        kind: 'permanent',
+        reason: 'role_not_assumable',
+        message: `Sluice could not assume the role ${role.roleArn} (${errorName}). Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
+      },
+      { cause: error },
+    );
+  }
+  return new BucketError(
+    {
+      kind: 'transient',
+      reason: 'unknown',
+      message: `Sluice could not assume the role ${role.roleArn} right now (${errorName}). Sluice will retry.`,
+    },
+    { cause: error },
+  );
+}
+
+/**
+ * A credential provider that assumes `role` through STS (`AssumeRole` with the external ID and the session
+ * name, one hour). It calls STS on every call: give it to one S3 client, whose own identity cache
+ * (the SDK memoizes a credential provider until shortly before the keys expire) makes that one
+ * AssumeRole per client, so per connection test and per writer invocation. The keys live in that client's
+ * memory only: never stored, never logged, never in a payload. A failure throws a {@link BucketError}
+ * ({@link roleError}).
+ */
+export function assumeRoleCredentials(
+  role: RoleCredentials,
+  options: AssumeRoleOptions,
+): () => Promise<TemporaryCredentials> {
+  return async (): Promise<TemporaryCredentials> => {
+    if (options.available === false) {
+      throw new BucketError({
+        kind: 'permanent',
+        reason: 'role_not_assumable',
+        message: ROLE_UNAVAILABLE_MESSAGE,
+      });
+    }
+    const sts = new STSClient({
+      region: options.region,
+      maxAttempts: 2,
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 8_000 },
+    });
+    try {
+      const { Credentials: keys } = await sts.send(
+        new AssumeRoleCommand({
+          RoleArn: role.roleArn,
+          ExternalId: role.externalId,
+          RoleSessionName: role.sessionName,
+          DurationSeconds: ROLE_SESSION_SECONDS,
+        }),
+      );
+      if (!keys?.AccessKeyId || !keys.SecretAccessKey) {
+        throw roleError(new Error('STS returned no credentials'), role);
+      }
+      return {
+        accessKeyId: keys.AccessKeyId,
+        secretAccessKey: keys.SecretAccessKey,
+        ...(keys.SessionToken ? { sessionToken: keys.SessionToken } : {}),
+        ...(keys.Expiration ? { expiration: keys.Expiration } : {}),
+      };
+    } catch (error) {
+      throw error instanceof BucketError ? error : roleError(error, role);
+    } finally {
+      sts.destroy();
+    }
+  };
+}
+
+/**
+ * A stored destination's credentials, ready for a bucket client: its role (with the session name of its
+ * id), or its access key with the secret opened by `openSecret` (the only place that decrypts).
+ */
+export async function destinationCredentials(
+  destination: Pick<Destination, 'id' | 'accessKeyId' | 'secret' | 'role'>,
+  openSecret: (sealed: SealedSecret) => Promise<string>,
+): Promise<BucketCredentials> {
+  if (destination.role) {
+    const { roleArn, externalId } = destination.role;
+    return { roleArn, externalId, sessionName: roleSessionName(destination.id) };
+  }
+  if (destination.accessKeyId === undefined || destination.secret === undefined) {
+    throw new Error(`Destination ${destination.id} has neither a role nor an access key.`);
+  }
+  return { accessKeyId: destination.accessKeyId, secretAccessKey: await openSecret(destination.secret) };
+}
