@@ -143,13 +143,20 @@ async function benches(services: LocalServices | undefined): Promise<void> {
     log(
       `  ${fmt(whole.rows)} events ingested in ${(whole.ingestMs / 1000).toFixed(1)} s (not part of the figures)`,
     );
+    const cores = availableParallelism();
     for (const e of whole.exports) {
+      // CPU of this export only (each process read before and after it), and what it allows at best: every
+      // core busy with this export's two processes.
+      const cpuSeconds = e.nodeCpuSeconds + (e.dynamodbCpuSeconds ?? 0);
       const dynamodb =
-        e.dynamodbCpuSeconds !== undefined ? `, DynamoDB Local ${e.dynamodbCpuSeconds.toFixed(1)} s` : '';
+        e.dynamodbCpuSeconds !== undefined
+          ? ` + DynamoDB Local ${e.dynamodbCpuSeconds.toFixed(1)} s = ${((cpuSeconds / e.rows) * 1e6).toFixed(0)} µs a row, ` +
+            `at most ${fmt(e.rows / (cpuSeconds / cores))} rows/s on ${cores} free cores`
+          : '';
       log(
         `  ${e.frequency.padEnd(16)} ${fmt(e.rows)} rows in ${(e.exportMs / 1000).toFixed(1)} s: ` +
           `${fmt(e.rowsPerSecond).padStart(6)} rows/s, ${(e.rowsPerSecond / whole.encoderRowsPerSecond).toFixed(2)}x ` +
-          `the encoder; ${e.runs} run(s), ${e.files} files, ${fmt(e.bytes)} B; CPU: node ` +
+          `the encoder; ${e.runs} run(s), ${e.files} files, ${fmt(e.bytes)} B; CPU of this export: node ` +
           `${e.nodeCpuSeconds.toFixed(1)} s${dynamodb}`,
       );
     }
