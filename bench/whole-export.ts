@@ -117,7 +117,7 @@ export async function runWholeExportBench(
   let dynamodbPid = options.dynamodbPid;
   if (!process.env.SLUICE_CONTROL_TABLE) {
     const { startLocalServices } = await import('../packages/local/src/services.js');
-    services = await startLocalServices();
+    services = await startLocalServices({ dynamodbQuickStart: false });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
     dynamodbPid = services.dynamodb.pid;
   }

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultEventLogClient } from './client.js';
 import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, shardOf } from './keys.js';
-import { EventLogReader } from './reader.js';
+import { DEFAULT_PAGE_LIMIT, EventLogReader } from './reader.js';
 import { eventTables } from '../../../test/helpers/tables.js';
 
 const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
@@ -52,10 +52,11 @@ async function read(reader: EventLogReader, workspaceId: string, fromMs: number,
 /** The real client, counting its calls. */
 function countingClient() {
   const real = defaultEventLogClient();
-  const counter = { calls: 0 };
+  const counter = { calls: 0, limits: [] as (number | undefined)[] };
   const client = {
     send: (command: Parameters<DynamoDBClient['send']>[0]) => {
       counter.calls++;
+      counter.limits.push((command.input as { Limit?: number }).Limit);
       return real.send(command);
     },
   } as unknown as DynamoDBClient;
@@ -137,9 +138,11 @@ describe('EventLogReader.readWindow', () => {
     );
 
     // Assess: every row once, in order, and more than one Query page for some shard (more calls than the
-    // 11 hours x 4 shards of single pages).
+    // 11 hours x 4 shards of single pages), each page asked for at most DEFAULT_PAGE_LIMIT items (without a
+    // Limit, DynamoDB Local builds the rest of the partition for every page).
     expect(ids).toEqual(inputs.map((input) => input.id));
     expect(counter.calls).toBeGreaterThan(11 * EVENT_SHARDS);
+    expect(new Set(counter.limits)).toEqual(new Set([DEFAULT_PAGE_LIMIT]));
   });
 
   it('yields nothing for an empty or inverted window and keeps workspaces apart', async () => {

@@ -51,7 +51,7 @@ export interface EventLogReaderOptions {
   eventsTable: string;
   /** The subscribers table. */
   subscribersTable: string;
-  /** Items per Query page. @default none: DynamoDB's 1 MB pages */
+  /** Items per Query page (`Limit`); DynamoDB still ends a page at 1 MB. @default {@link DEFAULT_PAGE_LIMIT} */
   pageLimit?: number;
   /** Lines per yielded page of {@link EventLogReader.readWindow}. @default 1000 */
   batchSize?: number;
@@ -63,6 +63,16 @@ export interface EventLogReaderOptions {
   /** The clock (epoch ms) deciding which rows have expired. @default Date.now */
   now?: () => number;
 }
+
+/**
+ * `Limit` of the Query pages of {@link EventLogReader.readWindow} and {@link EventLogReader.readSubscribers}:
+ * about one 1 MB page of 720-byte rows. DynamoDB Local builds every item of the key range before it cuts a page
+ * at 1 MB, so without a `Limit` each page of a partition costs as much as all the items left in it: reading a
+ * 40,000-item partition took 285 µs of the server's CPU a row without a Limit, 64 µs with 5,000; a 20,000-item one
+ * 40 µs with 250, 31 µs with 500, 27 µs with 1,000 and 28 µs with 1,400. On DynamoDB the read units are the same (item sizes summed a page); pages of rows smaller
+ * than 1 KB end sooner, so there are a few more Query calls, each shard's next page fetched while one is merged.
+ */
+export const DEFAULT_PAGE_LIMIT = 1_000;
 
 /** Hours queried at once by {@link EventLogReader.hasRowsAfter}. */
 const HAS_ROWS_HOURS_AT_ONCE = 6;
@@ -130,7 +140,7 @@ export class EventLogReader implements EventSource {
   private readonly client: DynamoDBClient;
   private readonly eventsTable: string | undefined;
   private readonly subscribersTable: string | undefined;
-  private readonly pageLimit: number | undefined;
+  private readonly pageLimit: number;
   private readonly batchSize: number;
   private readonly consistentRead: boolean;
   private readonly now: () => number;
@@ -139,7 +149,7 @@ export class EventLogReader implements EventSource {
     this.client = options.client ?? defaultEventLogClient();
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;
-    this.pageLimit = options.pageLimit;
+    this.pageLimit = options.pageLimit ?? DEFAULT_PAGE_LIMIT;
     this.batchSize = options.batchSize ?? 1000;
     this.consistentRead = options.consistentRead ?? false;
     this.now = options.now ?? Date.now;
@@ -176,7 +186,7 @@ export class EventLogReader implements EventSource {
       },
       ...(projection.length > 0 ? { ProjectionExpression: projection.join(', ') } : {}),
       ConsistentRead: this.consistentRead,
-      ...(this.pageLimit ? { Limit: this.pageLimit } : {}),
+      Limit: this.pageLimit,
     };
   }
 
@@ -378,7 +388,7 @@ export class EventLogReader implements EventSource {
           ExpressionAttributeValues: { ':pk': { S: pk } },
           ProjectionExpression: '#sk, #line',
           ConsistentRead: this.consistentRead,
-          ...(this.pageLimit ? { Limit: this.pageLimit } : {}),
+          Limit: this.pageLimit,
         },
         undefined,
         startKey,

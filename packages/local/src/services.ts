@@ -27,6 +27,11 @@ export interface LocalServicesOptions {
    * @default true
    */
   dynamodbSyncWrites?: boolean;
+  /**
+   * Start DynamoDB Local's JVM for a short life (see `quickStart` of `startDynamoDbLocal`).
+   * @default true in memory, false on disk
+   */
+  dynamodbQuickStart?: boolean;
   /** Receives one line per step with its duration. */
   log?: (line: string) => void;
 }
@@ -99,6 +104,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
         ...(inMemory
           ? {}
           : { dbPath: join(dataDir, 'dynamodb'), syncWrites: options.dynamodbSyncWrites ?? true }),
+        ...(options.dynamodbQuickStart !== undefined ? { quickStart: options.dynamodbQuickStart } : {}),
       }),
     ),
     timed('s3rver', () => startS3Local({ directory: join(dataDir, 's3'), port: options.ports?.s3 ?? 0 })),
