@@ -271,8 +271,11 @@ describe('role credentials', () => {
       expect.stringMatching(/^roleArn: roleArn is for Amazon S3 only/),
     ]);
     expect(issueAt({ ...valid, roleArn: ROLE })).toEqual([expect.stringMatching(/not both/)]);
+    // Neither way does not match the schema (both keys, or roleArn): a 422, as a missing required field.
+    expect(() => parseCreateRequest({ ...roleBody, roleArn: undefined }, NOW)).toThrow(InputShapeError);
     expect(issueAt({ ...roleBody, roleArn: undefined })).toEqual([
-      expect.stringMatching(/^accessKeyId: Send the credentials/),
+      expect.stringMatching(/^accessKeyId: Required: send accessKeyId and secretAccessKey, or roleArn/),
+      expect.stringMatching(/^secretAccessKey: Required/),
     ]);
   });
 

@@ -482,9 +482,8 @@ function checkCreateCredentials(
   location: BucketLocation,
   issues: InputIssue[],
 ): CreateRequest['credentials'] {
-  const hasKeys = data.accessKeyId !== undefined || data.secretAccessKey !== undefined;
   if (data.roleArn !== undefined) {
-    if (hasKeys) {
+    if (data.accessKeyId !== undefined || data.secretAccessKey !== undefined) {
       issues.push({
         path: 'roleArn',
         message: 'Send either roleArn or accessKeyId and secretAccessKey, not both.',
@@ -493,22 +492,30 @@ function checkCreateCredentials(
     checkRoleProvider(location, issues);
     return { roleArn: checkRoleArn(data.roleArn, issues) };
   }
-  if (!hasKeys) {
-    issues.push({
-      path: 'accessKeyId',
-      message:
-        'Send the credentials: accessKeyId and secretAccessKey, or roleArn (an IAM role Sluice assumes, Amazon S3 only).',
-    });
-    return { accessKeyId: '', secretAccessKey: '' };
-  }
+  // Without roleArn the schema requires both keys (see `missingCredentials`).
   if (data.accessKeyId === undefined || data.secretAccessKey === undefined) {
-    issues.push({
-      path: data.accessKeyId === undefined ? 'accessKeyId' : 'secretAccessKey',
-      message: 'accessKeyId and secretAccessKey must be sent together.',
-    });
     return { accessKeyId: '', secretAccessKey: '' };
   }
   return checkCredentials(data.accessKeyId, data.secretAccessKey, issues);
+}
+
+/**
+ * A create without roleArn must carry both keys, as the reference schema requires them (its `anyOf`: both keys,
+ * or roleArn): a body without them does not match the schema, so it is a 422 like any missing required field.
+ */
+function missingCredentials(data: {
+  accessKeyId?: string | undefined;
+  secretAccessKey?: string | undefined;
+  roleArn?: string | undefined;
+}): InputIssue[] {
+  if (data.roleArn !== undefined) return [];
+  return (['accessKeyId', 'secretAccessKey'] as const)
+    .filter((field) => data[field] === undefined)
+    .map((field) => ({
+      path: field,
+      message:
+        'Required: send accessKeyId and secretAccessKey, or roleArn (an IAM role Sluice assumes, Amazon S3 only).',
+    }));
 }
 
 function checkDatasets(datasets: readonly Dataset[], issues: InputIssue[]): Dataset[] {
@@ -543,6 +550,8 @@ export function parseCreateRequest(
   policy: EndpointPolicyOptions = {},
 ): CreateRequest {
   const data = parseSchema(createRequestSchema, body);
+  const missing = missingCredentials(data);
+  if (missing.length > 0) throw unprocessable(missing);
   const issues = unknownFields(body as object, CREATE_FIELDS);
   const name = checkName(data.name, issues);
   const location = resolveLocation(

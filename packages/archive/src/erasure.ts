@@ -9,6 +9,7 @@ import { EVENT_DATASETS, InvalidInputError } from '@sluice/core';
 import {
   assertWorkspaceId,
   batchWrite,
+  DEFAULT_PAGE_LIMIT,
   EVENT_SHARDS,
   eventPk,
   SUBSCRIBER_SHARDS,
@@ -185,6 +186,8 @@ export class Eraser {
       ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#line': 'line' },
       ExpressionAttributeValues: { ':pk': partition.PK },
       ProjectionExpression: '#pk, #sk, #line',
+      // Pages of a bounded size, as the reader asks (DynamoDB Local builds the rest of the partition otherwise).
+      Limit: DEFAULT_PAGE_LIMIT,
     };
     const requests: WriteRequest[] = [];
     for await (const page of paginateQuery({ client: this.options.client }, input)) {

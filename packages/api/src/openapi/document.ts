@@ -238,7 +238,7 @@ export const openapiDocument: JsonObject = {
             accessKeyId: {
               type: 'string',
               description:
-                'Access key ID (GCS HMAC access ID). Send it with secretAccessKey, or send roleArn instead (400 invalid_input for both or neither).',
+                'Access key ID (GCS HMAC access ID). Send it with secretAccessKey, or send roleArn instead (422 for neither, 400 invalid_input for both).',
             },
             secretAccessKey: {
               type: 'string',
@@ -262,6 +262,7 @@ export const openapiDocument: JsonObject = {
             ...encryptionProperties(''),
           },
           required: ['name', 'provider', 'bucket'],
+          anyOf: [{ required: ['accessKeyId', 'secretAccessKey'] }, { required: ['roleArn'] }],
         }),
         responses: {
           '201': successResponse('Data export created and first run queued', {
