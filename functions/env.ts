@@ -2,6 +2,7 @@
  * Reading a function's environment: each entry point's `config.ts` declares its variables as a zod object, and
  * its `handler.ts` reads them once, at load, with {@link readEnv}. No package reads `process.env`.
  */
+import { DAY_MS } from '@sluice/core';
 import { z } from 'zod';
 
 /** The environment as a function sees it. */
@@ -59,3 +60,37 @@ export function readEnv<Shape extends z.ZodRawShape>(
 
 /** `SLUICE_EVENT_RETENTION_DAYS`: days the event log keeps a row, 35 when unset (fractions allowed: tests use minutes). */
 export const eventRetentionDaysVariable = positiveNumberVariable(35);
+
+/**
+ * The variables of the functions that read events (dispatch, writer, archive): the control table (archive
+ * cursors), the event log's tables, the event archive bucket, and how long the event log keeps rows.
+ */
+export const eventSourceVariables = {
+  SLUICE_CONTROL_TABLE: requiredVariable,
+  SLUICE_EVENTS_TABLE: requiredVariable,
+  SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+  SLUICE_ARCHIVE_BUCKET: requiredVariable,
+  SLUICE_EVENT_RETENTION_DAYS: eventRetentionDaysVariable,
+};
+
+/** The tables, bucket and retention behind the export engine's event source. */
+export interface EventSourceConfig {
+  controlTable: string;
+  eventsTable: string;
+  subscribersTable: string;
+  archiveBucket: string;
+  eventRetentionMs: number;
+}
+
+/** The event source's configuration from variables read with {@link eventSourceVariables}. */
+export function eventSourceConfig(
+  vars: z.infer<z.ZodObject<typeof eventSourceVariables>>,
+): EventSourceConfig {
+  return {
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    eventsTable: vars.SLUICE_EVENTS_TABLE,
+    subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+    archiveBucket: vars.SLUICE_ARCHIVE_BUCKET,
+    eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
+  };
+}

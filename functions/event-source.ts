@@ -1,15 +1,7 @@
 import { ArchiveBucket, ArchivedEventSource, createArchiveClient } from '@sluice/archive';
 import { ArchiveCursorStore } from '@sluice/control';
 import { EventLogReader } from '@sluice/eventlog';
-
-/** The tables, bucket and retention behind the export engine's event source. */
-export interface EventSourceConfig {
-  controlTable: string;
-  eventsTable: string;
-  subscribersTable: string;
-  archiveBucket: string;
-  eventRetentionMs: number;
-}
+import type { EventSourceConfig } from './env.js';
 
 /**
  * The event source of the writer and dispatch: the hot event log, and the event archive for the hours the hot
