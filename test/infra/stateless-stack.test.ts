@@ -685,7 +685,9 @@ describe('stateless stack: alarms and outputs', () => {
 
   it("outputs the two roles a customer's trust policy names: the API's and the writer's", () => {
     const output = t.toJSON().Outputs.RoleAssumerArns;
-    const roleIds = (['api', 'writer'] as const).map((name) => logicalIdOf(built.stateless.functions[name].role!));
+    const roleIds = (['api', 'writer'] as const).map((name) =>
+      logicalIdOf(built.stateless.functions[name].role!),
+    );
     expect(output.Value).toEqual({
       'Fn::Join': ['', [{ 'Fn::GetAtt': [roleIds[0], 'Arn'] }, ',', { 'Fn::GetAtt': [roleIds[1], 'Arn'] }]],
     });

@@ -174,7 +174,12 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   for (const entry of planned) {
     const runId = typeof entry.runId === 'string' ? entry.runId : '';
     if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
-      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId, format: fileFormatOf(entry) };
+      const span: PlannedSpan = {
+        fromMs: entry.fromMs,
+        toMs: entry.toMs,
+        runId,
+        format: fileFormatOf(entry),
+      };
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
