@@ -20,7 +20,7 @@ import { createLocalTables, LOCAL_TABLE_NAMES } from '../packages/local/src/loca
 
 /**
  * Local ingest: events through the CLI (`seed`, `events ingest --file`, both through `EventLogWriter`) into
- * DynamoDB Local as `npm start` runs it (on disk, no sync per write), beside raw BatchWriteItem (25 items,
+ * DynamoDB Local as `npm start` runs it (in memory, kept in a snapshot file), beside raw BatchWriteItem (25 items,
  * 8 in flight, the rows' own items) into an in-memory DynamoDB Local started in the same run. The ratio of the
  * two is the figure (target ≥ 0.7). The paths run in alternating rounds, so that each sees the same load of a
  * shared machine. Also the Node side alone (generate or parse, validate, build the items) with a client that
@@ -147,17 +147,17 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<Inges
     // Both with the JVM's full JIT, as `npm start` runs its server.
     const memory = await startDynamoDbLocal({ quickStart: false });
     servers.push(memory);
-    const disk = await startDynamoDbLocal({
-      dbPath: join(dir, 'dynamodb'),
-      syncWrites: false,
+    // As `npm start` runs it: in memory, kept in a snapshot file (every 30 s when something changed).
+    const kept = await startDynamoDbLocal({
+      snapshotFile: join(dir, 'dynamodb', 'shared-local-instance.db'),
       quickStart: false,
     });
-    servers.push(disk);
+    servers.push(kept);
     const memoryClient = clientFor(memory);
-    const diskClient = clientFor(disk);
-    clients.push(memoryClient, diskClient);
+    const keptClient = clientFor(kept);
+    clients.push(memoryClient, keptClient);
     await createLocalTables(memoryClient);
-    await createLocalTables(diskClient);
+    await createLocalTables(keptClient);
 
     const files: string[] = [];
     for (let round = 0; round < rounds; round++) files.push(await eventsFile(dir, perRound, 100 + round));
@@ -192,22 +192,22 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<Inges
       {
         name: 'raw BatchWriteItem → npm start storage',
         prepare: (round) => rawRequests(perRound, 2_000 + round),
-        run: (_, requests) => rawBatchWrite(diskClient, requests as WriteRequest[]),
+        run: (_, requests) => rawBatchWrite(keptClient, requests as WriteRequest[]),
       },
       { name: 'CLI seed → in-memory', run: (round) => runCli(memoryClient, 'seed', seedArgs(round, 'mem')) },
       {
         name: 'CLI seed → npm start storage',
-        run: (round) => runCli(diskClient, 'seed', seedArgs(round, 'disk')),
+        run: (round) => runCli(keptClient, 'seed', seedArgs(round, 'kept')),
       },
       {
         name: 'CLI events ingest --file → npm start storage',
-        run: (round) => runCli(diskClient, 'events ingest', ingestArgs(round)),
+        run: (round) => runCli(keptClient, 'events ingest', ingestArgs(round)),
       },
     ];
 
     // Warm both servers' JIT before anything is timed.
     await rawBatchWrite(memoryClient, rawRequests(2_000, 1));
-    await rawBatchWrite(diskClient, rawRequests(2_000, 2));
+    await rawBatchWrite(keptClient, rawRequests(2_000, 2));
 
     const totals = paths.map(() => ({ rows: 0, ms: 0 }));
     for (let round = 0; round < rounds; round++) {

@@ -1,8 +1,10 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type DynamoDBClient, ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { describe, expect, it } from 'vitest';
@@ -36,14 +38,15 @@ function isRunning(pid: number | undefined): boolean {
 }
 
 describe('DynamoDB Local', () => {
-  it('keeps tables in its dbPath across restarts, listens on loopback only, and stops its process', async () => {
+  it('keeps tables in its snapshot file across restarts, listens on loopback only, and stops its process', async () => {
     // Prepare
-    const dbPath = await mkdtemp(join(tmpdir(), 'sluice-ddb-test-'));
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-ddb-test-'));
+    const snapshotFile = join(dir, 'shared-local-instance.db');
     const external = Object.values(networkInterfaces())
       .flat()
       .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
     try {
-      const first = await startDynamoDbLocal({ dbPath, quickStart: true });
+      const first = await startDynamoDbLocal({ snapshotFile, quickStart: true });
       const firstClient = localDynamoDbClient(first.endpoint);
       await createLocalTables(firstClient);
       await createLocalTables(firstClient); // idempotent
@@ -52,7 +55,7 @@ describe('DynamoDB Local', () => {
       const firstPid = first.pid;
       await first.stop();
       // Act
-      const second = await startDynamoDbLocal({ dbPath, quickStart: true });
+      const second = await startDynamoDbLocal({ snapshotFile, quickStart: true });
       const secondClient = localDynamoDbClient(second.endpoint);
       const { TableNames } = await secondClient.send(new ListTablesCommand({}));
       secondClient.destroy();
@@ -66,7 +69,7 @@ describe('DynamoDB Local', () => {
       expect(isRunning(second.pid)).toBe(false);
       expect(await probe('127.0.0.1', second.port)).toBe('ECONNREFUSED');
     } finally {
-      await rm(dbPath, { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
@@ -85,12 +88,13 @@ async function countEvents(client: DynamoDBClient): Promise<number> {
   return count;
 }
 
-/** Starts the no-sync server on `dbPath`, runs `use` with a client, and returns the server (still running). */
-async function withNoSyncServer(
-  dbPath: string,
+/** Starts a server kept in `snapshotFile`, runs `use` with a client, and returns the server (still running). */
+async function withSnapshotServer(
+  snapshotFile: string,
   use: (client: DynamoDBClient) => Promise<void>,
+  options: { snapshotIntervalMs?: number; log?: (line: string) => void } = {},
 ): Promise<DynamoDbLocal> {
-  const server = await startDynamoDbLocal({ dbPath, syncWrites: false, quickStart: true });
+  const server = await startDynamoDbLocal({ snapshotFile, quickStart: true, ...options });
   const client = localDynamoDbClient(server.endpoint);
   try {
     await use(client);
@@ -100,51 +104,141 @@ async function withNoSyncServer(
   return server;
 }
 
-describe('DynamoDB Local without a sync per write', () => {
-  it('keeps what EventLogWriter wrote through a stop and through a SIGKILL of the server', async () => {
+function ingestInto(client: DynamoDBClient, seed: number, count: number) {
+  return new EventLogWriter({
+    client,
+    eventsTable: LOCAL_TABLE_NAMES.events,
+    subscribersTable: LOCAL_TABLE_NAMES.subscribers,
+    explicitRecordedAt: 'unchecked',
+  }).ingestEvents('ws_persist', [
+    ...generateEvents({
+      count,
+      seed,
+      workspaceId: 'ws_persist',
+      from: Date.now() - 3_600_000,
+      to: Date.now(),
+    }),
+  ]);
+}
+
+/**
+ * Runs `testing/snapshot-child.ts` in a child Node process: a server kept in `snapshotFile` that ingests
+ * `count` events. Resolves, once they are in, with the child and its server's process id.
+ */
+async function ingestingChild(
+  snapshotFile: string,
+  count: number,
+): Promise<{ child: ChildProcess; serverPid: number }> {
+  const script = fileURLToPath(new URL('./testing/snapshot-child.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script, snapshotFile, String(count)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const serverPid = await new Promise<number>((resolve, reject) => {
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /INGESTED (\d+)/.exec(output);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once('exit', (code) =>
+      reject(new Error(`the child exited (${code}) before it ingested: ${output}`)),
+    );
+  });
+  return { child, serverPid };
+}
+
+/** Resolves once no process with this id runs. */
+async function gone(pid: number | undefined): Promise<void> {
+  while (isRunning(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+describe('DynamoDB Local in memory, kept in a snapshot file', () => {
+  it('keeps what EventLogWriter wrote through a stop, and through a SIGKILL of the Node process that ran it', async () => {
     // Prepare
-    const dbPath = await mkdtemp(join(tmpdir(), 'sluice-ddb-nosync-'));
-    const events = (seed: number) => [
-      ...generateEvents({
-        count: 600,
-        seed,
-        workspaceId: 'ws_persist',
-        from: Date.now() - 3_600_000,
-        to: Date.now(),
-      }),
-    ];
-    const ingest = (client: DynamoDBClient, seed: number) =>
-      new EventLogWriter({
-        client,
-        eventsTable: LOCAL_TABLE_NAMES.events,
-        subscribersTable: LOCAL_TABLE_NAMES.subscribers,
-        explicitRecordedAt: 'unchecked',
-      }).ingestEvents('ws_persist', events(seed));
-    const written: number[] = [];
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-ddb-snapshot-'));
+    const snapshotFile = join(dir, 'dynamodb', 'shared-local-instance.db');
+    const lines: string[] = [];
     try {
-      // Act: write, stop; restart, write, SIGKILL; restart and count.
-      const first = await withNoSyncServer(dbPath, async (client) => {
+      // Act: write 600 and stop; then a child process writes 400 and is killed with SIGKILL (its server sees
+      // its stdin close and writes the last snapshot on the way out); then restart and count.
+      const first = await withSnapshotServer(snapshotFile, async (client) => {
         await createLocalTables(client);
-        written.push((await ingest(client, 1)).accepted);
+        await ingestInto(client, 1, 600);
       });
       await first.stop();
-      const second = await withNoSyncServer(dbPath, async (client) => {
-        written.push((await ingest(client, 2)).accepted);
-      });
-      process.kill(second.pid as number, 'SIGKILL');
-      await second.stop();
+      const { child, serverPid } = await ingestingChild(snapshotFile, 400);
+      child.kill('SIGKILL');
+      await gone(serverPid);
       let counted = 0;
-      const third = await withNoSyncServer(dbPath, async (client) => {
+      const restarted = await withSnapshotServer(
+        snapshotFile,
+        async (client) => {
+          counted = await countEvents(client);
+        },
+        { log: (line) => lines.push(line) },
+      );
+      await restarted.stop();
+      // Assess
+      expect(counted).toBe(1000);
+      expect(
+        lines.filter((line) => line.startsWith(`DynamoDB: tables restored from ${snapshotFile}`)),
+      ).toHaveLength(1);
+      expect(existsSync(`${snapshotFile}.tmp`)).toBe(false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('loses, when the server itself is killed with SIGKILL, only what came after its last interval snapshot', async () => {
+    // Prepare
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-ddb-interval-'));
+    const snapshotFile = join(dir, 'shared-local-instance.db');
+    const snapshots: string[] = [];
+    try {
+      const server = await withSnapshotServer(
+        snapshotFile,
+        async (client) => {
+          await createLocalTables(client);
+          await ingestInto(client, 1, 500);
+          // Act: wait for an interval snapshot, write 300 more, and kill the JVM before the next one.
+          while (snapshots.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+          await ingestInto(client, 2, 300);
+        },
+        { snapshotIntervalMs: 1_000, log: (line) => snapshots.push(line) },
+      );
+      // (a snapshot can fall between the two writes' ends and the kill: then it holds all 800)
+      process.kill(server.pid as number, 'SIGKILL');
+      await server.stop();
+      let counted = 0;
+      const restarted = await withSnapshotServer(snapshotFile, async (client) => {
         counted = await countEvents(client);
       });
-      await third.stop();
+      await restarted.stop();
       // Assess
-      expect(written).toEqual([600, 600]);
-      expect(counted).toBe(1200);
-      // The journal file stays between transactions: the no-sync settings were applied.
-      expect(existsSync(join(dbPath, 'shared-local-instance.db-journal'))).toBe(true);
+      expect(snapshots[0]).toMatch(/^DynamoDB: snapshot written to .+ \(\d+\.\d MB\) in \d+ ms$/);
+      expect([500, 800]).toContain(counted);
     } finally {
-      await rm(dbPath, { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses to start on a file that is not a database, names it, and leaves it as it was', async () => {
+    // Prepare
+    const dir = await mkdtemp(join(tmpdir(), 'sluice-ddb-corrupt-'));
+    const snapshotFile = join(dir, 'shared-local-instance.db');
+    const garbage = 'not a database, '.repeat(512);
+    await writeFile(snapshotFile, garbage);
+    try {
+      // Act
+      const started = startDynamoDbLocal({ snapshotFile, quickStart: true });
+      // Assess
+      await expect(started).rejects.toThrow(
+        `DynamoDB Local cannot restore its tables from ${snapshotFile}: file is encrypted or is not a database.`,
+      );
+      await expect(started).rejects.toThrow('npm start -- --fresh');
+      expect(await readFile(snapshotFile, 'utf8')).toBe(garbage);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { dirname, resolve } from 'node:path';
 import { DYNAMODB_LOCAL_CACHE, ensureDynamoDbLocal } from './jar.js';
 
 /** Options of {@link startDynamoDbLocal}. */
@@ -10,22 +11,25 @@ export interface DynamoDbLocalOptions {
    * @default 0
    */
   port?: number;
-  /** Folder for the database file; when absent the database lives in memory and dies with the process. */
-  dbPath?: string;
   /**
-   * With a `dbPath`: let SQLite sync every committed write to the disk (DynamoDB Local's own behaviour), or
-   * not. `false` runs {@link NO_SYNC_SQLITE_PRAGMAS}: writes reach the file through the operating system's cache
-   * without waiting for the disk, at close to the in-memory server's speed (the per-write sync made it 10 to 30
-   * times slower). A crash or SIGKILL of the server loses nothing it acknowledged (the rollback journal undoes a
-   * half-written transaction at the next start); a crash of the operating system or a power cut can lose
-   * recent writes and may corrupt the file.
-   * @default true
+   * Keep the in-memory database in this file (an SQLite file in DynamoDB Local's own format): restored from it
+   * before the server reports ready, written to it every `snapshotIntervalMs` when something changed and when
+   * the server stops. Each snapshot goes to `<file>.tmp`, is synced, and replaces the file in one rename. Without
+   * it the database dies with the process. See README, "Local ingest", for what a crash can lose.
    */
-  syncWrites?: boolean;
+  snapshotFile?: string;
+  /**
+   * How often to write the snapshot when something changed; at least ten times the last snapshot's length
+   * (a snapshot holds the database while it copies: about 4 s for 1,000,000 events, so every 40 s then).
+   * @default 30000
+   */
+  snapshotIntervalMs?: number;
+  /** Receives a line when the database is restored and when a snapshot is written or fails. */
+  log?: (line: string) => void;
   /**
    * Start the JVM for a short life: C1 only, serial GC (half the start-up, slower at full load).
    * `SLUICE_DYNAMODB_JAVA_OPTS`, when set, replaces these flags either way.
-   * @default true for an in-memory server, false with a dbPath
+   * @default true without a snapshotFile, false with one
    */
   quickStart?: boolean;
   /**
@@ -47,15 +51,6 @@ export interface DynamoDbLocal {
 }
 
 const READY = /SLUICE_DYNAMODB_READY (\d+)/;
-
-/**
- * The SQLite settings of a database that does not sync each write: keep the rollback journal file between
- * transactions instead of creating and deleting it each time (`PERSIST`), and never wait for the disk
- * (`synchronous=OFF`). Chosen by `npm run bench` figures (README, "Local ingest"): in-memory 1.00, these
- * 0.87, journal in memory 0.76-0.93 (but a killed server can leave a corrupt file), WAL 0.49-0.73, the
- * default file under `eatmydata` 0.51, the default file 0.03.
- */
-export const NO_SYNC_SQLITE_PRAGMAS = 'PRAGMA journal_mode=PERSIST; PRAGMA synchronous=OFF';
 
 /**
  * JVM flags for short-lived in-memory servers (the tests): C1 only and the serial collector, which halved the
@@ -87,11 +82,14 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     `-Dsluice.port=${options.port ?? 0}`,
     '-Dsluice.host=127.0.0.1',
     `-Djava.library.path=${paths.libDir}`,
-    ...(options.dbPath && options.syncWrites === false
-      ? [`-Dsluice.sqlitePragmas=${NO_SYNC_SQLITE_PRAGMAS}`]
+    ...(options.snapshotFile
+      ? [
+          `-Dsluice.snapshotFile=${resolve(options.snapshotFile)}`,
+          `-Dsluice.snapshotIntervalMs=${options.snapshotIntervalMs ?? 30_000}`,
+        ]
       : []),
     '-Xss1m',
-    ...javaOptions(options.quickStart ?? !options.dbPath),
+    ...javaOptions(options.quickStart ?? !options.snapshotFile),
     '-cp',
     `${paths.jar}:${paths.launcherDir}`,
     paths.launcherClass,
@@ -99,20 +97,25 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     '8000', // placeholder: the jar rejects 0; the launcher applies -Dsluice.port
     '-sharedDb',
     '-disableTelemetry',
+    '-inMemory',
   ];
-  if (options.dbPath) {
-    const dbPath = resolve(options.dbPath);
-    await mkdir(dbPath, { recursive: true });
-    args.push('-dbPath', dbPath);
-  } else {
-    args.push('-inMemory');
-  }
+  if (options.snapshotFile) await mkdir(dirname(resolve(options.snapshotFile)), { recursive: true });
 
   const child = spawn('java', args, { cwd: DYNAMODB_LOCAL_CACHE, stdio: ['pipe', 'pipe', 'pipe'] });
   const killOnExit = () => child.kill('SIGKILL');
   process.on('exit', killOnExit);
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   exited.then(() => process.off('exit', killOnExit));
+  let restoreFailure: string | undefined;
+  if (options.snapshotFile && child.stdout) {
+    const file = resolve(options.snapshotFile);
+    const log = options.log ?? (() => {});
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const notice = snapshotNotice(line, file);
+      if (notice?.restoreFailure !== undefined) restoreFailure = notice.restoreFailure;
+      if (notice) log(notice.line);
+    });
+  }
 
   let port: number;
   try {
@@ -120,6 +123,11 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   } catch (error) {
     child.kill('SIGKILL');
     await exited;
+    if (restoreFailure !== undefined)
+      throw new Error(
+        `DynamoDB Local cannot restore its tables from ${options.snapshotFile}: ${restoreFailure}. ` +
+          'Move the file away, or start empty (npm start -- --fresh).',
+      );
     throw error;
   }
   // Keep draining the pipes so a chatty server never blocks on a full buffer.
@@ -139,7 +147,8 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
         if (child.exitCode === null && child.signalCode === null) {
           child.stdin?.end();
           child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          // The last snapshot is written on the way out: give it time (a million events take seconds).
+          const timer = setTimeout(() => child.kill('SIGKILL'), options.snapshotFile ? 300_000 : 5_000);
           await exited;
           clearTimeout(timer);
         }
@@ -147,6 +156,33 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
       return stopping;
     },
   };
+}
+
+/** What a line of the launcher says about the snapshot, in words; undefined for any other line. */
+export function snapshotNotice(
+  line: string,
+  file: string,
+): { line: string; restoreFailure?: string } | undefined {
+  // sqlite4java prefixes SQLite's message with its codes: "[26] DB[1] exec() file is not a database".
+  const reason = (text: string) => text.replace(/^\[\d+\] DB\[\d+\] [\w.]+\(\) /, '');
+  const mb = (bytes: string) => `${(Number(bytes) / 1_048_576).toFixed(1)} MB`;
+  const restored = /^SLUICE_DYNAMODB_RESTORED (\d+) (\d+) (\d+)$/.exec(line);
+  if (restored)
+    return { line: `DynamoDB: tables restored from ${file} (${mb(restored[2]!)}) in ${restored[3]} ms` };
+  const saved = /^SLUICE_DYNAMODB_SNAPSHOT (\d+) (\d+)$/.exec(line);
+  if (saved) return { line: `DynamoDB: snapshot written to ${file} (${mb(saved[1]!)}) in ${saved[2]} ms` };
+  const failed = /^SLUICE_DYNAMODB_SNAPSHOT_FAILED (.*)$/.exec(line);
+  if (failed)
+    return {
+      line: `DynamoDB: the snapshot to ${file} failed (the previous one stays): ${reason(failed[1]!)}`,
+    };
+  const restoreFailed = /^SLUICE_DYNAMODB_RESTORE_FAILED (.*)$/.exec(line);
+  if (restoreFailed)
+    return {
+      line: `DynamoDB: cannot restore from ${file}: ${reason(restoreFailed[1]!)}`,
+      restoreFailure: reason(restoreFailed[1]!),
+    };
+  return undefined;
 }
 
 function waitForReady(child: ChildProcess, timeoutMs: number): Promise<number> {
@@ -176,12 +212,13 @@ function waitForReady(child: ChildProcess, timeoutMs: number): Promise<number> {
       clearTimeout(timer);
       child.stdout?.off('data', onData);
       child.stderr?.off('data', onData);
-      child.off('exit', onExit);
+      child.off('close', onExit);
       child.off('error', onError);
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
-    child.once('exit', onExit);
+    // 'close', not 'exit': every line the process printed has been read by then.
+    child.once('close', onExit);
     child.once('error', onError);
   });
 }

@@ -39,17 +39,27 @@ const LAUNCHER_CLASS = 'SluiceDynamoDbLocal';
  * A launcher that binds DynamoDB Local to one host (default 127.0.0.1; the jar itself listens on every
  * interface and has no host option). It builds the server from the usual command-line arguments, sets the host
  * on the Jetty connector before starting (and the port from `-Dsluice.port`, which may be 0 for a free one: the
- * jar refuses `-port 0`), prints `SLUICE_DYNAMODB_READY <port>` (the bound port) and exits when its standard input closes, so the server never outlives the Node process that
- * started it, even one killed with SIGKILL.
+ * jar refuses `-port 0`), prints `SLUICE_DYNAMODB_READY <port>` (the bound port) and exits when its standard
+ * input closes, so the server never outlives the Node process that started it, even one killed with SIGKILL.
  *
- * With `-Dsluice.sqlitePragmas=<statements separated by ;>` (and `-sharedDb`, which Sluice always uses) it runs
- * those statements on the shared database's one SQLite connection before it reports ready, and prints
- * `SLUICE_DYNAMODB_SQLITE <first column of each result>`. DynamoDB Local has no option for them: the launcher
- * creates the shared database (the private `getHandler` the first request would call) and takes its
- * `SQLiteQueue` by reflection. The queue runs every database job on that one connection, so the settings hold
- * for the life of the server.
+ * With `-Dsluice.snapshotFile=<path>` (and `-inMemory -sharedDb`, as Sluice runs it) the in-memory database is
+ * kept in that file, an ordinary SQLite database in DynamoDB Local's own format:
+ * - before it reports ready, the launcher restores the file's tables, rows and indexes into memory (one
+ *   transaction: `ATTACH`, `CREATE` and `INSERT … SELECT`), printing
+ *   `SLUICE_DYNAMODB_RESTORED <tables> <bytes> <ms>`;
+ * - every `-Dsluice.snapshotIntervalMs` (default 30000, or ten times the last snapshot's length if longer, so
+ *   that snapshots hold the database under a tenth of the time) when something changed, and when the JVM exits
+ *   (standard input closed, SIGTERM, SIGINT), it copies the database into `<path>.tmp` with SQLite's online
+ *   backup, syncs it, and renames it over the file: a snapshot is whole or absent, never half-written. It prints
+ *   `SLUICE_DYNAMODB_SNAPSHOT <bytes> <ms>`, or `SLUICE_DYNAMODB_SNAPSHOT_FAILED <reason>`.
+ *
+ * DynamoDB Local has no option for any of it: the launcher creates the shared database (the private
+ * `getHandler` the first request would call) and takes its `SQLiteQueue` by reflection. The queue runs every
+ * database job on the database's one connection, one at a time, so a restore finishes before the first request
+ * and a snapshot sees no half-done write.
  */
 const LAUNCHER_SOURCE = `
+import com.almworks.sqlite4java.SQLiteBackup;
 import com.almworks.sqlite4java.SQLiteConnection;
 import com.almworks.sqlite4java.SQLiteJob;
 import com.almworks.sqlite4java.SQLiteQueue;
@@ -58,13 +68,22 @@ import com.amazonaws.services.dynamodbv2.local.main.ServerRunner;
 import com.amazonaws.services.dynamodbv2.local.server.AbstractLocalDynamoDBServerHandler;
 import com.amazonaws.services.dynamodbv2.local.shared.access.sqlite.SQLiteDBAccess;
 import com.amazonaws.services.dynamodbv2.local.server.DynamoDBProxyServer;
+import java.io.File;
+import java.io.RandomAccessFile;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Server;
 import org.eclipse.jetty.server.ServerConnector;
 
 public final class ${LAUNCHER_CLASS} {
+  private static final Object SNAPSHOT_LOCK = new Object();
+  private static long savedChanges = -1;
+
   public static void main(String[] args) throws Exception {
     String host = System.getProperty("sluice.host", "127.0.0.1");
     String portOverride = System.getProperty("sluice.port");
@@ -82,9 +101,40 @@ public final class ${LAUNCHER_CLASS} {
       }
     }
     proxy.start();
-    String pragmas = System.getProperty("sluice.sqlitePragmas", "");
-    if (!pragmas.isEmpty()) {
-      System.out.println("SLUICE_DYNAMODB_SQLITE " + runOnSharedDatabase(proxy, pragmas));
+    String snapshotPath = System.getProperty("sluice.snapshotFile", "");
+    if (!snapshotPath.isEmpty()) {
+      File snapshot = new File(snapshotPath);
+      SQLiteQueue queue = sharedQueue(proxy);
+      if (snapshot.exists()) {
+        try {
+          System.out.println("SLUICE_DYNAMODB_RESTORED " + restore(queue, snapshot));
+        } catch (RuntimeException error) {
+          System.out.println("SLUICE_DYNAMODB_RESTORE_FAILED " + String.valueOf(error.getMessage()).replace('\\n', ' '));
+          System.out.flush();
+          Runtime.getRuntime().halt(1);
+        }
+      }
+      synchronized (SNAPSHOT_LOCK) {
+        savedChanges = totalChanges(queue);
+      }
+      long interval = Long.parseLong(System.getProperty("sluice.snapshotIntervalMs", "30000"));
+      Thread saver = new Thread(() -> {
+        long lastMs = 0;
+        for (;;) {
+          try {
+            // A snapshot holds the database for its length: keep that under a tenth of the time.
+            Thread.sleep(Math.max(interval, 10 * lastMs));
+          } catch (InterruptedException e) {
+            return;
+          }
+          long started = System.nanoTime();
+          snapshotIfChanged(queue, snapshot);
+          lastMs = (System.nanoTime() - started) / 1_000_000;
+        }
+      });
+      saver.setDaemon(true);
+      saver.start();
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> snapshotIfChanged(queue, snapshot)));
     }
     for (Connector connector : server.getConnectors()) {
       if (connector instanceof ServerConnector) {
@@ -101,7 +151,7 @@ public final class ${LAUNCHER_CLASS} {
       } catch (Exception ignored) {
         // treat a broken pipe like a closed one
       }
-      Runtime.getRuntime().halt(0);
+      System.exit(0); // runs the shutdown hook: the last snapshot
     });
     watchdog.setDaemon(true);
     watchdog.start();
@@ -114,29 +164,129 @@ public final class ${LAUNCHER_CLASS} {
     return field.get(target);
   }
 
-  private static String runOnSharedDatabase(DynamoDBProxyServer proxy, String statements) throws Exception {
+  private static SQLiteQueue sharedQueue(DynamoDBProxyServer proxy) throws Exception {
     Object serverHandler = read(DynamoDBProxyServer.class, "serverHandler", proxy);
     Object requestHandler = read(AbstractLocalDynamoDBServerHandler.class, "primaryHandler", serverHandler);
     Method getHandler = requestHandler.getClass().getDeclaredMethod("getHandler", String.class);
     getHandler.setAccessible(true);
     Object dbClient = getHandler.invoke(requestHandler, "shared");
     Object dbAccess = read(dbClient.getClass(), "dbAccess", dbClient);
-    SQLiteQueue queue = (SQLiteQueue) read(SQLiteDBAccess.class, "queue", dbAccess);
-    return queue.execute(new SQLiteJob<String>() {
+    return (SQLiteQueue) read(SQLiteDBAccess.class, "queue", dbAccess);
+  }
+
+  private static String quoted(String name) {
+    return "\\"" + name.replace("\\"", "\\"\\"") + "\\"";
+  }
+
+  /** Runs a job on the database's connection and returns its result, or throws its error. */
+  private static <T> T run(SQLiteQueue queue, SQLiteJob<T> job) {
+    T result = queue.execute(job).complete();
+    Throwable error = job.getError();
+    if (error != null) throw new RuntimeException(String.valueOf(error.getMessage()), error);
+    if (job.isCancelled()) throw new RuntimeException("the database queue stopped");
+    return result;
+  }
+
+  private static long totalChanges(SQLiteQueue queue) {
+    return run(queue, new SQLiteJob<Long>() {
+      protected Long job(SQLiteConnection connection) throws Throwable {
+        SQLiteStatement statement = connection.prepare("SELECT total_changes()");
+        try {
+          statement.step();
+          return statement.columnLong(0);
+        } finally {
+          statement.dispose();
+        }
+      }
+    });
+  }
+
+  /** Copies every table, its rows and its indexes from the file into the (empty but for DynamoDB Local's own tables) database. */
+  private static String restore(SQLiteQueue queue, File snapshot) {
+    long started = System.nanoTime();
+    return run(queue, new SQLiteJob<String>() {
       protected String job(SQLiteConnection connection) throws Throwable {
-        StringBuilder results = new StringBuilder();
-        for (String sql : statements.split(";")) {
-          if (sql.trim().isEmpty()) continue;
-          SQLiteStatement statement = connection.prepare(sql);
+        connection.exec("ATTACH DATABASE '" + snapshot.getAbsolutePath().replace("'", "''") + "' AS snapshot");
+        int tables = 0;
+        try {
+          List<String[]> objects = new ArrayList<>();
+          SQLiteStatement statement = connection.prepare(
+            "SELECT type, name, sql FROM snapshot.sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'"
+              + " ORDER BY CASE type WHEN 'table' THEN 0 ELSE 1 END");
           try {
-            results.append(statement.step() ? statement.columnString(0) : "-").append(' ');
+            while (statement.step()) {
+              objects.add(new String[] { statement.columnString(0), statement.columnString(1), statement.columnString(2) });
+            }
           } finally {
             statement.dispose();
           }
+          connection.exec("BEGIN");
+          try {
+            for (String[] object : objects) {
+              String name = quoted(object[1]);
+              if (object[0].equals("table")) {
+                connection.exec("DROP TABLE IF EXISTS main." + name);
+                connection.exec(object[2]);
+                connection.exec("INSERT INTO main." + name + " SELECT * FROM snapshot." + name);
+                tables++;
+              } else {
+                connection.exec("DROP " + object[0].toUpperCase() + " IF EXISTS main." + name);
+                connection.exec(object[2]);
+              }
+            }
+            connection.exec("COMMIT");
+          } catch (Throwable error) {
+            connection.exec("ROLLBACK");
+            throw error;
+          }
+        } finally {
+          connection.exec("DETACH DATABASE snapshot");
         }
-        return results.toString().trim();
+        return tables + " " + snapshot.length() + " " + (System.nanoTime() - started) / 1_000_000;
       }
-    }).complete();
+    });
+  }
+
+  /** Backs the database up into a temporary file beside the snapshot, syncs it and renames it over the snapshot. */
+  private static void snapshotIfChanged(SQLiteQueue queue, File snapshot) {
+    synchronized (SNAPSHOT_LOCK) {
+      long started = System.nanoTime();
+      File temporary = new File(snapshot.getPath() + ".tmp");
+      try {
+        Long changes = run(queue, new SQLiteJob<Long>() {
+          protected Long job(SQLiteConnection connection) throws Throwable {
+            SQLiteStatement statement = connection.prepare("SELECT total_changes()");
+            long now;
+            try {
+              statement.step();
+              now = statement.columnLong(0);
+            } finally {
+              statement.dispose();
+            }
+            if (now == savedChanges) return null;
+            Files.deleteIfExists(temporary.toPath());
+            SQLiteBackup backup = connection.initializeBackup(temporary);
+            try {
+              backup.backupStep(-1);
+              if (!backup.isFinished()) throw new IllegalStateException("the backup did not finish");
+            } finally {
+              backup.dispose();
+            }
+            return now;
+          }
+        });
+        if (changes == null) return;
+        try (RandomAccessFile file = new RandomAccessFile(temporary, "rw")) {
+          file.getFD().sync();
+        }
+        Files.move(temporary.toPath(), snapshot.toPath(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        savedChanges = changes;
+        System.out.println("SLUICE_DYNAMODB_SNAPSHOT " + snapshot.length() + " " + (System.nanoTime() - started) / 1_000_000);
+      } catch (Throwable error) {
+        System.out.println("SLUICE_DYNAMODB_SNAPSHOT_FAILED " + String.valueOf(error.getMessage()).replace('\\n', ' '));
+      }
+      System.out.flush();
+    }
   }
 }
 `;

@@ -18,15 +18,12 @@ export interface LocalServicesOptions {
   /** Ports on 127.0.0.1; 0 or absent picks a free one. */
   ports?: { dynamodb?: number; s3?: number; kms?: number; bus?: number };
   /**
-   * Keep DynamoDB in memory even with a `dataDir`.
+   * Keep DynamoDB only in memory even with a `dataDir`. Otherwise, with a `dataDir`, DynamoDB Local runs in
+   * memory and keeps its tables in `dynamodb/shared-local-instance.db` there (see `snapshotFile` of
+   * `startDynamoDbLocal`).
    * @default true without a dataDir, false with one
    */
   inMemory?: boolean;
-  /**
-   * With DynamoDB on disk: sync each write (see `syncWrites` of `startDynamoDbLocal`).
-   * @default true
-   */
-  dynamodbSyncWrites?: boolean;
   /**
    * Start DynamoDB Local's JVM for a short life (see `quickStart` of `startDynamoDbLocal`).
    * @default true in memory, false on disk
@@ -35,6 +32,9 @@ export interface LocalServicesOptions {
   /** Receives one line per step with its duration. */
   log?: (line: string) => void;
 }
+
+/** The file, under `<dataDir>/dynamodb/`, that keeps the local tables (the name DynamoDB Local gives its own file). */
+export const DYNAMODB_SNAPSHOT_FILE = 'shared-local-instance.db';
 
 /** The per-key rate limit of the local API (the deployed default is far lower: `apiKeyRateLimit`). */
 export const LOCAL_API_KEY_RATE_LIMIT = { ratePerSecond: 1000, burst: 1000 } as const;
@@ -101,9 +101,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     timed('DynamoDB Local', () =>
       startDynamoDbLocal({
         port: options.ports?.dynamodb ?? 0,
-        ...(inMemory
-          ? {}
-          : { dbPath: join(dataDir, 'dynamodb'), syncWrites: options.dynamodbSyncWrites ?? true }),
+        ...(inMemory ? {} : { snapshotFile: join(dataDir, 'dynamodb', DYNAMODB_SNAPSHOT_FILE), log }),
         ...(options.dynamodbQuickStart !== undefined ? { quickStart: options.dynamodbQuickStart } : {}),
       }),
     ),

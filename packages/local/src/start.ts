@@ -161,10 +161,10 @@ async function main(): Promise<void> {
     const services: LocalServices = await startLocalServices({
       dataDir,
       ports: { dynamodb: ports.dynamodb, s3: ports.s3, kms: ports.kms },
+      // DynamoDB in memory, kept in a snapshot file: README, "Local ingest", says what a crash can lose.
       inMemory: false,
-      // Local ingest at the in-memory emulator's speed; what a crash can lose: README, "Local ingest".
-      dynamodbSyncWrites: false,
-      log: (line) => print(`  ${line}`),
+      // The snapshots written while running go to the log file; the rest (restored, failed) to the terminal.
+      log: (line) => (line.startsWith('DynamoDB: snapshot written') ? console.log(line) : print(`  ${line}`)),
     });
     started.push({ name: 'local services', stop: () => services.stop() });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
