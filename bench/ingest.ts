@@ -17,6 +17,7 @@ import {
 import { createDataCommands } from '../packages/cli/src/operator/data.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from '../packages/local/src/dynamodb-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES } from '../packages/local/src/local-tables.js';
+import { DYNAMODB_SNAPSHOT_FILE } from '../packages/local/src/services.js';
 
 /**
  * Local ingest: events through the CLI (`seed`, `events ingest --file`, both through `EventLogWriter`) into
@@ -149,7 +150,7 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<Inges
     servers.push(memory);
     // As `npm start` runs it: in memory, kept in a snapshot file (every 30 s when something changed).
     const kept = await startDynamoDbLocal({
-      snapshotFile: join(dir, 'dynamodb', 'shared-local-instance.db'),
+      snapshotFile: join(dir, 'dynamodb', DYNAMODB_SNAPSHOT_FILE),
       quickStart: false,
     });
     servers.push(kept);

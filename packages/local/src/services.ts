@@ -26,7 +26,7 @@ export interface LocalServicesOptions {
   inMemory?: boolean;
   /**
    * Start DynamoDB Local's JVM for a short life (see `quickStart` of `startDynamoDbLocal`).
-   * @default true in memory, false on disk
+   * @default true when only in memory, false with a snapshot file
    */
   dynamodbQuickStart?: boolean;
   /** Receives one line per step with its duration. */
