@@ -6,7 +6,7 @@ import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type DynamoDBClient, ListTablesCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
-import { EventLogWriter, generateEvents } from '@sluice/eventlog';
+import { ingestGeneratedEvents } from './testing/ingest-events.js';
 import { describe, expect, it } from 'vitest';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, LOCAL_TABLES, localDynamoDbClient } from './local-tables.js';
@@ -104,23 +104,6 @@ async function withSnapshotServer(
   return server;
 }
 
-function ingestInto(client: DynamoDBClient, seed: number, count: number) {
-  return new EventLogWriter({
-    client,
-    eventsTable: LOCAL_TABLE_NAMES.events,
-    subscribersTable: LOCAL_TABLE_NAMES.subscribers,
-    explicitRecordedAt: 'unchecked',
-  }).ingestEvents('ws_persist', [
-    ...generateEvents({
-      count,
-      seed,
-      workspaceId: 'ws_persist',
-      from: Date.now() - 3_600_000,
-      to: Date.now(),
-    }),
-  ]);
-}
-
 /**
  * Runs `testing/snapshot-child.ts` in a child Node process: a server kept in `snapshotFile` that ingests
  * `count` events. Resolves, once they are in, with the child and its server's process id.
@@ -163,7 +146,7 @@ describe('DynamoDB Local in memory, kept in a snapshot file', () => {
       // its stdin close and writes the last snapshot on the way out); then restart and count.
       const first = await withSnapshotServer(snapshotFile, async (client) => {
         await createLocalTables(client);
-        await ingestInto(client, 1, 600);
+        await ingestGeneratedEvents(client, 1, 600);
       });
       await first.stop();
       const { child, serverPid } = await ingestingChild(snapshotFile, 400);
@@ -199,10 +182,10 @@ describe('DynamoDB Local in memory, kept in a snapshot file', () => {
         snapshotFile,
         async (client) => {
           await createLocalTables(client);
-          await ingestInto(client, 1, 500);
+          await ingestGeneratedEvents(client, 1, 500);
           // Act: wait for an interval snapshot, write 300 more, and kill the JVM before the next one.
           while (snapshots.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
-          await ingestInto(client, 2, 300);
+          await ingestGeneratedEvents(client, 2, 300);
         },
         { snapshotIntervalMs: 1_000, log: (line) => snapshots.push(line) },
       );

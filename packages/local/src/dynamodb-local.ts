@@ -78,18 +78,19 @@ function javaOptions(quickStart: boolean): string[] {
  */
 export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Promise<DynamoDbLocal> {
   const paths = await ensureDynamoDbLocal();
+  const snapshotFile = options.snapshotFile ? resolve(options.snapshotFile) : undefined;
   const args = [
     `-Dsluice.port=${options.port ?? 0}`,
     '-Dsluice.host=127.0.0.1',
     `-Djava.library.path=${paths.libDir}`,
-    ...(options.snapshotFile
+    ...(snapshotFile
       ? [
-          `-Dsluice.snapshotFile=${resolve(options.snapshotFile)}`,
+          `-Dsluice.snapshotFile=${snapshotFile}`,
           `-Dsluice.snapshotIntervalMs=${options.snapshotIntervalMs ?? 30_000}`,
         ]
       : []),
     '-Xss1m',
-    ...javaOptions(options.quickStart ?? !options.snapshotFile),
+    ...javaOptions(options.quickStart ?? !snapshotFile),
     '-cp',
     `${paths.jar}:${paths.launcherDir}`,
     paths.launcherClass,
@@ -99,7 +100,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     '-disableTelemetry',
     '-inMemory',
   ];
-  if (options.snapshotFile) await mkdir(dirname(resolve(options.snapshotFile)), { recursive: true });
+  if (snapshotFile) await mkdir(dirname(snapshotFile), { recursive: true });
 
   const child = spawn('java', args, { cwd: DYNAMODB_LOCAL_CACHE, stdio: ['pipe', 'pipe', 'pipe'] });
   const killOnExit = () => child.kill('SIGKILL');
@@ -107,11 +108,10 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
   const exited = new Promise<void>((resolveExit) => child.once('exit', () => resolveExit()));
   exited.then(() => process.off('exit', killOnExit));
   let restoreFailure: string | undefined;
-  if (options.snapshotFile && child.stdout) {
-    const file = resolve(options.snapshotFile);
+  if (snapshotFile && child.stdout) {
     const log = options.log ?? (() => {});
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const notice = snapshotNotice(line, file);
+      const notice = snapshotNotice(line, snapshotFile);
       if (notice?.restoreFailure !== undefined) restoreFailure = notice.restoreFailure;
       if (notice) log(notice.line);
     });
@@ -125,7 +125,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
     await exited;
     if (restoreFailure !== undefined)
       throw new Error(
-        `DynamoDB Local cannot restore its tables from ${options.snapshotFile}: ${restoreFailure}. ` +
+        `DynamoDB Local cannot restore its tables from ${snapshotFile}: ${restoreFailure}. ` +
           'Move the file away, or start empty (npm start -- --fresh).',
       );
     throw error;
@@ -148,7 +148,7 @@ export async function startDynamoDbLocal(options: DynamoDbLocalOptions = {}): Pr
           child.stdin?.end();
           child.kill('SIGTERM');
           // The last snapshot is written on the way out: give it time (a million events take seconds).
-          const timer = setTimeout(() => child.kill('SIGKILL'), options.snapshotFile ? 300_000 : 5_000);
+          const timer = setTimeout(() => child.kill('SIGKILL'), snapshotFile ? 300_000 : 5_000);
           await exited;
           clearTimeout(timer);
         }
@@ -177,11 +177,10 @@ export function snapshotNotice(
       line: `DynamoDB: the snapshot to ${file} failed (the previous one stays): ${reason(failed[1]!)}`,
     };
   const restoreFailed = /^SLUICE_DYNAMODB_RESTORE_FAILED (.*)$/.exec(line);
-  if (restoreFailed)
-    return {
-      line: `DynamoDB: cannot restore from ${file}: ${reason(restoreFailed[1]!)}`,
-      restoreFailure: reason(restoreFailed[1]!),
-    };
+  if (restoreFailed) {
+    const restoreFailure = reason(restoreFailed[1]!);
+    return { line: `DynamoDB: cannot restore from ${file}: ${restoreFailure}`, restoreFailure };
+  }
   return undefined;
 }
 

@@ -114,8 +114,13 @@ public final class ${LAUNCHER_CLASS} {
           Runtime.getRuntime().halt(1);
         }
       }
+      long restoredChanges = run(queue, new SQLiteJob<Long>() {
+        protected Long job(SQLiteConnection connection) throws Throwable {
+          return totalChanges(connection);
+        }
+      });
       synchronized (SNAPSHOT_LOCK) {
-        savedChanges = totalChanges(queue);
+        savedChanges = restoredChanges;
       }
       long interval = Long.parseLong(System.getProperty("sluice.snapshotIntervalMs", "30000"));
       Thread saver = new Thread(() -> {
@@ -187,18 +192,15 @@ public final class ${LAUNCHER_CLASS} {
     return result;
   }
 
-  private static long totalChanges(SQLiteQueue queue) {
-    return run(queue, new SQLiteJob<Long>() {
-      protected Long job(SQLiteConnection connection) throws Throwable {
-        SQLiteStatement statement = connection.prepare("SELECT total_changes()");
-        try {
-          statement.step();
-          return statement.columnLong(0);
-        } finally {
-          statement.dispose();
-        }
-      }
-    });
+  /** The rows the connection has changed since it opened: a snapshot is due when this moved. */
+  private static long totalChanges(SQLiteConnection connection) throws Exception {
+    SQLiteStatement statement = connection.prepare("SELECT total_changes()");
+    try {
+      statement.step();
+      return statement.columnLong(0);
+    } finally {
+      statement.dispose();
+    }
   }
 
   /** Copies every table, its rows and its indexes from the file into the (empty but for DynamoDB Local's own tables) database. */
@@ -255,14 +257,7 @@ public final class ${LAUNCHER_CLASS} {
       try {
         Long changes = run(queue, new SQLiteJob<Long>() {
           protected Long job(SQLiteConnection connection) throws Throwable {
-            SQLiteStatement statement = connection.prepare("SELECT total_changes()");
-            long now;
-            try {
-              statement.step();
-              now = statement.columnLong(0);
-            } finally {
-              statement.dispose();
-            }
+            long now = totalChanges(connection);
             if (now == savedChanges) return null;
             Files.deleteIfExists(temporary.toPath());
             SQLiteBackup backup = connection.initializeBackup(temporary);
