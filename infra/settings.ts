@@ -24,6 +24,9 @@ export const SETTING_KEYS = [
   'archiveRetentionDays',
   'writerConcurrency',
   'exportLagAlarmMinutes',
+  'ingestLagAlarmMinutes',
+  'rejectedEventsAlarmThreshold',
+  'restoredTables',
   'alarmEmail',
   'corsOrigins',
   'producerAccounts',
@@ -146,6 +149,41 @@ const concurrencyMap = z.preprocess(
     .optional(),
 );
 
+/** The tables of the stateful stack, by the names `restoredTables` uses. */
+export const TABLE_NAMES = ['control', 'events', 'subscribers'] as const;
+/** One of {@link TABLE_NAMES}. */
+export type TableName = (typeof TABLE_NAMES)[number];
+/** Restored tables by {@link TableName}: the DynamoDB table names a restore created. */
+export type RestoredTables = Readonly<Partial<Record<TableName, string>>>;
+
+/**
+ * `control=sluice-prod-control-0612,events=...` on the command line, or a JSON object in cdk.json: the tables
+ * a restore created (DynamoDB names: 3-255 of a-z, A-Z, 0-9, `_`, `-`, `.`).
+ */
+const restoredTables = z.preprocess(
+  (value) => {
+    const parsed = commaListOrJson(value);
+    if (!Array.isArray(parsed)) return parsed;
+    return Object.fromEntries(
+      parsed.map((pair) => {
+        const [name, table] = String(pair).split('=');
+        return [name?.trim() ?? '', table?.trim() ?? ''];
+      }),
+    );
+  },
+  z
+    .record(
+      z.string(),
+      z.string().regex(/^[A-Za-z0-9_.-]{3,255}$/, {
+        error: (issue) => `restoredTables: "${String(issue.input)}" is not a DynamoDB table name`,
+      }),
+    )
+    .refine((map) => Object.keys(map).every((name) => (TABLE_NAMES as readonly string[]).includes(name)), {
+      error: `restoredTables names tables: ${TABLE_NAMES.join(', ')}`,
+    })
+    .optional(),
+);
+
 /** Step Functions log levels a Sluice state machine may use. */
 export const WORKFLOW_LOG_LEVELS = ['ALL', 'ERROR', 'FATAL', 'OFF'] as const;
 
@@ -200,6 +238,15 @@ const settingsSchema = z
     exportLagAlarmMinutes: integer('exportLagAlarmMinutes')
       .refine((n) => n >= 5 && n <= 10_080, { error: 'exportLagAlarmMinutes must be 5-10080 (a week)' })
       .default(60),
+    ingestLagAlarmMinutes: integer('ingestLagAlarmMinutes')
+      .refine((n) => n >= 1 && n <= 360, {
+        error: 'ingestLagAlarmMinutes must be 1-360 (Lambda gives up on an ingest event after 6 hours)',
+      })
+      .default(15),
+    rejectedEventsAlarmThreshold: integer('rejectedEventsAlarmThreshold')
+      .refine((n) => n >= 1, { error: 'rejectedEventsAlarmThreshold must be at least 1' })
+      .default(10),
+    restoredTables,
     alarmEmail: optionalText.pipe(z.email({ error: 'alarmEmail must be an e-mail address' }).optional()),
     corsOrigins: origins,
     producerAccounts: accounts,
@@ -283,6 +330,12 @@ export interface SluiceSettings {
   readonly writerConcurrency: number;
   /** Export lag, in minutes, over which the lag alarm fires. @default 60 */
   readonly exportLagAlarmMinutes: number;
+  /** Ingest lag (now minus when the producer sent the bus event), in minutes, over which its alarm fires. @default 15 */
+  readonly ingestLagAlarmMinutes: number;
+  /** Rejected events and envelopes, all workspaces, in 5 minutes, at which their alarm fires. @default 10 */
+  readonly rejectedEventsAlarmThreshold: number;
+  /** Tables a restore created, used in place of the stack's own (docs/runbook.md). @default - none */
+  readonly restoredTables: RestoredTables;
   /** Subscribed to the alarm topic when given. */
   readonly alarmEmail?: string;
   /** Browser origins allowed by CORS. @default - CORS off */
@@ -364,6 +417,9 @@ export function parseSettings(
     archiveRetentionDays: s.archiveRetentionDays,
     writerConcurrency: s.writerConcurrency,
     exportLagAlarmMinutes: s.exportLagAlarmMinutes,
+    ingestLagAlarmMinutes: s.ingestLagAlarmMinutes,
+    rejectedEventsAlarmThreshold: s.rejectedEventsAlarmThreshold,
+    restoredTables: (s.restoredTables ?? {}) as RestoredTables,
     alarmEmail: s.alarmEmail,
     corsOrigins: s.corsOrigins,
     producerAccounts: (s.producerAccounts ?? []).filter((id) => id !== account),

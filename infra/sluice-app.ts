@@ -48,6 +48,7 @@ export function buildSluiceApp(
     domainName: settings.domainName,
     certificateArn: settings.certificateArn,
     archiveRetentionDays: settings.archiveRetentionDays,
+    restoredTables: settings.restoredTables,
   });
   const stateless = new StatelessStack(app, ids.stateless, {
     env: stackEnv,
@@ -60,6 +61,7 @@ export function buildSluiceApp(
     archiveReadAccess: stateful.archiveReadAccess,
     archiveWriteAccess: stateful.archiveWriteAccess,
     eventBus: stateful.eventBus,
+    ingestDeadLetters: stateful.ingestDeadLetters,
     producerAccounts: stateful.producerAccounts,
     apiDomainName: stateful.apiDomain ? settings.domainName : undefined,
   });

@@ -1,15 +1,19 @@
-import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE } from '@sluice/core';
-import { WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
+import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
+import { NOTICE_DETAIL_TYPES } from '@sluice/engine';
+import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE, WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
 import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Validations } from 'aws-cdk-lib';
 import * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as acm from 'aws-cdk-lib/aws-certificatemanager';
-import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { SpecTable } from './constructs/spec-table.js';
+import type { RestoredTables, TableName } from './settings.js';
 
 /**
  * The encryption-context keys every use of the secrets key must carry, exactly: a ciphertext is bound to
@@ -75,7 +79,22 @@ export interface StatefulStackProps extends StackProps {
   readonly certificateArn?: string;
   /** Days an object stays in the event archive. @default 731 (two years) */
   readonly archiveRetentionDays?: number;
+  /**
+   * Tables restored from a backup or a point in time, by name: used in place of the stack's own (which
+   * leaves the template and is retained, not deleted). docs/runbook.md, "Restore". @default - none
+   */
+  readonly restoredTables?: RestoredTables;
 }
+
+/** How long the ingest dead-letter queue keeps a message (the SQS maximum). */
+export const DEAD_LETTER_RETENTION = Duration.days(14);
+/**
+ * The largest message SQS holds (1 MiB): a failure record is the bus event (at most 256 KB) plus the request
+ * and response context, so it always fits.
+ */
+export const DEAD_LETTER_MAX_BYTES = 1_048_576;
+/** The `source` prefix of everything producers (and Sluice) put on the bus. */
+export const SLUICE_SOURCE_PREFIX = 'sluice.';
 
 /** Days after which archive objects move to Standard-IA, then to Glacier Instant Retrieval. */
 export const ARCHIVE_TRANSITIONS = { infrequentAccessDays: 30, glacierInstantRetrievalDays: 90 } as const;
@@ -90,12 +109,18 @@ export const ARCHIVE_NONCURRENT_DAYS = 7;
  * (the `terminationProtection` setting).
  */
 export class StatefulStack extends Stack {
-  /** Workspaces, API keys, destinations, cursors, leases and runs (`SLUICE_CONTROL_TABLE`). */
-  public readonly controlTable: dynamodb.Table;
+  /** Workspaces, API keys, destinations, cursors, leases, runs and rejected events (`SLUICE_CONTROL_TABLE`). */
+  public readonly controlTable: dynamodb.ITable;
   /** The event log, one item per event (`SLUICE_EVENTS_TABLE`). */
-  public readonly eventsTable: dynamodb.Table;
+  public readonly eventsTable: dynamodb.ITable;
   /** The current state of every subscriber (`SLUICE_SUBSCRIBERS_TABLE`). */
-  public readonly subscribersTable: dynamodb.Table;
+  public readonly subscribersTable: dynamodb.ITable;
+  /**
+   * Bus events ingestion could not write (the ingest function's on-failure destination), events EventBridge
+   * could not deliver (the ingest rule's dead-letter queue), and `sluice.` entries no ingest rule takes (the
+   * catch-all rules). Operators point `sluice events redrive` at it, so it outlives the stateless stack.
+   */
+  public readonly ingestDeadLetters: sqs.Queue;
   /** Envelope-encrypts destination secrets (`SLUICE_KMS_KEY_ID`); usable only with the secret context. */
   public readonly secretsKey: kms.Key;
   /** Platform producers put events here; the stateless stack routes them to the ingest function. */
@@ -129,21 +154,16 @@ export class StatefulStack extends Stack {
       maxWriteRequestUnits: props.maxWriteRequestUnits,
     };
 
-    this.controlTable = new SpecTable(this, 'ControlTable', {
-      spec: CONTROL_TABLE,
-      logicalId: 'ControlTable',
-      ...caps,
-    });
-    this.eventsTable = new SpecTable(this, 'EventsTable', {
-      spec: EVENTS_TABLE,
-      logicalId: 'EventsTable',
-      ...caps,
-    });
-    this.subscribersTable = new SpecTable(this, 'SubscribersTable', {
-      spec: SUBSCRIBERS_TABLE,
-      logicalId: 'SubscribersTable',
-      ...caps,
-    });
+    // A restored table is named, not created: the stack's own leaves the template and is retained (its
+    // deletion protection and RETAIN policy keep it), so the damaged copy stays until an operator drops it.
+    const table = (name: TableName, logicalId: string, spec: TableSpec): dynamodb.ITable => {
+      const restored = props.restoredTables?.[name];
+      if (restored !== undefined) return dynamodb.Table.fromTableName(this, `${logicalId}Restored`, restored);
+      return new SpecTable(this, logicalId, { spec, logicalId, ...caps });
+    };
+    this.controlTable = table('control', 'ControlTable', CONTROL_TABLE);
+    this.eventsTable = table('events', 'EventsTable', EVENTS_TABLE);
+    this.subscribersTable = table('subscribers', 'SubscribersTable', SUBSCRIBERS_TABLE);
 
     this.archiveBucket = this.createArchiveBucket(props.archiveRetentionDays ?? 731);
     this.archiveReadAccess = this.archiveAccess('ArchiveReadAccess', ['s3:GetObject']);
@@ -204,6 +224,8 @@ export class StatefulStack extends Stack {
       );
     }
 
+    this.ingestDeadLetters = this.createIngestDeadLetters();
+
     if (props.domainName !== undefined && props.certificateArn !== undefined) {
       this.apiDomain = new apigwv2.DomainName(this, 'ApiDomain', {
         domainName: props.domainName,
@@ -230,6 +252,92 @@ export class StatefulStack extends Stack {
       value: this.eventBus.eventBusArn,
       description: `Producers put events here, source "${WORKSPACE_SOURCE_PREFIX}<workspaceId>"`,
     });
+    new CfnOutput(this, 'IngestDeadLetterQueueUrl', {
+      value: this.ingestDeadLetters.queueUrl,
+      description: 'Bus events ingestion could not write or take: `sluice events redrive --queue-url <this>`',
+    });
+  }
+
+  /**
+   * The ingest dead-letter queue, and the catch-all rules that send it every `sluice.` entry the ingest rule
+   * does not take (so nothing a producer sends disappears in EventBridge). The ingest rule takes
+   * `source` prefix `sluice.workspace.`, `detail-type` sluice.events or sluice.subscribers, from this account
+   * or a producer account; Sluice's own notices (`sluice.data-exports`) are for platform consumers. The rest
+   * of the `sluice.` entries is the union of three patterns (EventBridge cannot say "not matched by
+   * another rule", nor two conditions on one field): another detail-type; an ingest detail-type under a source
+   * that is not a workspace source; an ingest entry from an account the ingest rule does not list.
+   * `test/infra/ingest-rules.test.ts` matches sample entries against the synthesized patterns.
+   */
+  private createIngestDeadLetters(): sqs.Queue {
+    const queue = new sqs.Queue(this, 'IngestDeadLetters', {
+      retentionPeriod: DEAD_LETTER_RETENTION,
+      maxMessageSizeBytes: DEAD_LETTER_MAX_BYTES,
+      enforceSSL: true,
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    (queue.node.defaultChild as sqs.CfnQueue).overrideLogicalId('IngestDeadLetters');
+    Validations.of(queue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason:
+        'This queue is itself the dead-letter queue of the ingest function and of the bus rules; ' +
+        '`sluice events redrive` empties it into the event log.',
+    });
+    // The stateless stack's ingest rule names this queue as its dead-letter queue: any rule of the Sluice bus
+    // may send to it (a rule ARN of the other stack here would make the stacks depend on each other).
+    queue.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'SluiceBusRulesSendDeadLetters',
+        principals: [new iam.ServicePrincipal('events.amazonaws.com')],
+        actions: ['sqs:SendMessage'],
+        resources: [queue.queueArn],
+        conditions: {
+          ArnLike: {
+            'aws:SourceArn': this.formatArn({
+              service: 'events',
+              resource: 'rule',
+              resourceName: `${this.eventBus.eventBusName}/*`,
+            }),
+          },
+        },
+      }),
+    );
+    const ingestDetailTypes = [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE];
+    const catchAll: Record<string, { description: string; pattern: events.EventPattern }> = {
+      UnmatchedDetailTypeRule: {
+        description: `Entries of a sluice. source with a detail-type ingestion does not take go to the ingest dead-letter queue`,
+        pattern: {
+          source: events.Match.prefix(SLUICE_SOURCE_PREFIX),
+          detailType: events.Match.anythingBut(...ingestDetailTypes, ...Object.values(NOTICE_DETAIL_TYPES)),
+        },
+      },
+      UnmatchedSourceRule: {
+        description: `Ingest detail-types under a source other than ${WORKSPACE_SOURCE_PREFIX}<id> go to the ingest dead-letter queue`,
+        pattern: {
+          source: events.Match.anythingButPrefix(WORKSPACE_SOURCE_PREFIX),
+          detailType: ingestDetailTypes,
+        },
+      },
+      UnlistedAccountRule: {
+        description:
+          'Ingest entries from an account the ingest rule does not list go to the ingest dead-letter queue',
+        pattern: {
+          account: events.Match.anythingBut(this.account, ...this.producerAccounts),
+          source: events.Match.prefix(WORKSPACE_SOURCE_PREFIX),
+          detailType: ingestDetailTypes,
+        },
+      },
+    };
+    for (const [id, { description, pattern }] of Object.entries(catchAll)) {
+      const rule = new events.Rule(this, id, {
+        description,
+        eventBus: this.eventBus,
+        eventPattern: pattern,
+        targets: [new targets.SqsQueue(queue)],
+      });
+      (rule.node.defaultChild as events.CfnRule).overrideLogicalId(id);
+    }
+    return queue;
   }
 
   /**

@@ -47,11 +47,6 @@ export function archiveLagAlarmSeconds(eventLogRetentionDays: number): number {
 
 /** How long Lambda keeps retrying an ingest event before it goes to the dead-letter queue. */
 export const INGEST_MAX_EVENT_AGE = Duration.hours(6);
-/**
- * The largest message SQS holds (1 MiB): a failure record is the bus event (at most 256 KB) plus the request
- * and response context, so it always fits.
- */
-export const DEAD_LETTER_MAX_BYTES = 1_048_576;
 
 /** Properties of {@link StatelessStack}. */
 export interface StatelessStackProps extends StackProps {
@@ -73,6 +68,8 @@ export interface StatelessStackProps extends StackProps {
   readonly archiveWriteAccess: iam.IManagedPolicy;
   /** From the stateful stack: where platform producers put events. */
   readonly eventBus: events.IEventBus;
+  /** From the stateful stack: the ingest dead-letter queue. */
+  readonly ingestDeadLetters: sqs.IQueue;
   /** Accounts besides this one whose producers put events on the bus (the bus policy names them). */
   readonly producerAccounts?: readonly string[];
   /**
@@ -111,9 +108,10 @@ export class StatelessStack extends Stack {
   public readonly observability: SluiceObservability;
   /**
    * Where bus events go that ingestion could not write: the ingest function's on-failure destination (after
-   * three attempts) and the ingest rule's dead-letter queue (events EventBridge could not deliver).
+   * three attempts) and the ingest rule's dead-letter queue (events EventBridge could not deliver). The
+   * stateful stack's queue.
    */
-  public readonly ingestDeadLetters: sqs.Queue;
+  public readonly ingestDeadLetters: sqs.IQueue;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, {
@@ -275,20 +273,16 @@ export class StatelessStack extends Stack {
     // Batched writes only (puts, and deletes of subscribers), retrying unprocessed items.
     useTable(ingestFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.batchWrite]);
     useTable(ingestFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.batchWrite]);
+    // Rejected rows and envelopes are kept, with their reasons, as items of the control table (one PutItem a
+    // bus event), for `sluice events rejected list|redrive`.
+    useTable(ingestFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [DDB.put]);
     ingestFunction.addEnvironment('SLUICE_EVENT_RETENTION_DAYS', String(settings.eventLogRetentionDays));
 
-    this.ingestDeadLetters = new sqs.Queue(this, 'IngestDeadLetters', {
-      retentionPeriod: Duration.days(14),
-      maxMessageSizeBytes: DEAD_LETTER_MAX_BYTES,
-      enforceSSL: true,
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      removalPolicy: RemovalPolicy.RETAIN,
-    });
-    Validations.of(this.ingestDeadLetters).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason:
-        'This queue is itself the dead-letter queue of the ingest function and of its rule target; ' +
-        '`sluice events redrive` empties it into the event log.',
+    // Named by ARN and URL, not as the stateful stack's construct: that queue's policy already admits every
+    // rule of the bus, and a policy statement naming this stack's rule would make the stacks depend on each other.
+    this.ingestDeadLetters = sqs.Queue.fromQueueAttributes(this, 'IngestDeadLetters', {
+      queueArn: props.ingestDeadLetters.queueArn,
+      queueUrl: props.ingestDeadLetters.queueUrl,
     });
     // EventBridge invokes the function asynchronously: Lambda retries a failed event twice, then hands it,
     // with the error, to the queue. Without this the event would be discarded.
@@ -494,6 +488,8 @@ export class StatelessStack extends Stack {
       httpApi: this.api.httpApi,
       ingestDeadLetterQueue: this.ingestDeadLetters,
       exportLagAlarmMinutes: settings.exportLagAlarmMinutes,
+      ingestLagAlarmMinutes: settings.ingestLagAlarmMinutes,
+      rejectedEventsAlarmThreshold: settings.rejectedEventsAlarmThreshold,
       archive: {
         function: archiveFunction,
         lagAlarmSeconds: archiveLagAlarmSeconds(settings.eventLogRetentionDays),
@@ -512,10 +508,6 @@ export class StatelessStack extends Stack {
     new CfnOutput(this, 'DispatchStateMachineArn', { value: this.dispatch.stateMachine.stateMachineArn });
     new CfnOutput(this, 'AlarmTopicArn', { value: this.observability.alarmTopic.topicArn });
     new CfnOutput(this, 'DashboardName', { value: this.observability.dashboard.dashboardName });
-    new CfnOutput(this, 'IngestDeadLetterQueueUrl', {
-      value: this.ingestDeadLetters.queueUrl,
-      description: 'Bus events ingestion could not write: `sluice events redrive --queue-url <this>`',
-    });
     new CfnOutput(this, 'RoleAssumerArns', {
       value: [apiFunction.role!.roleArn, writerFunction.role!.roleArn].join(','),
       description:

@@ -8,6 +8,10 @@ export const ingestEnvironment = z.object({
   SLUICE_EVENTS_TABLE: requiredVariable,
   /** The subscribers table. */
   SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+  /** The control table: rejected rows and envelopes are kept there. */
+  SLUICE_CONTROL_TABLE: requiredVariable,
+  /** The deployment stage: the `Stage` dimension of the ingest metrics. */
+  SLUICE_STAGE: z.string().optional(),
   /** Days events are kept after they are recorded: a whole number from 1, else 35 days. */
   SLUICE_EVENT_RETENTION_DAYS: z.string().optional(),
 });
@@ -16,6 +20,8 @@ export const ingestEnvironment = z.object({
 export interface IngestConfig {
   eventsTable: string;
   subscribersTable: string;
+  controlTable: string;
+  stage?: string;
   /** Seconds events are kept after they are recorded. */
   retentionSeconds: number;
 }
@@ -26,6 +32,8 @@ export function readIngestConfig(env: Env): IngestConfig {
   return {
     eventsTable: vars.SLUICE_EVENTS_TABLE,
     subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
+    controlTable: vars.SLUICE_CONTROL_TABLE,
+    ...(vars.SLUICE_STAGE ? { stage: vars.SLUICE_STAGE } : {}),
     retentionSeconds: parseEventRetentionDays(vars.SLUICE_EVENT_RETENTION_DAYS),
   };
 }

@@ -1,10 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { EventLogReader, EventLogWriter, redriveDeadLetters, workspaceSource } from '@sluice/eventlog';
+import {
+  type BusEventFigures,
+  DynamoRejectedEvents,
+  EventLogReader,
+  EventLogWriter,
+  type IngestMetrics,
+  redriveDeadLetters,
+  redriveRejected,
+  workspaceSource,
+} from '@sluice/eventlog';
 import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/local';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { eventTables } from '../../test/helpers/tables.js';
+import { controlTable, eventTables } from '../../test/helpers/tables.js';
 
 let handler: (event: EventBridgeEvent<string, unknown>) => Promise<unknown>;
 let createIngestHandler: typeof import('./handler.js').createIngestHandler;
@@ -164,6 +173,112 @@ describe('ingest handler', () => {
       kind: 'refused',
       reason: `source: must be "sluice.workspace.${workspaceId}" for workspace "${workspaceId}", got "sluice.workspace.someone_else"`,
     });
+  });
+});
+
+describe('ingest keeps and counts what it refuses', () => {
+  const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+  const writer = new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' });
+  const rejected = new DynamoRejectedEvents(controlTable);
+  function counting() {
+    const figures: BusEventFigures[] = [];
+    const metrics: IngestMetrics = { refusedBehindExport: () => {}, busEvent: (f) => figures.push(f) };
+    return { figures, metrics };
+  }
+
+  it('keeps invalid rows with their reasons, counts them and the drops per workspace, and redrives them after a fix', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const sentAt = Date.now() - 90_000;
+    const { figures, metrics } = counting();
+    const ingest = createIngestHandler(writer, logger, { rejected, metrics, now: () => sentAt + 90_000 });
+    const good = { dataset: 'custom_events', id: 'ce_ok', event_name: 'a', occurred_at: sentAt };
+    const bad = { dataset: 'custom_events', id: 'ce_bad', event_name: '', occurred_at: sentAt };
+    const late = {
+      dataset: 'custom_events',
+      id: 'ce_old',
+      event_name: 'a',
+      occurred_at: sentAt - 8 * 86_400_000,
+    };
+
+    // Act
+    await ingest(
+      busEvent(
+        'sluice.events',
+        { workspaceId, events: [good, bad, late, { ...good, id: 'ce_t', test: true }] },
+        new Date(sentAt).toISOString(),
+      ),
+    );
+    const listed = [];
+    for await (const rejection of rejected.list(workspaceId)) listed.push(rejection);
+
+    // Assess: the refused row is kept as a bus event holding only it, with its reason
+    expect(listed).toEqual([
+      expect.objectContaining({
+        workspaceId,
+        kind: 'rows',
+        reasons: [expect.stringMatching(/^events\[0\]: event_name: /)],
+        event: expect.objectContaining({ detail: { workspaceId, events: [bad] } }),
+      }),
+    ]);
+    expect(figures).toEqual([
+      {
+        workspaceId,
+        lagMs: 90_000,
+        rejectedRows: 1,
+        rejectedEnvelopes: 0,
+        dropped: { test: 1, history: 0, late: 1 },
+      },
+    ]);
+
+    // Act: the row fixed (here: the stored bus event corrected), then redriven
+    const [kept] = listed;
+    await rejected.put({
+      ...kept!,
+      event: { ...kept!.event, detail: { workspaceId, events: [{ ...bad, event_name: 'fixed' }] } },
+    });
+    const summary = await redriveRejected(rejected, writer, logger, { workspaceId });
+
+    // Assess: written, judged by when it was sent, and removed
+    expect(summary).toMatchObject({ rejections: 1, redriven: 1, written: { events: 1 }, stillRejected: [] });
+    const left = [];
+    for await (const rejection of rejected.list(workspaceId)) left.push(rejection);
+    expect(left).toEqual([]);
+    const written = await lines(
+      new EventLogReader(eventTables).readWindow(workspaceId, 'custom_events', sentAt - 1, Date.now()),
+    );
+    expect(written.map((line) => JSON.parse(line).id).sort()).toEqual(['ce_bad', 'ce_ok']);
+  });
+
+  it('keeps an envelope whose source names another workspace, counted for the workspace it names; a redrive refuses it again and keeps it', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const { figures, metrics } = counting();
+    const ingest = createIngestHandler(writer, logger, { rejected, metrics });
+    const event = {
+      ...busEvent('sluice.events', {
+        workspaceId,
+        events: [{ dataset: 'custom_events', id: 'ce_1', event_name: 'a', occurred_at: Date.now() }],
+      }),
+      source: workspaceSource('someone_else'),
+    };
+
+    // Act
+    await ingest(event);
+    const summary = await redriveRejected(rejected, writer, logger, { workspaceId });
+    const listed = [];
+    for await (const rejection of rejected.list(workspaceId)) listed.push(rejection);
+
+    // Assess
+    expect(figures).toMatchObject([{ workspaceId, rejectedRows: 0, rejectedEnvelopes: 1 }]);
+    expect(summary).toMatchObject({ rejections: 1, redriven: 0, stillRejected: [{ workspaceId }] });
+    expect(listed).toEqual([
+      expect.objectContaining({
+        kind: 'envelope',
+        reasons: [expect.stringMatching(/^source: must be "sluice.workspace./)],
+        event: expect.objectContaining({ id: event.id, source: 'sluice.workspace.someone_else' }),
+      }),
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { ARCHIVE_SERVICE } from '@sluice/archive';
 import { EVENT_DATASETS } from '@sluice/core';
 import { ENGINE_SERVICE, METRICS_NAMESPACE, STAGE_DIMENSION } from '@sluice/engine';
+import { INGEST_METRICS, INGEST_SERVICE } from '@sluice/eventlog';
 import { Duration, Validations } from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -47,8 +48,30 @@ export interface SluiceObservabilityProps {
   readonly ingestDeadLetterQueue: sqs.IQueue;
   /** Export lag, in minutes, over which the lag alarm fires. */
   readonly exportLagAlarmMinutes: number;
+  /** Ingest lag and async event age, in minutes, over which their alarms fire. */
+  readonly ingestLagAlarmMinutes: number;
+  /** Rejected rows and envelopes in 5 minutes, all workspaces, at which the alarm fires. */
+  readonly rejectedEventsAlarmThreshold: number;
   /** The event archive's compaction function and the lag (seconds) its alarm fires over. */
   readonly archive: { readonly function: lambda.IFunction; readonly lagAlarmSeconds: number };
+}
+
+/** Seconds the oldest dead letter may wait before its alarm: 3 of the queue's 14 days, 11 left to redrive. */
+export const DEAD_LETTER_AGE_ALARM_SECONDS = 3 * 86_400;
+
+/** One ingest metric of a stage, all workspaces (the dimensions `service` and `Stage`). */
+export function ingestMetric(
+  metricName: string,
+  props: { stage: string; statistic: string; period: Duration; label?: string },
+): cloudwatch.Metric {
+  return new cloudwatch.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service: INGEST_SERVICE, [STAGE_DIMENSION]: props.stage },
+    statistic: props.statistic,
+    period: props.period,
+    label: props.label,
+  });
 }
 
 /** One engine metric of a stage, with the dimensions the engine publishes it under. */
@@ -290,6 +313,7 @@ export class SluiceObservability extends Construct {
         treatMissingData: missing.NOT_BREACHING,
       }),
     };
+    Object.assign(alarms, this.ingestAlarms(props));
     // The compaction publishes its lag and failures once per run (every 15 minutes); no data for an hour
     // means it is not running, which is as bad as lagging.
     const archiveMetric = (metricName: string, statistic: string) =>
@@ -427,5 +451,126 @@ export class SluiceObservability extends Construct {
         width: 8,
       }),
     );
+    // Per workspace: the counts ingestion publishes with a Workspace dimension (only when not zero).
+    const byWorkspace = (metricName: string) =>
+      new cloudwatch.MathExpression({
+        expression: `SEARCH('{${METRICS_NAMESPACE},service,${STAGE_DIMENSION},Workspace} MetricName="${metricName}" ${STAGE_DIMENSION}="${stage}"', 'Sum', 300)`,
+        usingMetrics: {},
+        label: metricName,
+        period: fiveMinutes,
+      });
+    this.dashboard.addWidgets(
+      new cloudwatch.GraphWidget({
+        title: 'Ingest lag (s): now minus when producers sent (p90, max)',
+        left: [
+          ingestMetric(INGEST_METRICS.lag, { stage, statistic: 'p90', period: fiveMinutes, label: 'p90' }),
+          ingestMetric(INGEST_METRICS.lag, {
+            stage,
+            statistic: 'Maximum',
+            period: fiveMinutes,
+            label: 'max',
+          }),
+        ],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Rejected rows and envelopes, per workspace',
+        left: [byWorkspace(INGEST_METRICS.rejectedRows), byWorkspace(INGEST_METRICS.rejectedEnvelopes)],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'Dropped by rule (late, test, history), per workspace',
+        left: [
+          byWorkspace(INGEST_METRICS.droppedLate),
+          byWorkspace(INGEST_METRICS.droppedTest),
+          byWorkspace(INGEST_METRICS.droppedHistory),
+        ],
+        width: 8,
+      }),
+    );
+  }
+
+  /**
+   * The ingest alarms beyond its errors and dead letters: nothing may wait, be refused or be throttled
+   * without an operator hearing of it. docs/runbook.md says what each means and what to do first.
+   */
+  private ingestAlarms(props: SluiceObservabilityProps): Record<string, cloudwatch.Alarm> {
+    const { stage } = props;
+    const fiveMinutes = Duration.minutes(5);
+    const alarm = cloudwatch.ComparisonOperator;
+    const missing = cloudwatch.TreatMissingData;
+    const lagSeconds = props.ingestLagAlarmMinutes * 60;
+    const rejected = new cloudwatch.MathExpression({
+      expression: 'FILL(rows, 0) + FILL(envelopes, 0)',
+      usingMetrics: {
+        rows: ingestMetric(INGEST_METRICS.rejectedRows, { stage, statistic: 'Sum', period: fiveMinutes }),
+        envelopes: ingestMetric(INGEST_METRICS.rejectedEnvelopes, {
+          stage,
+          statistic: 'Sum',
+          period: fiveMinutes,
+        }),
+      },
+      period: fiveMinutes,
+      label: 'Rejected rows and envelopes, all workspaces',
+    });
+    const alarms: Record<string, cloudwatch.Alarm> = {
+      IngestDeadLetterAge: props.ingestDeadLetterQueue
+        .metricApproximateAgeOfOldestMessage({ period: Duration.minutes(15), statistic: 'Maximum' })
+        .createAlarm(this, 'IngestDeadLetterAge', {
+          alarmDescription:
+            `The oldest message in the ingest dead-letter queue is more than ${DEAD_LETTER_AGE_ALARM_SECONDS / 86_400} ` +
+            'days old: it expires unredriven after 14 days. Redrive it (docs/runbook.md, "IngestDeadLetterAge").',
+          threshold: DEAD_LETTER_AGE_ALARM_SECONDS,
+          evaluationPeriods: 1,
+          comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+          treatMissingData: missing.NOT_BREACHING,
+        }),
+      IngestThrottles: props.ingestFunction
+        .metricThrottles({ period: fiveMinutes, statistic: 'Sum' })
+        .createAlarm(this, 'IngestThrottles', {
+          alarmDescription:
+            'Lambda throttled the ingest function in each of the last 3 five-minute periods: bus events wait in ' +
+            'Lambda\'s queue (up to 6 hours, then the dead-letter queue). docs/runbook.md, "IngestThrottles".',
+          threshold: 1,
+          evaluationPeriods: 3,
+          comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          treatMissingData: missing.NOT_BREACHING,
+        }),
+      IngestAsyncEventAge: props.ingestFunction
+        .metric('AsyncEventAge', { period: fiveMinutes, statistic: 'Maximum' })
+        .createAlarm(this, 'IngestAsyncEventAge', {
+          alarmDescription:
+            `A bus event waited more than ${props.ingestLagAlarmMinutes} minutes in Lambda's queue before the ` +
+            'ingest function ran it, for 10 minutes (throttles, failures being retried). docs/runbook.md.',
+          threshold: lagSeconds * 1000,
+          evaluationPeriods: 2,
+          comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+          treatMissingData: missing.NOT_BREACHING,
+        }),
+      IngestLag: ingestMetric(INGEST_METRICS.lag, {
+        stage,
+        statistic: 'p90',
+        period: fiveMinutes,
+      }).createAlarm(this, 'IngestLag', {
+        alarmDescription:
+          `Bus events were written more than ${props.ingestLagAlarmMinutes} minutes after producers sent them ` +
+          '(p90, for 10 minutes). Recorded time is the ingest clock, so ExportLag cannot see this backlog. ' +
+          'docs/runbook.md, "IngestLag".',
+        threshold: lagSeconds,
+        evaluationPeriods: 2,
+        comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+      RejectedEvents: rejected.createAlarm(this, 'RejectedEvents', {
+        alarmDescription:
+          `Ingestion refused ${props.rejectedEventsAlarmThreshold} or more rows or envelopes in 5 minutes. They are ` +
+          'kept 14 days: `sluice events rejected list`, fix, then `... redrive` (docs/runbook.md).',
+        threshold: props.rejectedEventsAlarmThreshold,
+        evaluationPeriods: 1,
+        comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treatMissingData: missing.NOT_BREACHING,
+      }),
+    };
+    return alarms;
   }
 }

@@ -12,7 +12,7 @@ import { type ConnectionOptions, resolveConnection } from './connection.js';
 export const OPERATOR_GROUPS = {
   keys: 'operator: API keys, in the control table',
   seed: 'operator: generated test data',
-  events: 'operator: ingest or redrive events',
+  events: 'operator: ingest or redrive events, list or redrive rejected ones',
   subscribers: 'operator: upsert or delete subscribers',
   erase: "operator: delete a subscriber's or a workspace's rows from the event log and the archive",
 } as const;

@@ -22,7 +22,9 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { describeIssues } from '@sluice/core';
 import { z } from 'zod';
-import type { EventLogWriter, IngestResult, SubscriberWriteResult } from './ingest.js';
+import type { EventLogWriter, IngestResult, InvalidInput, SubscriberWriteResult } from './ingest.js';
+import type { IngestMetrics } from './metrics.js';
+import type { Rejection, RejectedEventSink } from './rejected.js';
 
 /** The detail-type of a batch of events. */
 export const EVENTS_DETAIL_TYPE = 'sluice.events';
@@ -74,24 +76,70 @@ export type BusIngestResult =
   /** Not a Sluice detail-type. */
   | { kind: 'ignored'; detailType: string };
 
+/** Options of {@link ingestBusEvent}. */
+export interface BusIngestOptions {
+  /**
+   * Where refused envelopes and refused rows are kept, with their reasons (the ingest function, the
+   * redrives). @default - only logged
+   */
+  rejected?: RejectedEventSink;
+  /** The per bus event metrics (the ingest function: lag, rejections, drops). @default - none */
+  metrics?: IngestMetrics;
+  /** The clock of the lag, epoch ms. @default Date.now */
+  now?: () => number;
+}
+
 /**
  * Ingests one bus event: validates the envelope, then writes through the writer (the same rules and batched
  * path as the library). A refused envelope or invalid rows are logged (error and warning) with their reasons,
- * and counted in the result; write failures (throttling past the retries) are thrown, so Lambda retries.
+ * kept in `options.rejected` and counted in the result and `options.metrics`; write failures (throttling past
+ * the retries) are thrown, so Lambda retries (a rejection stored before is stored again under the same id).
  */
 export async function ingestBusEvent(
   writer: BusWriter,
   event: BusEvent,
   logger: Logger,
+  options: BusIngestOptions = {},
+): Promise<BusIngestResult> {
+  const result = await ingestOne(writer, event, logger, options.rejected);
+  if (options.metrics?.busEvent) {
+    const sentAtMs = event.time === undefined ? Number.NaN : Date.parse(event.time);
+    const nowMs = (options.now ?? Date.now)();
+    options.metrics.busEvent({
+      workspaceId: workspaceOf(event),
+      ...(Number.isFinite(sentAtMs) ? { lagMs: nowMs - sentAtMs } : {}),
+      rejectedRows:
+        result.kind === 'events'
+          ? result.invalid.length
+          : result.kind === 'subscribers'
+            ? result.upserted.invalid.length + result.deleted.invalid.length
+            : 0,
+      rejectedEnvelopes: result.kind === 'refused' || result.kind === 'ignored' ? 1 : 0,
+      dropped: result.kind === 'events' ? result.dropped : { test: 0, history: 0, late: 0 },
+    });
+  }
+  return result;
+}
+
+async function ingestOne(
+  writer: BusWriter,
+  event: BusEvent,
+  logger: Logger,
+  rejected: RejectedEventSink | undefined,
 ): Promise<BusIngestResult> {
   const detailType = event['detail-type'];
   const context = { eventId: event.id, source: event.source, detailType };
+  const refuse = async (reason: string): Promise<BusIngestResult> => {
+    logger.error('Refused a bus event: its detail does not match the contract', { ...context, reason });
+    await rejected?.put({ workspaceId: workspaceOf(event), kind: 'envelope', event, reasons: [reason] });
+    return { kind: 'refused', reason };
+  };
   if (detailType === EVENTS_DETAIL_TYPE) {
     const parsed = eventsDetail.safeParse(event.detail);
-    if (!parsed.success) return refuse(logger, context, describeIssues(parsed.error.issues));
+    if (!parsed.success) return refuse(describeIssues(parsed.error.issues));
     const { workspaceId, events } = parsed.data;
     const mismatch = sourceMismatch(event.source, workspaceId);
-    if (mismatch) return refuse(logger, context, mismatch);
+    if (mismatch) return refuse(mismatch);
     const sentAtMs = event.time === undefined ? Number.NaN : Date.parse(event.time);
     const result = await writer.ingestEvents(
       workspaceId,
@@ -105,6 +153,7 @@ export async function ingestBusEvent(
         late: result.dropped.late,
       });
     }
+    await keepRows(rejected, event, workspaceId, { events: [events, result.invalid] });
     logger.info('Ingested events', {
       ...context,
       workspaceId,
@@ -119,12 +168,18 @@ export async function ingestBusEvent(
   }
   if (detailType === SUBSCRIBERS_DETAIL_TYPE) {
     const parsed = subscribersDetail.safeParse(event.detail);
-    if (!parsed.success) return refuse(logger, context, describeIssues(parsed.error.issues));
+    if (!parsed.success) return refuse(describeIssues(parsed.error.issues));
     const { workspaceId } = parsed.data;
     const mismatch = sourceMismatch(event.source, workspaceId);
-    if (mismatch) return refuse(logger, context, mismatch);
-    const upserted = await writer.upsertSubscribers(workspaceId, parsed.data.upsert ?? []);
-    const deleted = await writer.deleteSubscribers(workspaceId, parsed.data.delete ?? []);
+    if (mismatch) return refuse(mismatch);
+    const upserts = parsed.data.upsert ?? [];
+    const deletes = parsed.data.delete ?? [];
+    const upserted = await writer.upsertSubscribers(workspaceId, upserts);
+    const deleted = await writer.deleteSubscribers(workspaceId, deletes);
+    await keepRows(rejected, event, workspaceId, {
+      upsert: [upserts, upserted.invalid],
+      delete: [deletes, deleted.invalid],
+    });
     logger.info('Ingested subscribers', {
       ...context,
       workspaceId,
@@ -135,7 +190,50 @@ export async function ingestBusEvent(
     return { kind: 'subscribers', workspaceId, upserted, deleted };
   }
   logger.info('Ignored a bus event of another detail-type', context);
+  // Only a redrive of the dead-letter queue gets here (the catch-all rules send such entries there): kept.
+  await rejected?.put({
+    workspaceId: workspaceOf(event),
+    kind: 'envelope',
+    event,
+    reasons: [
+      `detail-type: must be ${EVENTS_DETAIL_TYPE} or ${SUBSCRIBERS_DETAIL_TYPE}, got "${detailType}"`,
+    ],
+  });
   return { kind: 'ignored', detailType };
+}
+
+/**
+ * Keeps the refused rows of an accepted envelope: the bus event again, its detail holding only those rows (per
+ * field: `events`, or `upsert` and `delete`), with `<field>[<i>]: <reason>` for each. Nothing when none.
+ */
+async function keepRows(
+  rejected: RejectedEventSink | undefined,
+  event: BusEvent,
+  workspaceId: string,
+  fields: Record<string, [readonly unknown[], readonly InvalidInput[]]>,
+): Promise<void> {
+  if (rejected === undefined) return;
+  const detail: Record<string, unknown> = { workspaceId };
+  const reasons: string[] = [];
+  for (const [field, [inputs, invalid]] of Object.entries(fields)) {
+    if (invalid.length === 0) continue;
+    detail[field] = invalid.map(({ index }) => inputs[index]);
+    for (const [i, { reason }] of invalid.entries()) reasons.push(`${field}[${i}]: ${reason}`);
+  }
+  if (reasons.length === 0) return;
+  const rows: Rejection = { workspaceId, kind: 'rows', event: { ...event, detail }, reasons };
+  await rejected.put(rows);
+}
+
+/** The workspace a bus event is about: its detail's `workspaceId`, else its workspace source's, else `-`. */
+export function workspaceOf(event: BusEvent): string {
+  const named = (event.detail as { workspaceId?: unknown } | null | undefined)?.workspaceId;
+  if (typeof named === 'string' && named !== '') return named;
+  if (event.source?.startsWith(WORKSPACE_SOURCE_PREFIX)) {
+    const fromSource = event.source.slice(WORKSPACE_SOURCE_PREFIX.length);
+    if (fromSource !== '') return fromSource;
+  }
+  return '-';
 }
 
 /**
@@ -146,9 +244,4 @@ export async function ingestBusEvent(
 function sourceMismatch(source: string | undefined, workspaceId: string): string | undefined {
   if (source === undefined || source === workspaceSource(workspaceId)) return undefined;
   return `source: must be "${workspaceSource(workspaceId)}" for workspace "${workspaceId}", got "${source}"`;
-}
-
-function refuse(logger: Logger, context: object, reason: string): BusIngestResult {
-  logger.error('Refused a bus event: its detail does not match the contract', { ...context, reason });
-  return { kind: 'refused', reason };
 }

@@ -11,3 +11,4 @@ export * from './source.js';
 export * from './redrive.js';
 export * from './sqs-dead-letters.js';
 export * from './producer.js';
+export * from './rejected.js';

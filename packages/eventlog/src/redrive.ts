@@ -14,6 +14,7 @@
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { type BusEvent, type BusIngestResult, type BusWriter, ingestBusEvent } from './bus.js';
+import type { RejectedEventSink } from './rejected.js';
 
 /** One message of the dead-letter queue. */
 export interface DeadLetter {
@@ -91,6 +92,8 @@ export interface RedriveOptions {
   maxMessages?: number;
   /** Messages received at once (SQS allows 10). @default 10 */
   batchSize?: number;
+  /** Where refused envelopes and rows are kept with their reasons. @default - only reported */
+  rejected?: RejectedEventSink;
 }
 
 /**
@@ -126,7 +129,7 @@ export async function redriveDeadLetters(
       }
       let result: BusIngestResult;
       try {
-        result = await ingestBusEvent(writer, read.event, logger);
+        result = await ingestBusEvent(writer, read.event, logger, { rejected: options.rejected });
       } catch (error) {
         summary.left.push({ messageId: letter.id, reason: `write failed again: ${errorName(error)}` });
         continue;

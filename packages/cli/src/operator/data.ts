@@ -11,6 +11,11 @@
  * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
  *   dead-letter queue (`IngestDeadLetterQueueUrl` output, or `SLUICE_INGEST_DLQ_URL`) into the event log, the
  *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue;
+ * - `events rejected list [--workspace <id>] [--json]`: the rows and envelopes ingestion refused (kept 14 days in
+ *   the control table), with their reasons, oldest sent first; `--json` prints one rejection a line;
+ * - `events rejected redrive [--workspace <id> [--id <id>]] [--json]`: ingests them again the ingest function's
+ *   way (after a fix: a producer's IAM, Sluice's rules); what is refused again stays, with its new reasons, and
+ *   the command fails (exit 1);
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
@@ -33,7 +38,9 @@ import { parseArgs } from 'node:util';
 import { ControlExportPositions } from '@sluice/control';
 import {
   type DeadLetterQueue,
+  DynamoRejectedEvents,
   EventLogWriter,
+  redriveRejected,
   generateEvents,
   type RedriveSummary,
   redriveDeadLetters,
@@ -69,6 +76,8 @@ export interface DataCommandDeps {
   deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
   /** @default `process.env` */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Rejected events. @default the control table of the environment */
+  rejected?: () => DynamoRejectedEvents;
 }
 
 /** A refused line of an input file. */
@@ -204,6 +213,12 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       }));
   const now = deps.now ?? Date.now;
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
+  const rejectedStore =
+    deps.rejected ?? (() => new DynamoRejectedEvents({ tableName: readCliTables(env).control.tableName }));
+  /** Bus events are written the ingest function's way: recorded at this clock. */
+  const busWriter = () =>
+    deps.writer?.() ??
+    new EventLogWriter({ ...readCliTables(env).events, logger: silentLogger, explicitRecordedAt: 'ignore' });
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
     for (const { line, reason } of invalid) err(`line ${line}: ${reason}`);
@@ -298,15 +313,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       const maxMessages = positiveInteger('max', values.max, false);
       const summary: RedriveSummary = await redriveDeadLetters(
         deadLetterQueue(queueUrl),
-        // Bus events, written the ingest function's way: recorded at this clock.
-        deps.writer?.() ??
-          new EventLogWriter({
-            ...readCliTables(env).events,
-            logger: silentLogger,
-            explicitRecordedAt: 'ignore',
-          }),
+        busWriter(),
         silentLogger,
-        maxMessages === undefined ? {} : { maxMessages },
+        // What the ingest rules refuse is kept with its reasons (`events rejected list`), not only reported.
+        { rejected: rejectedStore(), ...(maxMessages === undefined ? {} : { maxMessages }) },
       );
       if (values.json) out(JSON.stringify(summary));
       else {
@@ -324,6 +334,70 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       if (summary.left.length > 0) {
         throw new Error(`${summary.left.length} messages stay in the queue (listed above); run again later`);
       }
+    },
+  };
+
+  const rejectedList: CliCommand = {
+    name: 'events rejected list',
+    usage: 'events rejected list [--workspace <id>] [--json]',
+    async run(args) {
+      const { values } = parseArgs({
+        args,
+        options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
+        strict: true,
+      });
+      let count = 0;
+      for await (const rejection of rejectedStore().list(values.workspace)) {
+        count++;
+        if (values.json) {
+          out(JSON.stringify(rejection));
+          continue;
+        }
+        const sent = rejection.event.time ?? 'unknown time';
+        out(
+          `${rejection.workspaceId} ${rejection.id} (${rejection.kind}, ${rejection.event['detail-type']} from ` +
+            `${rejection.event.source ?? 'no source'}, sent ${sent}, rejected ${rejection.rejectedAt})`,
+        );
+        for (const reason of rejection.reasons) out(`  ${reason}`);
+      }
+      if (!values.json) out(`${count} rejections`);
+    },
+  };
+
+  const rejectedRedrive: CliCommand = {
+    name: 'events rejected redrive',
+    usage: 'events rejected redrive [--workspace <id> [--id <id>]] [--json]',
+    async run(args) {
+      const { values } = parseArgs({
+        args,
+        options: {
+          workspace: { type: 'string' },
+          id: { type: 'string' },
+          json: { type: 'boolean', default: false },
+        },
+        strict: true,
+      });
+      if (values.id !== undefined && values.workspace === undefined) {
+        throw new CliUsageError('--id needs --workspace (ids are per workspace: `events rejected list`)');
+      }
+      const summary = await redriveRejected(rejectedStore(), busWriter(), silentLogger, {
+        ...(values.workspace === undefined ? {} : { workspaceId: values.workspace }),
+        ...(values.id === undefined ? {} : { id: values.id }),
+      });
+      if (values.json) out(JSON.stringify(summary));
+      else {
+        out(
+          `${summary.rejections} rejections: ${summary.redriven} redriven and removed, ` +
+            `${summary.stillRejected.length} refused again, ${summary.left.length} left. Written: ` +
+            `${summary.written.events} events, ${summary.written.subscribers} subscriber changes.`,
+        );
+      }
+      for (const { workspaceId, id, reasons } of summary.stillRejected) {
+        err(`${workspaceId} ${id} refused again: ${reasons.join('; ')}`);
+      }
+      for (const { workspaceId, id, reason } of summary.left) err(`${workspaceId} ${id} left: ${reason}`);
+      const kept = summary.stillRejected.length + summary.left.length;
+      if (kept > 0) throw new Error(`${kept} rejections stay (listed above)`);
     },
   };
 
@@ -527,7 +601,15 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
     },
   };
 
-  return [eventsIngest, eventsRedrive, subscribersUpsert, subscribersDelete, seed];
+  return [
+    eventsIngest,
+    eventsRedrive,
+    rejectedList,
+    rejectedRedrive,
+    subscribersUpsert,
+    subscribersDelete,
+    seed,
+  ];
 }
 
 /** The data commands of the `npm run sluice` CLI. */
