@@ -8,7 +8,14 @@ import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { ControlExportPositions, cursorSk, documentClient, workspacePk } from '@sluice/control';
-import { EventLogReader, EventLogWriter, type IngestMetrics, workspaceSource } from '@sluice/eventlog';
+import {
+  DynamoRejectedEvents,
+  EventLogReader,
+  EventLogWriter,
+  type IngestMetrics,
+  ingestBusEvent,
+  workspaceSource,
+} from '@sluice/eventlog';
 import { MemoryDeadLetterQueue } from '@sluice/local';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
@@ -48,6 +55,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
       queueUrls.push(url);
       return queue;
     },
+    rejected: () => new DynamoRejectedEvents(controlTable),
     env: {},
     ...(now ? { now } : {}),
   });
@@ -133,11 +141,109 @@ describe('events redrive', () => {
   });
 });
 
+describe('events rejected', () => {
+  it('lists what ingestion refused with the reasons, and redrives it once the rules accept it; what is refused again stays and fails the command', async () => {
+    // Prepare: a bus event with one bad row and one envelope of another workspace's source, refused by the
+    // ingest path into the control table of DynamoDB Local
+    const workspaceId = `ws_${randomUUID()}`;
+    const rejected = new DynamoRejectedEvents(controlTable);
+    const writer = new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' });
+    const row = {
+      dataset: 'custom_events',
+      id: 'ce_x',
+      event_name: 'x',
+      occurred_at: new Date().toISOString(),
+    };
+    const event = (source: string, events: unknown[]) => ({
+      id: randomUUID(),
+      'detail-type': 'sluice.events',
+      source,
+      time: new Date().toISOString(),
+      detail: { workspaceId, events },
+    });
+    await ingestBusEvent(
+      writer,
+      event(workspaceSource(workspaceId), [{ ...row, occurred_at: 'yesterday' }]),
+      logger,
+      {
+        rejected,
+      },
+    );
+    await ingestBusEvent(writer, event(workspaceSource('other'), [row]), logger, { rejected });
+    const { run, out, err } = createCli(rejected);
+
+    // Act: list
+    await run('events rejected list', ['--workspace', workspaceId, '--json']);
+
+    // Assess
+    const listed = out.map((line) => JSON.parse(line));
+    expect(listed.map((r) => [r.kind, r.reasons])).toEqual([
+      ['rows', [expect.stringMatching(/^events\[0\]: occurred_at: /)]],
+      ['envelope', [expect.stringMatching(/^source: must be "sluice\.workspace\./)]],
+    ]);
+
+    // Act: the envelope's producer is fixed here by correcting the stored source; the bad row is not fixed
+    const envelope = listed[1];
+    await rejected.put({ ...envelope, event: { ...envelope.event, source: workspaceSource(workspaceId) } });
+    out.length = 0;
+    const failure = await run('events rejected redrive', ['--workspace', workspaceId, '--json']).catch(
+      (error: unknown) => error,
+    );
+
+    // Assess: the envelope's row is written and the envelope removed; the bad row stays, reported
+    expect(JSON.parse(out[0]!)).toMatchObject({
+      rejections: 2,
+      redriven: 1,
+      written: { events: 1 },
+      stillRejected: [{ workspaceId, id: listed[0].id }],
+    });
+    expect(err).toEqual([expect.stringContaining(`${workspaceId} ${listed[0].id} refused again: events[0]`)]);
+    expect((failure as Error).message).toBe('1 rejections stay (listed above)');
+    out.length = 0;
+    await run('events rejected list', ['--workspace', workspaceId]);
+    expect(out).toEqual([
+      expect.stringContaining(listed[0].id),
+      expect.stringMatching(/^  events\[0\]/),
+      '1 rejections',
+    ]);
+    const written = await readLines(
+      new EventLogReader(eventTables).readWindow(
+        workspaceId,
+        'custom_events',
+        Date.now() - 60_000,
+        Date.now(),
+      ),
+    );
+    expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_x']);
+  });
+
+  it('asks for --workspace with --id', async () => {
+    const { run } = createCli(new DynamoRejectedEvents(controlTable));
+    await expect(run('events rejected redrive', ['--id', 'x'])).rejects.toBeInstanceOf(CliUsageError);
+  });
+
+  function createCli(rejected: DynamoRejectedEvents) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const list = createDataCommands({
+      out: (line) => out.push(line),
+      err: (line) => err.push(line),
+      writer: () => new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
+      rejected: () => rejected,
+      env: {},
+    });
+    const run = (name: string, args: string[]) => list.find((c) => c.name === name)!.run(args);
+    return { run, out, err };
+  }
+});
+
 describe('data commands', () => {
   it('are exported under their names', () => {
     expect(commands.map((c) => c.name)).toEqual([
       'events ingest',
       'events redrive',
+      'events rejected list',
+      'events rejected redrive',
       'subscribers upsert',
       'subscribers delete',
       'seed',
