@@ -303,15 +303,23 @@ export class StatefulStack extends Stack {
       }),
     );
     const ingestDetailTypes = [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE];
+    const noticeDetailTypes = Object.values(NOTICE_DETAIL_TYPES);
+    // Disjoint from each other and from the ingest rule, so no entry reaches the queue twice.
     const catchAll: Record<string, { description: string; pattern: events.EventPattern }> = {
-      UnmatchedDetailTypeRule: {
-        description: `Entries of a sluice. source with a detail-type ingestion does not take go to the ingest dead-letter queue`,
+      OtherDetailTypeRule: {
+        description:
+          'sluice. entries of a detail-type ingestion does not take go to the ingest dead-letter queue',
         pattern: {
           source: events.Match.prefix(SLUICE_SOURCE_PREFIX),
-          detailType: events.Match.anythingBut(...ingestDetailTypes, ...Object.values(NOTICE_DETAIL_TYPES)),
+          detailType: events.Match.anythingBut(...ingestDetailTypes, ...noticeDetailTypes),
         },
       },
-      UnmatchedSourceRule: {
+      NoticeTypeFromWorkspaceRule: {
+        description:
+          "Sluice's notice detail-types under a workspace source go to the ingest dead-letter queue",
+        pattern: { source: events.Match.prefix(WORKSPACE_SOURCE_PREFIX), detailType: noticeDetailTypes },
+      },
+      NonWorkspaceSourceRule: {
         description: `Ingest detail-types under a source other than ${WORKSPACE_SOURCE_PREFIX}<id> go to the ingest dead-letter queue`,
         pattern: {
           source: events.Match.anythingButPrefix(WORKSPACE_SOURCE_PREFIX),

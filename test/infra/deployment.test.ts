@@ -97,45 +97,65 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
   const stateful = () => built().statefulTemplate;
 
   describe('ingest loses nothing', () => {
-    it('retries a failed event twice, then sends it with its error to the dead-letter queue', () => {
+    /** How the stateless stack names the stateful stack's dead-letter queue ARN: an import of its output. */
+    const queueArnRef = () => show(built().stateless.resolve(built().stateless.ingestDeadLetters.queueArn));
+
+    it('retries a failed event twice, then sends it with its error to the dead-letter queue of the stateful stack', () => {
       // Act
       const [config] = Object.values(resourcesOf(stateless(), 'AWS::Lambda::EventInvokeConfig'));
-      const queueId = logicalIdOf(built().stateless.ingestDeadLetters);
 
       // Assess
+      expect(queueArnRef()).toMatch(/Fn::ImportValue.*IngestDeadLettersArn/);
       expect(config?.Properties).toMatchObject({
         FunctionName: { Ref: logicalIdOf(built().stateless.functions.ingest) },
         MaximumRetryAttempts: 2,
         MaximumEventAgeInSeconds: 6 * 3600,
-        DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [queueId, 'Arn'] } } },
       });
+      expect(show(config?.Properties.DestinationConfig)).toBe(
+        show({ OnFailure: { Destination: JSON.parse(queueArnRef()) } }),
+      );
     });
 
-    it('sends events EventBridge cannot deliver to the same queue, which holds 14 days of 1 MiB messages', () => {
+    it('sends events EventBridge cannot deliver to the same queue, which holds 14 days of 1 MiB messages, retained under a fixed id', () => {
       // Act
-      const queueId = logicalIdOf(built().stateless.ingestDeadLetters);
-      const queue = stateless().toJSON().Resources[queueId] as Resource;
+      const queue = stateful().toJSON().Resources.IngestDeadLetters as Resource;
       const rule = Object.values(resourcesOf(stateless(), 'AWS::Events::Rule')).find(
         (r) => r.Properties.EventBusName !== undefined,
       );
 
       // Assess
+      expect(logicalIdOf(built().stateful.ingestDeadLetters)).toBe('IngestDeadLetters');
       expect(queue.Properties).toMatchObject({
         MessageRetentionPeriod: 14 * 86_400,
         MaximumMessageSize: 1_048_576,
         SqsManagedSseEnabled: true,
       });
       expect(queue.DeletionPolicy).toBe('Retain');
-      expect(show(rule?.Properties.Targets)).toContain(
-        `"DeadLetterConfig":{"Arn":{"Fn::GetAtt":["${queueId}","Arn"]}}`,
-      );
+      expect(show(rule?.Properties.Targets)).toContain(`"DeadLetterConfig":{"Arn":${queueArnRef()}}`);
     });
 
-    it('alarms on ingest errors and on any message in the queue, and outputs the queue URL', () => {
+    it('lets every rule of the Sluice bus, and only those, send to the queue', () => {
+      // Act
+      const [policy] = Object.values(resourcesOf(stateful(), 'AWS::SQS::QueuePolicy'));
+      const statements = (policy?.Properties.PolicyDocument as { Statement: Record<string, unknown>[] })
+        .Statement;
+      const busRules = statements.find((s) => s.Sid === 'SluiceBusRulesSendDeadLetters');
+
+      // Assess
+      expect(busRules).toMatchObject({
+        Effect: 'Allow',
+        Principal: { Service: 'events.amazonaws.com' },
+        Action: 'sqs:SendMessage',
+      });
+      expect(show(busRules?.Condition)).toMatch(/ArnLike.*aws:SourceArn.*:rule\/.*EventBus.*\/\*/);
+    });
+
+    it('alarms on ingest errors and on any message in the queue, and outputs the queue URL from the stateful stack', () => {
       // Act
       const errors = alarmMetrics(alarmOf(built(), 'IngestErrors'));
       const letters = alarmMetrics(alarmOf(built(), 'IngestDeadLetters'));
       const outputs = stateless().toJSON().Outputs as Record<string, { Value: unknown }>;
+      const statefulOutputs = stateful().toJSON().Outputs as Record<string, { Value: unknown }>;
 
       // Assess
       expect(errors).toEqual([
@@ -147,9 +167,7 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
         },
       ]);
       expect(letters[0]).toMatchObject({ namespace: 'AWS/SQS', name: 'ApproximateNumberOfMessagesVisible' });
-      expect(show(outputs.IngestDeadLetterQueueUrl?.Value)).toContain(
-        logicalIdOf(built().stateless.ingestDeadLetters),
-      );
+      expect(statefulOutputs.IngestDeadLetterQueueUrl?.Value).toEqual({ Ref: 'IngestDeadLetters' });
       expect(outputs.EventLogRetentionDays?.Value).toBe('35');
     });
   });

@@ -124,6 +124,8 @@ describe('stateless stack: least privilege', () => {
         '*': XRAY,
         events: ['dynamodb:BatchWriteItem'],
         subscribers: ['dynamodb:BatchWriteItem'],
+        // Rejected rows and envelopes, kept with their reasons.
+        control: ['dynamodb:PutItem'],
         // The on-failure destination: Lambda sends the failed event with the function's role.
         deadLetters: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
       },
@@ -306,7 +308,15 @@ describe('stateless stack: functions', () => {
       ],
     ],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],
-    ['ingest', ['SLUICE_EVENTS_TABLE', 'SLUICE_EVENT_RETENTION_DAYS', 'SLUICE_SUBSCRIBERS_TABLE']],
+    [
+      'ingest',
+      [
+        'SLUICE_CONTROL_TABLE',
+        'SLUICE_EVENTS_TABLE',
+        'SLUICE_EVENT_RETENTION_DAYS',
+        'SLUICE_SUBSCRIBERS_TABLE',
+      ],
+    ],
     ['runControl', ['SLUICE_CONTROL_TABLE', 'SLUICE_EVENT_BUS_NAME', 'SLUICE_EVENT_RETENTION_DAYS']],
     [
       'writer',
@@ -577,8 +587,13 @@ describe('stateless stack: alarms and outputs', () => {
       'ExpiredUnexportedRows',
       'ExportLag',
       'ExportRunTimeouts',
+      'IngestAsyncEventAge',
+      'IngestDeadLetterAge',
       'IngestDeadLetters',
       'IngestErrors',
+      'IngestLag',
+      'IngestThrottles',
+      'RejectedEvents',
       'SluiceRunFailures',
     ]);
     for (const alarm of Object.values(alarms)) {
@@ -657,7 +672,7 @@ describe('stateless stack: alarms and outputs', () => {
         ]),
       },
     });
-    t.hasResourceProperties('AWS::SQS::QueuePolicy', {
+    built.statefulTemplate.hasResourceProperties('AWS::SQS::QueuePolicy', {
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
