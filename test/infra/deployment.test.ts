@@ -105,7 +105,7 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
       const [config] = Object.values(resourcesOf(stateless(), 'AWS::Lambda::EventInvokeConfig'));
 
       // Assess
-      expect(queueArnRef()).toMatch(/Fn::ImportValue.*IngestDeadLettersArn/);
+      expect(queueArnRef()).toMatch(/(Fn::ImportValue|Fn::GetStackOutput).*IngestDeadLettersArn/);
       expect(config?.Properties).toMatchObject({
         FunctionName: { Ref: logicalIdOf(built().stateless.functions.ingest) },
         MaximumRetryAttempts: 2,
