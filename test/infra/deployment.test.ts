@@ -137,7 +137,7 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
     it('lets every rule of the Sluice bus, and only those, send to the queue', () => {
       // Act
       const [policy] = Object.values(resourcesOf(stateful(), 'AWS::SQS::QueuePolicy'));
-      const statements = (policy?.Properties.PolicyDocument as { Statement: Record<string, unknown>[] })
+      const statements = (policy!.Properties.PolicyDocument as { Statement: Record<string, unknown>[] })
         .Statement;
       const busRules = statements.find((s) => s.Sid === 'SluiceBusRulesSendDeadLetters');
 

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { parseSettings, SettingsError } from '../../infra/settings.js';
+import { parseSettings, type SettingsError } from '../../infra/settings.js';
 import { allStatements, actionsOf, logicalIdOf, type Synthesized, show, synthesize } from './helpers.js';
 
 /**

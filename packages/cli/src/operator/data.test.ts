@@ -203,7 +203,7 @@ describe('events rejected', () => {
     await run('events rejected list', ['--workspace', workspaceId]);
     expect(out).toEqual([
       expect.stringContaining(listed[0].id),
-      expect.stringMatching(/^  events\[0\]/),
+      expect.stringMatching(/^ {2}events\[0\]/),
       '1 rejections',
     ]);
     const written = await readLines(
