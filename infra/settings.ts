@@ -83,6 +83,21 @@ function commaListOrJson(value: unknown): unknown {
         .filter((item) => item !== '');
 }
 
+/**
+ * `a=1,b=2` on the command line: an object of the names and their values (trimmed, then `convert`ed); a JSON
+ * object or anything else as {@link commaListOrJson} gives it.
+ */
+function namedValues(value: unknown, convert: (text: string) => unknown): unknown {
+  const parsed = commaListOrJson(value);
+  if (!Array.isArray(parsed)) return parsed;
+  return Object.fromEntries(
+    parsed.map((pair) => {
+      const [name, text] = String(pair).split('=');
+      return [name?.trim() ?? '', convert(text?.trim() ?? '')];
+    }),
+  );
+}
+
 /** `https://a.example,https://b.example` on the command line, or a JSON array in cdk.json. */
 const origins = z.preprocess(
   commaListOrJson,
@@ -124,16 +139,7 @@ const accounts = z.preprocess(
 
 /** `writer=50,ingest=10` on the command line, or a JSON object: reserved concurrency per function. */
 const concurrencyMap = z.preprocess(
-  (value) => {
-    const parsed = commaListOrJson(value);
-    if (!Array.isArray(parsed)) return parsed;
-    return Object.fromEntries(
-      parsed.map((pair) => {
-        const [name, count] = String(pair).split('=');
-        return [name?.trim() ?? '', count?.trim() === '' ? Number.NaN : Number(count)];
-      }),
-    );
-  },
+  (value) => namedValues(value, (count) => (count === '' ? Number.NaN : Number(count))),
   z
     .record(
       z.string(),
@@ -161,16 +167,7 @@ export type RestoredTables = Readonly<Partial<Record<TableName, string>>>;
  * a restore created (DynamoDB names: 3-255 of a-z, A-Z, 0-9, `_`, `-`, `.`).
  */
 const restoredTables = z.preprocess(
-  (value) => {
-    const parsed = commaListOrJson(value);
-    if (!Array.isArray(parsed)) return parsed;
-    return Object.fromEntries(
-      parsed.map((pair) => {
-        const [name, table] = String(pair).split('=');
-        return [name?.trim() ?? '', table?.trim() ?? ''];
-      }),
-    );
-  },
+  (value) => namedValues(value, (table) => table),
   z
     .record(
       z.string(),

@@ -89,6 +89,15 @@ async function readLines(iterable: AsyncIterable<{ lines: string[] }>): Promise<
   return all;
 }
 
+/** The ids of the custom events a workspace recorded in the last minute. */
+async function customEventIdsOfLastMinute(workspaceId: string): Promise<string[]> {
+  const now = Date.now();
+  const lines = await readLines(
+    new EventLogReader(eventTables).readWindow(workspaceId, 'custom_events', now - 60_000, now),
+  );
+  return lines.map((line) => JSON.parse(line).id);
+}
+
 describe('events redrive', () => {
   it('writes the queued bus events into the log, deletes them, and fails while unreadable ones stay', async () => {
     // Prepare
@@ -123,15 +132,7 @@ describe('events redrive', () => {
     expect(err).toEqual([expect.stringMatching(/^message .* left: not JSON$/)]);
     expect((failure as Error).message).toMatch(/^1 messages stay in the queue/);
     expect(queue.size).toBe(1);
-    const written = await readLines(
-      new EventLogReader(eventTables).readWindow(
-        workspaceId,
-        'custom_events',
-        Date.now() - 60_000,
-        Date.now(),
-      ),
-    );
-    expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_r']);
+    expect(await customEventIdsOfLastMinute(workspaceId)).toEqual(['ce_r']);
   });
 
   it('asks for the queue URL when neither the option nor SLUICE_INGEST_DLQ_URL gives it', async () => {
@@ -206,15 +207,7 @@ describe('events rejected', () => {
       expect.stringMatching(/^ {2}events\[0\]/),
       '1 rejections',
     ]);
-    const written = await readLines(
-      new EventLogReader(eventTables).readWindow(
-        workspaceId,
-        'custom_events',
-        Date.now() - 60_000,
-        Date.now(),
-      ),
-    );
-    expect(written.map((line) => JSON.parse(line).id)).toEqual(['ce_x']);
+    expect(await customEventIdsOfLastMinute(workspaceId)).toEqual(['ce_x']);
   });
 
   it('asks for --workspace with --id', async () => {
