@@ -210,6 +210,35 @@ describe('events rejected', () => {
     expect(await customEventIdsOfLastMinute(workspaceId)).toEqual(['ce_x']);
   });
 
+  it('through `npm run sluice`: lists from the control table the environment names', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const rejected = new DynamoRejectedEvents(controlTable);
+    await rejected.put({
+      workspaceId,
+      kind: 'envelope',
+      reasons: ['workspaceId: required'],
+      event: { id: randomUUID(), 'detail-type': 'sluice.events', time: new Date().toISOString(), detail: {} },
+    });
+    const cliPath = fileURLToPath(new URL('../main.ts', import.meta.url));
+
+    // Act
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', cliPath, 'events', 'rejected', 'list', '--workspace', workspaceId],
+      { env: process.env },
+    );
+
+    // Assess
+    expect(stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(`^${workspaceId} \\d{13}#.*#envelope \\(envelope, sluice\\.events from no source`),
+      ),
+      '  workspaceId: required',
+      '1 rejections',
+    ]);
+  });
+
   it('asks for --workspace with --id', async () => {
     const { run } = createCli(new DynamoRejectedEvents(controlTable));
     await expect(run('events rejected redrive', ['--id', 'x'])).rejects.toBeInstanceOf(CliUsageError);
