@@ -47,8 +47,14 @@ describe('function configuration', () => {
     expect(() => readAuthorizerConfig({})).toThrow('SLUICE_CONTROL_TABLE is not set');
   });
 
+  it('fails the ingest function without the control table, where it keeps rejected events', () => {
+    expect(() => readIngestConfig({ SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's' })).toThrow(
+      'SLUICE_CONTROL_TABLE is not set',
+    );
+  });
+
   it('reads the ingest retention in days, refusing less than one', () => {
-    const tables = { SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's' };
+    const tables = { SLUICE_EVENTS_TABLE: 'e', SLUICE_SUBSCRIBERS_TABLE: 's', SLUICE_CONTROL_TABLE: 'c' };
     expect(readIngestConfig(tables).retentionSeconds).toBe(35 * 86_400);
     expect(readIngestConfig({ ...tables, SLUICE_EVENT_RETENTION_DAYS: '60' }).retentionSeconds).toBe(
       60 * 86_400,
