@@ -3,7 +3,7 @@ import type { DeadLetter, DeadLetterQueue } from './redrive.js';
 
 /** Options of {@link SqsDeadLetterQueue}. */
 export interface SqsDeadLetterQueueOptions {
-  /** The queue (the stateless stack's `IngestDeadLetterQueueUrl` output). */
+  /** The queue (the stateful stack's `IngestDeadLetterQueueUrl` output). */
   queueUrl: string;
   /** @default a client of the SDK's default configuration (region and credentials from the environment) */
   client?: Pick<SQSClient, 'send'>;
