@@ -29,8 +29,26 @@ import { defaultEventLogClient } from './client.js';
 export const REJECTED_RETENTION_DAYS = 14;
 /** The partition key prefix of rejected events in the control table. */
 export const REJECTED_PK_PREFIX = 'REJECTED#';
-/** Reasons kept per item, at most (a bus event holds a few hundred rows). */
-const MAX_REASONS = 1_000;
+/**
+ * Characters of reasons kept per item, at most: with the bus event (at most 256 KB) the item stays under
+ * DynamoDB's 400 KB. The rest is counted in a last reason.
+ */
+const MAX_REASON_CHARS = 100_000;
+
+/** The reasons that fit in {@link MAX_REASON_CHARS}, and a count of the others. */
+function boundedReasons(reasons: readonly string[]): string[] {
+  const kept: string[] = [];
+  let chars = 0;
+  for (const reason of reasons) {
+    if (chars + reason.length > MAX_REASON_CHARS) {
+      kept.push(`(${reasons.length - kept.length} more reasons not kept)`);
+      break;
+    }
+    kept.push(reason);
+    chars += reason.length;
+  }
+  return kept;
+}
 
 /** What was refused: the whole envelope, or rows of it. */
 export type RejectionKind = 'envelope' | 'rows';
@@ -100,7 +118,7 @@ export class DynamoRejectedEvents implements RejectedEventSink {
           workspaceId: { S: rejection.workspaceId },
           kind: { S: rejection.kind },
           event: { S: JSON.stringify(rejection.event) },
-          reasons: { L: rejection.reasons.slice(0, MAX_REASONS).map((reason) => ({ S: reason })) },
+          reasons: { L: boundedReasons(rejection.reasons).map((reason) => ({ S: reason })) },
           rejectedAt: { S: new Date(nowMs).toISOString() },
           expiresAt: { N: String(Math.floor(nowMs / 1000) + REJECTED_RETENTION_DAYS * 86_400) },
         },
