@@ -14,7 +14,8 @@ import {
   type Destination,
   gridExportLimit,
   isEventDataset,
-  nextScheduledRun,
+  isSnapshotDue,
+  nextSlotAfter,
   type Window,
   windowKey,
 } from '@sluice/core';
@@ -145,6 +146,8 @@ export function planCommit(
         });
         plan.finished.push({ dataset, window: date });
         plan.stats[dataset] = { ...countsOf(dataset, [date]), snapshotDate: date };
+        // An earlier day's snapshot finished late: today's is due too.
+        if (isSnapshotDue(date, nowMs)) plan.behind = true;
       }
     }
   }
@@ -231,7 +234,17 @@ export async function commitRun(
     };
     // The run's outcome is written with the cursor moves it reports, so a retry can never report them as
     // zero rows (once the cursors moved, the same windows are no longer there to count).
-    const finish = record?.status === 'running' ? [deps.runs.finishItem(runKey, outcome)] : [];
+    // The destination's `totalRowsExported` takes the rows in the same transaction: the record finishes
+    // once (conditional on running), so a Commit retried after this transaction adds nothing more.
+    const finish =
+      record?.status === 'running'
+        ? [
+            deps.runs.finishItem(runKey, outcome),
+            ...(totals.rows > 0
+              ? [deps.runState.addRowsItem(run.workspaceId, run.destinationId, totals.rows)]
+              : []),
+          ]
+        : [];
     if (!(await deps.cursors.advance({ lease }, plan.writes, now, finish))) {
       if (await deps.leases.holds({ lease })) {
         // Still ours, yet a position or the record moved: a duplicate of this Commit got there first.
@@ -257,7 +270,7 @@ export async function commitRun(
         { workspaceId: run.workspaceId, destinationId: run.destinationId, run },
         message,
         deps,
-        { addRowsExported: totals.rows, errorName: failure.error?.Error },
+        { errorName: failure.error?.Error },
       );
       deps.metrics.recordRun(figures);
       return { status: 'failed', runAgain: false };
@@ -268,12 +281,11 @@ export async function commitRun(
     const nextRunAt =
       runAgain || stopReason === 'config_changed'
         ? now.toISOString()
-        : new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString();
+        : new Date(nextSlotAfter(nowMs, destination.frequency, destination.id)).toISOString();
     const succeeded = {
       status: 'idle',
       nextRunAt,
       lastRunAt: run.startedAt,
-      addRowsExported: totals.rows,
       manualRunQueued: false,
       ...(stopReason === undefined
         ? {
