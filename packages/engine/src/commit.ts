@@ -172,7 +172,8 @@ function sumOf(results: readonly { rows: number; files: number; bytes: number }[
  *    release the lease, write nothing (no run record is left behind).
  * 2. Move the cursors over the complete windows ({@link planCommit}) and finish the run record, in one
  *    transaction fenced by the lease and the old positions: the counts and per-dataset stats of the windows
- *    committed (from their progress, so files of an earlier attempt count once, when committed); `failed`
+ *    committed (from their progress, so files of an earlier attempt count once, when committed), and the
+ *    same rows added to the destination's `totalRowsExported` (once: the record finishes once); `failed`
  *    with the first writer failure's message, else `succeeded` (a stop or expired rows are a note). The
  *    windows written before a failure, a stop or the end of the time budget are committed too. Fenced out:
  *    another execution took over, the run is recorded as superseded.

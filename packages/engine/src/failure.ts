@@ -16,7 +16,9 @@ import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
  *    one (the claim failed), only while no live lease is held, so a duplicate execution never marks a
  *    healthy destination failed. When the fence fails nothing changes (the holder records its own outcome;
  *    a run that died is settled when its lease expires). A customer-caused failure of a healthy destination
- *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`).
+ *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`). A run
+ *    begun under an older `configVersion` (the location or credentials changed since) records nothing: it
+ *    failed with settings the customer replaced, so it only releases its lease (fenced by the version too).
  * Planned spans and window progress stay: the next run continues them. A backfill's failure is recorded
  * on the backfill only (`backfill.ts`).
  */

@@ -28,11 +28,12 @@ import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } f
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
 import { recordFailure } from './failure.js';
 import type { ItemResult, RunRef, WorkItem } from './payloads.js';
 import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
 import { LOCAL_BUCKET, LOCAL_S3_ENDPOINT, listKeys, runKeyOf } from './local-bucket.test-support.js';
+import { settleExpiredRun } from './settle.js';
 import { writeWindow } from './write.js';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
 
@@ -299,8 +300,8 @@ describe('a failure of a run begun under an older configuration', () => {
     );
   }
 
-  it('neither marks the export failed nor backs it off nor announces it failing (RecordFailure and Commit)', async () => {
-    for (const via of ['recordFailure', 'commit'] as const) {
+  it('neither marks the export failed nor backs it off nor announces it failing (RecordFailure, Commit, settled)', async () => {
+    for (const via of ['recordFailure', 'commit', 'settled'] as const) {
       // Prepare: a run claimed with the old key; the customer fixes the credentials meanwhile
       const destination = await createDestination(['custom_events']);
       const { run, items } = await claim(destination, NOW);
@@ -314,6 +315,10 @@ describe('a failure of a run begun under an older configuration', () => {
       const at = NOW + 120_000;
       if (via === 'recordFailure') {
         await recordFailure({ workspaceId, destinationId: destination.id, run, error: denied }, deps(at));
+      } else if (via === 'settled') {
+        // It died outside its Catch: settled by Dispatch once its lease expired.
+        const lease = (await leaseStore.get(workspaceId, destination.id))!;
+        await settleExpiredRun(lease, resolveDeps(deps(NOW + LEASE_DURATION_MS + 60_000)));
       } else {
         const results: ItemResult[] = items.map((item) => ({ status: 'failed', item, error: denied }));
         expect((await commitRun({ run, results }, deps(at))).status).toBe('failed');
