@@ -598,13 +598,14 @@ export class BackfillStore {
     await transact(this.table, [this.releaseItem(fence)]);
   }
 
-  /** Active backfills due at `now` (oldest first), at most `limit`. */
+  /** Active backfills due at `now` (oldest first), at most `limit`: their due index entries only. */
   async queryDue(now: Date, limit: number): Promise<DueBackfill[]> {
     const items = await this.query(
       {
         TableName: this.table.tableName,
         IndexName: DUE_INDEX_NAME,
         KeyConditionExpression: 'dueKey = :key AND dueAt <= :upper',
+        ProjectionExpression: 'dueAt',
         ExpressionAttributeValues: { ':key': BACKFILL_DUE_KEY, ':upper': `${now.toISOString()}#\uffff` },
       },
       limit,
@@ -619,7 +620,10 @@ export class BackfillStore {
     return due;
   }
 
-  /** Moves a due backfill's index entry to `untilIso`, conditional on the entry read (one tick starts it). */
+  /**
+   * Moves a due backfill's index entry to `untilIso`, conditional on the entry read: marks it dispatched
+   * (one tick starts it) or sets it aside until it can start (`dueBackfillRuns` of the engine).
+   */
   async markDispatched(entry: DueBackfill, untilIso: string): Promise<boolean> {
     try {
       await this.table.client.send(

@@ -23,6 +23,8 @@ export interface Lease {
   /** ISO start of the run that holds it (also the run record's sort key). */
   startedAt: string;
   expiresAtMs: number;
+  /** The destination's `configVersion` the run was claimed under (absent on leases of older versions). */
+  configVersion?: number;
 }
 
 /** What fences a write: the lease a run holds, or "no live lease at `nowMs`" (the dispatcher). */
@@ -46,6 +48,8 @@ export interface ClaimLeaseInput {
   startedAt: string;
   nowMs: number;
   durationMs: number;
+  /** The destination's `configVersion` at claim, kept on the lease (a run that dies is settled by it). */
+  configVersion?: number;
 }
 
 /** Leases of destinations in the control table. Takes `{ client?, tableName? }` like every control store. */
@@ -70,6 +74,7 @@ export class LeaseStore {
       token: input.token,
       startedAt: input.startedAt,
       expiresAtMs: input.nowMs + input.durationMs,
+      ...(input.configVersion !== undefined ? { configVersion: input.configVersion } : {}),
     };
     const pk = workspacePk(input.workspaceId);
     const outcome = await transact(this.table, [
@@ -90,6 +95,7 @@ export class LeaseStore {
             token: lease.token,
             startedAt: lease.startedAt,
             expiresAtMs: lease.expiresAtMs,
+            ...(lease.configVersion !== undefined ? { configVersion: lease.configVersion } : {}),
             // Let DynamoDB clean up a lease left behind, long after it expired (dispatch settles it first).
             expiresAt: Math.floor(lease.expiresAtMs / 1000) + 86_400,
           },
@@ -144,6 +150,7 @@ export class LeaseStore {
       token: item.token,
       startedAt: String(item.startedAt),
       expiresAtMs: Number(item.expiresAtMs),
+      ...(typeof item.configVersion === 'number' ? { configVersion: item.configVersion } : {}),
     };
   }
 

@@ -11,7 +11,7 @@ import {
 import { dueIndexUpdate } from './due-index.js';
 import { destinationSk, workspacePk } from './items.js';
 import { type LeaseFence, leaseCondition } from './leases.js';
-import { transact } from './transactions.js';
+import { type TransactItem, transact } from './transactions.js';
 
 /**
  * The run-state fields of the destination item (status, `nextRunAt` and its due index entry, last run,
@@ -41,8 +41,6 @@ export interface RunStateChanges {
   lastErrorAt?: string | null;
   /** A number to set, or 'increment' to add one. */
   consecutiveFailures?: number | 'increment';
-  /** Added to `totalRowsExported`. */
-  addRowsExported?: number;
   manualRunQueued?: boolean;
   /** Only apply when the destination's `configVersion` is still this. */
   expectedConfigVersion?: number;
@@ -110,7 +108,6 @@ export class RunStateStore {
     const names: Record<string, string> = { '#updatedAt': 'updatedAt' };
     const values: Record<string, unknown> = { ':updatedAt': now.toISOString() };
     const sets: string[] = ['#updatedAt = :updatedAt'];
-    const adds: string[] = [];
     const conditions: string[] = ['attribute_exists(PK)'];
     const set = (field: string, value: unknown): void => {
       names[`#${field}`] = field;
@@ -130,11 +127,6 @@ export class RunStateStore {
       values[':zero'] = 0;
       values[':one'] = 1;
       sets.push('#consecutiveFailures = if_not_exists(#consecutiveFailures, :zero) + :one');
-    }
-    if (changes.addRowsExported !== undefined && changes.addRowsExported !== 0) {
-      names['#totalRowsExported'] = 'totalRowsExported';
-      values[':addRows'] = changes.addRowsExported;
-      adds.push('#totalRowsExported :addRows');
     }
     if (changes.expectedConfigVersion !== undefined) {
       names['#configVersion'] = 'configVersion';
@@ -203,7 +195,6 @@ export class RunStateStore {
         const allConditions = attempt.condition === '' ? conditions : [...conditions, attempt.condition];
         const expression =
           `SET ${[...sets, ...attempt.extraSets].join(', ')}` +
-          (adds.length > 0 ? ` ADD ${adds.join(', ')}` : '') +
           (attempt.remove ? ` REMOVE ${noDue.remove.join(', ')}` : '');
         const used = new Set(`${expression} ${allConditions.join(' ')}`.match(/[#:]\w+/g) ?? []);
         const usedNames = Object.fromEntries(Object.entries(names).filter(([name]) => used.has(name)));
@@ -254,6 +245,24 @@ export class RunStateStore {
       }
     }
     return false;
+  }
+
+  /**
+   * The transaction item adding a run's committed rows to the destination's `totalRowsExported`. Commit
+   * writes it in the transaction that finishes the run record (conditional on the record still running),
+   * so a retried Commit adds a run's rows exactly once.
+   */
+  addRowsItem(workspaceId: string, destinationId: string, rows: number): TransactItem {
+    return {
+      Update: {
+        TableName: this.table.tableName,
+        Key: { PK: workspacePk(workspaceId), SK: destinationSk(destinationId) },
+        UpdateExpression: 'ADD #totalRowsExported :rows',
+        ConditionExpression: 'attribute_exists(PK)',
+        ExpressionAttributeNames: { '#totalRowsExported': 'totalRowsExported' },
+        ExpressionAttributeValues: { ':rows': rows },
+      },
+    };
   }
 
   /**

@@ -14,7 +14,6 @@ import {
   isWithinOneUtcDay,
   MAX_RUN_SPAN_MS,
   MAX_SPANS_PER_DATASET,
-  nextScheduledRun,
   planEventSpans,
   planSnapshot,
   type Span,
@@ -217,13 +216,6 @@ describe('commitEventSpans', () => {
 });
 
 describe('schedule', () => {
-  it('runs on the next aligned slot of the frequency', () => {
-    expect(nextScheduledRun(D + 7 * 60_000, 'every_5_minutes')).toBe(D + 10 * 60_000);
-    expect(nextScheduledRun(D + 15 * 60_000, 'every_15_minutes')).toBe(D + 30 * 60_000);
-    expect(nextScheduledRun(D + 1, 'hourly')).toBe(D + 3_600_000);
-    expect(nextScheduledRun(D + 1, 'daily')).toBe(D + DAY_MS);
-  });
-
   it('backs off from the frequency, doubling, up to six hours', () => {
     expect(failureBackoffMs('every_15_minutes', 1)).toBe(15 * 60_000);
     expect(failureBackoffMs('every_15_minutes', 2)).toBe(30 * 60_000);
@@ -239,7 +231,10 @@ describe('schedule', () => {
     expect(isSnapshotDue('2026-09-30', D + DAY_MS - 1)).toBe(false);
     expect(planSnapshot('2026-09-30', undefined, D + 5)).toBeUndefined();
     expect(planSnapshot('2026-09-28', '2026-09-30', D + 5)).toBe('2026-09-30');
-    expect(planSnapshot('2026-09-28', '2026-09-29', D + 5)).toBe('2026-09-30');
+    // A snapshot unfinished when its day ended is finished first, under its own date.
+    expect(planSnapshot('2026-09-28', '2026-09-29', D + 5)).toBe('2026-09-29');
+    expect(planSnapshot(undefined, '2026-09-29', D + 5)).toBe('2026-09-29');
+    expect(planSnapshot('2026-09-29', '2026-09-29', D + 5)).toBe('2026-09-30');
   });
 });
 

@@ -298,26 +298,20 @@ export function isSnapshotDue(snapshotDate: string | undefined, nowMs: number): 
 }
 
 /**
- * The snapshot date a run writes: the planned one when it is still today (a retry rewrites the same
- * names), otherwise today. Undefined when today's snapshot is already complete.
+ * The snapshot date a run writes: the planned one until it is complete, even after its day ended (a retry
+ * rewrites the same names and finishes that day's folder with its `_SUCCESS`, never leaving it partial);
+ * otherwise today. Undefined when today's snapshot is already complete.
  */
 export function planSnapshot(
   snapshotDate: string | undefined,
   plannedDate: string | undefined,
   nowMs: number,
 ): string | undefined {
+  if (plannedDate !== undefined && (snapshotDate === undefined || snapshotDate < plannedDate)) {
+    return plannedDate;
+  }
   if (!isSnapshotDue(snapshotDate, nowMs)) return undefined;
-  const today = utcDate(nowMs);
-  return plannedDate === today ? plannedDate : today;
-}
-
-/**
- * The next scheduled run after `nowMs`: the next UTC-aligned slot of the frequency (every 5 or 15 minutes
- * on the quarter hour, hourly on the hour, daily at midnight).
- */
-export function nextScheduledRun(nowMs: number, frequency: Frequency): number {
-  const step = FREQUENCY_MS[frequency];
-  return Math.floor(nowMs / step) * step + step;
+  return utcDate(nowMs);
 }
 
 /**

@@ -10,14 +10,13 @@ import {
   MAX_BACKFILL_CHUNK_ATTEMPTS,
   planEventSpans,
 } from '@sluice/core';
-import { type EngineDeps, resolveDeps } from './deps.js';
-import { classifyEngineError, describeFailure } from './errors.js';
+import type { EngineDeps } from './deps.js';
+import { describeFailure } from './errors.js';
 import type {
   ClaimAndPlanInput,
   ClaimAndPlanOutput,
   CommitInput,
   CommitOutput,
-  DueDestination,
   FailedItemResult,
   ItemResult,
   RecordFailureInput,
@@ -38,9 +37,6 @@ import { LEASE_DURATION_MS, runIdOf } from './plan.js';
  * runs beside the regular export. Each run is time-boxed like a regular one; what is left is due again at
  * once, so a long backfill is a chain of short runs, resumable after any failure.
  */
-
-/** The most due backfills one Dispatch execution examines. */
-export const DISPATCH_BACKFILL_PAGE = 100;
 
 /** The frequency whose grid step a backfill was cut at (the destination's frequency at creation). */
 function frequencyOfStep(stepMs: number, fallback: (typeof FREQUENCIES)[number]) {
@@ -256,41 +252,4 @@ async function settleBackfillRun(
   if (commit.status === 'failed') return { status: 'failed', runAgain: false };
   if (stopped && commit.status === 'running') return { status: 'stopped', runAgain: false };
   return { status: 'succeeded', runAgain: commit.status === 'running' && failure === undefined };
-}
-
-/**
- * The backfill runs Dispatch starts: at most one per destination with a due active backfill, when no live
- * run holds its slot and the destination is enabled. Each is marked dispatched (its due entry moved ahead
- * by the lease duration, conditionally), so overlapping ticks start it once.
- */
-export async function dueBackfillRuns(
-  now: Date,
-  injected: Partial<EngineDeps> = {},
-): Promise<DueDestination[]> {
-  const deps = resolveDeps(injected);
-  try {
-    const nowMs = now.getTime();
-    const due = await deps.backfills.queryDue(now, DISPATCH_BACKFILL_PAGE);
-    const seen = new Set<string>();
-    const starts: DueDestination[] = [];
-    for (const entry of due) {
-      const key = `${entry.workspaceId}#${entry.destinationId}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const slot = await deps.backfills.getSlot(entry.workspaceId, entry.destinationId);
-      if (slot !== undefined && slot.expiresAtMs >= nowMs) continue;
-      const destination = await deps.controlStore.getDestination(entry.workspaceId, entry.destinationId);
-      if (destination === undefined || !destination.isEnabled) continue;
-      if (!(await deps.backfills.markDispatched(entry, new Date(nowMs + LEASE_DURATION_MS).toISOString())))
-        continue;
-      starts.push({
-        workspaceId: entry.workspaceId,
-        destinationId: entry.destinationId,
-        trigger: 'backfill',
-      });
-    }
-    return starts;
-  } catch (error) {
-    throw classifyEngineError(error);
-  }
 }

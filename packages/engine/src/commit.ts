@@ -14,7 +14,8 @@ import {
   type Destination,
   gridExportLimit,
   isEventDataset,
-  nextScheduledRun,
+  isSnapshotDue,
+  nextSlotAfter,
   type Window,
   windowKey,
 } from '@sluice/core';
@@ -145,6 +146,8 @@ export function planCommit(
         });
         plan.finished.push({ dataset, window: date });
         plan.stats[dataset] = { ...countsOf(dataset, [date]), snapshotDate: date };
+        // An earlier day's snapshot finished late: today's is due too.
+        if (isSnapshotDue(date, nowMs)) plan.behind = true;
       }
     }
   }
@@ -169,7 +172,8 @@ function sumOf(results: readonly { rows: number; files: number; bytes: number }[
  *    release the lease, write nothing (no run record is left behind).
  * 2. Move the cursors over the complete windows ({@link planCommit}) and finish the run record, in one
  *    transaction fenced by the lease and the old positions: the counts and per-dataset stats of the windows
- *    committed (from their progress, so files of an earlier attempt count once, when committed); `failed`
+ *    committed (from their progress, so files of an earlier attempt count once, when committed), and the
+ *    same rows added to the destination's `totalRowsExported` (once: the record finishes once); `failed`
  *    with the first writer failure's message, else `succeeded` (a stop or expired rows are a note). The
  *    windows written before a failure, a stop or the end of the time budget are committed too. Fenced out:
  *    another execution took over, the run is recorded as superseded.
@@ -231,7 +235,17 @@ export async function commitRun(
     };
     // The run's outcome is written with the cursor moves it reports, so a retry can never report them as
     // zero rows (once the cursors moved, the same windows are no longer there to count).
-    const finish = record?.status === 'running' ? [deps.runs.finishItem(runKey, outcome)] : [];
+    // The destination's `totalRowsExported` takes the rows in the same transaction: the record finishes
+    // once (conditional on running), so a Commit retried after this transaction adds nothing more.
+    const finish =
+      record?.status === 'running'
+        ? [
+            deps.runs.finishItem(runKey, outcome),
+            ...(totals.rows > 0
+              ? [deps.runState.addRowsItem(run.workspaceId, run.destinationId, totals.rows)]
+              : []),
+          ]
+        : [];
     if (!(await deps.cursors.advance({ lease }, plan.writes, now, finish))) {
       if (await deps.leases.holds({ lease })) {
         // Still ours, yet a position or the record moved: a duplicate of this Commit got there first.
@@ -257,7 +271,7 @@ export async function commitRun(
         { workspaceId: run.workspaceId, destinationId: run.destinationId, run },
         message,
         deps,
-        { addRowsExported: totals.rows, errorName: failure.error?.Error },
+        { errorName: failure.error?.Error },
       );
       deps.metrics.recordRun(figures);
       return { status: 'failed', runAgain: false };
@@ -268,12 +282,11 @@ export async function commitRun(
     const nextRunAt =
       runAgain || stopReason === 'config_changed'
         ? now.toISOString()
-        : new Date(nextScheduledRun(nowMs, destination.frequency)).toISOString();
+        : new Date(nextSlotAfter(nowMs, destination.frequency, destination.id)).toISOString();
     const succeeded = {
       status: 'idle',
       nextRunAt,
       lastRunAt: run.startedAt,
-      addRowsExported: totals.rows,
       manualRunQueued: false,
       ...(stopReason === undefined
         ? {

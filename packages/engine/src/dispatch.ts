@@ -1,4 +1,4 @@
-import type { CursorState, CursorWrite, DueEntry } from '@sluice/control';
+import type { CursorState, CursorWrite, DueBackfill, DueEntry } from '@sluice/control';
 import {
   type Dataset,
   type Destination,
@@ -7,7 +7,6 @@ import {
   isSnapshotDue,
   nextSlotAfter,
 } from '@sluice/core';
-import { dueBackfillRuns } from './backfill.js';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
@@ -28,6 +27,25 @@ export const DISPATCH_PAGE_SIZE = 250;
  * sockets and makes a page of 250 five rounds of calls (docs/internals.md, "Dispatch at scale").
  */
 export const DISPATCH_CONCURRENCY = 50;
+
+/**
+ * The most backfill runs one Dispatch execution starts (with its first page): it bounds the state the
+ * execution carries beside its page of destinations.
+ */
+export const DISPATCH_BACKFILL_STARTS = 100;
+
+/**
+ * The most due backfill entries one Dispatch execution examines. Every entry examined leaves the due range
+ * (started, or set aside until it can start), so entries skipped now never stand in front of another
+ * workspace's backfill at the next tick; a queue longer than this is worked through over several ticks.
+ */
+export const DISPATCH_BACKFILL_EXAMINED = 1_000;
+
+/** How long the backfills of a paused or deleted export are set aside before Dispatch looks again. */
+export const PAUSED_BACKFILL_RECHECK_MS = 5 * 60_000;
+
+/** Due entries set aside at once. */
+const BACKFILL_SET_ASIDE_CONCURRENCY = 25;
 
 /** What the dispatcher decided for one due destination. */
 export type DispatchDecision = 'start' | 'advanced' | 'skipped';
@@ -171,4 +189,84 @@ async function advanceIdle(
     },
     now,
   );
+}
+
+/**
+ * The backfill runs Dispatch starts: at most one per destination with due backfills, when no live run holds
+ * its backfill slot and the destination is enabled, at most {@link DISPATCH_BACKFILL_STARTS}. It reads the
+ * oldest {@link DISPATCH_BACKFILL_EXAMINED} due entries and decides once per destination, in the order of
+ * its oldest entry; every entry it examines leaves the due range:
+ * - started: marked dispatched (its due entry moved ahead by the lease duration, conditionally, so
+ *   overlapping ticks start it once); the destination's other due entries are set aside as long;
+ * - its slot held by a live run: set aside until the slot expires (the running backfill is due again at
+ *   its Commit; the claim takes the running or oldest queued backfill, whichever entry started it);
+ * - paused or deleted: set aside for {@link PAUSED_BACKFILL_RECHECK_MS}.
+ * So one workspace's queue, runnable or not, never keeps another's backfill from starting: bounded work
+ * per tick, and each skipped entry is out of the way until it can start.
+ */
+export async function dueBackfillRuns(
+  now: Date,
+  injected: Partial<EngineDeps> = {},
+): Promise<DueDestination[]> {
+  const deps = resolveDeps(injected);
+  try {
+    const nowMs = now.getTime();
+    const due = await deps.backfills.queryDue(now, DISPATCH_BACKFILL_EXAMINED);
+    const byDestination = new Map<string, DueBackfill[]>();
+    for (const entry of due) {
+      const key = `${entry.workspaceId}#${entry.destinationId}`;
+      const entries = byDestination.get(key);
+      if (entries === undefined) byDestination.set(key, [entry]);
+      else entries.push(entry);
+    }
+    const groups = [...byDestination.values()];
+    const starts: DueDestination[] = [];
+    let reserved = 0;
+    const examine = async (entries: DueBackfill[]): Promise<void> => {
+      const [first] = entries as [DueBackfill];
+      const slot = await deps.backfills.getSlot(first.workspaceId, first.destinationId);
+      if (slot !== undefined && slot.expiresAtMs >= nowMs) {
+        return setAside(entries, slot.expiresAtMs + 1, deps);
+      }
+      const destination = await deps.controlStore.getDestination(first.workspaceId, first.destinationId);
+      if (destination === undefined || !destination.isEnabled) {
+        return setAside(entries, nowMs + PAUSED_BACKFILL_RECHECK_MS, deps);
+      }
+      // Runnable, but the starts of this execution are used up: left due, for the next tick.
+      if (reserved >= DISPATCH_BACKFILL_STARTS) return;
+      reserved++;
+      const untilMs = nowMs + LEASE_DURATION_MS;
+      if (!(await deps.backfills.markDispatched(first, new Date(untilMs).toISOString()))) {
+        // Another execution took it: the rest of its entries are its to handle.
+        reserved--;
+        return;
+      }
+      starts.push({
+        workspaceId: first.workspaceId,
+        destinationId: first.destinationId,
+        trigger: 'backfill',
+      });
+      await setAside(entries.slice(1), untilMs, deps);
+    };
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < groups.length) await examine(groups[next++] as DueBackfill[]);
+    };
+    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, groups.length) }, worker));
+    return starts;
+  } catch (error) {
+    throw classifyEngineError(error);
+  }
+}
+
+/** Moves due backfill entries out of the due range until `untilMs` (each conditional on the entry read). */
+async function setAside(entries: readonly DueBackfill[], untilMs: number, deps: EngineDeps): Promise<void> {
+  const untilIso = new Date(untilMs).toISOString();
+  for (let i = 0; i < entries.length; i += BACKFILL_SET_ASIDE_CONCURRENCY) {
+    await Promise.all(
+      entries
+        .slice(i, i + BACKFILL_SET_ASIDE_CONCURRENCY)
+        .map((entry) => deps.backfills.markDispatched(entry, untilIso)),
+    );
+  }
 }

@@ -292,7 +292,8 @@ describe('an export run end to end on the local services', () => {
       consecutiveFailures: 0,
       lastRunAt: run.startedAt,
       lastSuccessAt: new Date(NOW).toISOString(),
-      nextRunAt: new Date(MIDNIGHT + 2 * HOUR_MS).toISOString(),
+      // Its own next slot (Dispatch's rule too), not the top of the hour.
+      nextRunAt: new Date(nextSlotAfter(NOW, 'hourly', destination.id)).toISOString(),
       exportedThrough: { email_events: new Date(LIMIT).toISOString(), subscribers: DAY_AFTER },
     });
     expect(figures.find((f) => f.destinationId === destination.id)?.lagSecondsByDataset).toEqual({

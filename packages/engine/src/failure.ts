@@ -16,7 +16,9 @@ import type { RecordFailureInput, RecordFailureOutput } from './payloads.js';
  *    one (the claim failed), only while no live lease is held, so a duplicate execution never marks a
  *    healthy destination failed. When the fence fails nothing changes (the holder records its own outcome;
  *    a run that died is settled when its lease expires). A customer-caused failure of a healthy destination
- *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`).
+ *    also marks it failing, in the same write, and its `failing` notice is published (`health.ts`). A run
+ *    begun under an older `configVersion` (the location or credentials changed since) records nothing: it
+ *    failed with settings the customer replaced, so it only releases its lease (fenced by the version too).
  * Planned spans and window progress stay: the next run continues them. A backfill's failure is recorded
  * on the backfill only (`backfill.ts`).
  */
@@ -64,7 +66,7 @@ export async function recordDestinationFailure(
   input: Pick<RecordFailureInput, 'workspaceId' | 'destinationId' | 'run'>,
   message: string,
   deps: Pick<EngineDeps, 'controlStore' | 'runState' | 'notices' | 'now'>,
-  extra: { addRowsExported?: number; errorName?: string } = {},
+  extra: { errorName?: string } = {},
 ): Promise<RecordFailureOutput> {
   const now = deps.now();
   const read = await deps.controlStore.getDestination(input.workspaceId, input.destinationId);
@@ -81,6 +83,23 @@ export async function recordDestinationFailure(
       : { noLiveLeaseAt: now.getTime(), workspaceId: input.workspaceId, destinationId: input.destinationId };
   const nextRunAtOf = (destination: { frequency: Destination['frequency'] }, failures: number) =>
     new Date(nextRunAfterFailure(now.getTime(), destination.frequency, failures)).toISOString();
+  // A run begun under an older configuration (the location or credentials changed since) failed with
+  // settings the customer has replaced: it releases its lease and records nothing on the destination.
+  const run = input.run;
+  const stale = (destination: Destination | undefined) =>
+    run !== undefined && destination !== undefined && destination.configVersion !== run.configVersion;
+  const releaseStale = async (destination: Destination): Promise<RecordFailureOutput> => {
+    await deps.runState.update(
+      input.workspaceId,
+      input.destinationId,
+      { ...(destination.status === 'running' ? { status: 'idle' as const } : {}), lastRunAt: run?.startedAt },
+      now,
+      fence,
+      { releaseLease: true },
+    );
+    return { message, consecutiveFailures: destination.consecutiveFailures, nextRunAt: null };
+  };
+  if (stale(read)) return releaseStale(read);
   const recorded = await recordOutcomeWithHealth(
     read,
     { kind: 'failed', errorName: extra.errorName, message },
@@ -92,13 +111,18 @@ export async function recordDestinationFailure(
       nextRunAt: nextRunAtOf(destination, destination.consecutiveFailures + 1),
       lastRunAt: input.run?.startedAt ?? now.toISOString(),
       manualRunQueued: false,
-      ...(extra.addRowsExported ? { addRowsExported: extra.addRowsExported } : {}),
+      ...(run !== undefined ? { expectedConfigVersion: run.configVersion } : {}),
     }),
     fence,
     { releaseLease: input.run !== undefined },
     deps,
   );
   if (recorded === undefined) {
+    const current =
+      run !== undefined
+        ? await deps.controlStore.getDestination(run.workspaceId, run.destinationId)
+        : undefined;
+    if (current !== undefined && stale(current)) return releaseStale(current);
     return { message, consecutiveFailures: read.consecutiveFailures, nextRunAt: null };
   }
   const consecutiveFailures = recorded.consecutiveFailures + 1;

@@ -113,6 +113,7 @@ export async function claimAndPlan(
       startedAt: now.toISOString(),
       nowMs,
       durationMs: LEASE_DURATION_MS,
+      configVersion: destination.configVersion,
     });
     if (lease === undefined) return { outcome: 'skipped', reason: 'lease_held' };
     const fence = { lease };

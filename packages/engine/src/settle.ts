@@ -15,6 +15,8 @@ export const EXPIRED_RUN_MESSAGE =
  * 2. In one transaction, only while that expired lease is still stored: the lease is released and the
  *    destination recorded as failed (`lastError`, `consecutiveFailures` + 1, backoff), so two settlers (or
  *    a settler and a new claim) never count the same death twice.
+ * A run claimed under an older `configVersion` (the location or credentials changed since) only has its
+ * lease released: no failure, no backoff over the change's fresh start.
  * Windows already written keep their progress: the next run continues them. Returns true when this call
  * settled the destination.
  */
@@ -45,6 +47,20 @@ export async function settleExpiredRun(
   if (destination === undefined) {
     await deps.leases.release(lease);
     return false;
+  }
+  if (lease.configVersion !== undefined && destination.configVersion !== lease.configVersion) {
+    // Begun under settings the customer has since replaced: its end says nothing about the new ones.
+    return deps.runState.update(
+      lease.workspaceId,
+      lease.destinationId,
+      {
+        ...(destination.status === 'running' ? { status: 'idle' as const } : {}),
+        lastRunAt: lease.startedAt,
+      },
+      now,
+      { lease },
+      { releaseLease: true },
+    );
   }
   const consecutiveFailures = destination.consecutiveFailures + 1;
   return deps.runState.update(

@@ -205,6 +205,8 @@ export async function writeWindow(
     };
     // Each window's progress as last saved: a save counts the files written since into the run record.
     const saved = new Map<string, WindowProgress>();
+    // Whether a fenced save came after this invocation's last upload: every upload needs one before it.
+    const fence = { checked: false };
     const save = async (progress: WindowProgress[], finishedMs = reach.finishedMs) => {
       const [first] = progress as [WindowProgress];
       const before = saved.get(first.window) ?? stored.get(progressKey(item.dataset, first.window));
@@ -212,6 +214,16 @@ export async function writeWindow(
       stopOn(await (book as ProgressBook).save(progress, deps.now(), count, finishedMs));
       for (const entry of progress) saved.set(entry.window, { ...entry });
       reach.recordedMs = finishedMs;
+      fence.checked = true;
+    };
+    /**
+     * Before an upload: unless a save came after the last upload, save `progress` again. The save is fenced
+     * by the lease (a backfill's slot) and the destination, so a writer that lost them uploads nothing
+     * more: not a resumed file, a blanked leftover, a manifest or a `_SUCCESS`.
+     */
+    const checkBeforeUpload = async (progress: WindowProgress) => {
+      if (!fence.checked) await save([progress]);
+      fence.checked = false;
     };
 
     /**
@@ -236,6 +248,7 @@ export async function writeWindow(
           progress.maxFile = progress.nextFile;
           await save([progress]);
         }
+        await checkBeforeUpload(progress);
         const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE), {
           format,
         });
@@ -256,6 +269,7 @@ export async function writeWindow(
       }
       // Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data.
       for (let index = progress.nextFile; index <= progress.maxFile; index++) {
+        await checkBeforeUpload(progress);
         const file = await bucket.writeFile(keyOf(index), [], { empty: true, format });
         if (figures !== undefined) figures[index] = { rows: 0, bytes: file.bytes, sha256: file.sha256 };
       }
@@ -263,8 +277,8 @@ export async function writeWindow(
       if (progress.maxFile >= 0 || snapshot) {
         // Undefined for a window begun before manifests existed: no manifest then (an empty `_SUCCESS`).
         const files = manifestFiles(progress, keyOf);
-        // The last check before a snapshot's `_SUCCESS`: the destination still wants this snapshot.
-        if (snapshot) await save([progress]);
+        // The last check before the manifest (a snapshot's `_SUCCESS`): the destination still wants it.
+        await checkBeforeUpload(progress);
         if (files !== undefined) {
           await bucket.writeMarker(manifest.key, serializeManifest(buildManifest(manifest.of(files))));
         } else if (snapshot) {
