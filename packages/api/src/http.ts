@@ -188,8 +188,22 @@ function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-const PATH_RE =
-  /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?\/?$/;
+const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?$/;
+
+/**
+ * True when a path has an empty segment (`//`, a trailing `/`) or a dot segment (`.`, `..`, raw or
+ * percent-encoded): such a path never names what the same path without it names. A client that builds
+ * `…/backfills/${id}` from an id `..` must not reach `…/<export id>` (a DELETE there deletes the export).
+ */
+export function hasEmptyOrDotSegment(rawPath: string): boolean {
+  return rawPath
+    .split('/')
+    .slice(1)
+    .some((segment) => {
+      const plain = segment.replace(/%2e/gi, '.');
+      return plain === '' || plain === '.' || plain === '..';
+    });
+}
 
 /**
  * Matches a raw path to a route name, the destination id and, for one backfill, its id (`subId`), or
@@ -481,6 +495,15 @@ function routing(options: ApiHandlerOptions): ApiMiddleware {
         : verdict;
       request.internal.workspaceId = caller.workspaceId;
       if (isOpenApiPath(event.rawPath)) throw methodNotAllowed(method, 'GET');
+      if (hasEmptyOrDotSegment(event.rawPath)) {
+        throw new HttpError(
+          404,
+          `Nothing at ${event.rawPath}: a path with an empty, "." or ".." segment names nothing.`,
+          {
+            code: 'not_found',
+          },
+        );
+      }
       const match = matchRoute(event.rawPath);
       if (match === undefined) {
         throw new HttpError(
