@@ -1,6 +1,7 @@
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { type AssumedRole, type Destination, roleSessionName, type SealedSecret } from '@sluice/core';
 import { BucketError } from './classify.js';
+import { DeadlineHttpHandler, formatSeconds, UNTIL_PARSED_OPTIONS, untilParsed } from './request-deadline.js';
 
 /** An access key pair. The secret is only ever handed to the SDK's signer. */
 export interface AccessKeyCredentials {
@@ -42,6 +43,23 @@ export interface AssumeRoleOptions {
    * role destinations need Sluice deployed on AWS. @default true
    */
   available?: boolean;
+  /** Total milliseconds of one AssumeRole; each of its two attempts gets half. @default ASSUME_ROLE_DEADLINE_MS */
+  deadlineMs?: number;
+}
+
+/** The total time of one AssumeRole, both attempts and their backoff included. */
+export const ASSUME_ROLE_DEADLINE_MS = 8_000;
+
+/** AssumeRole did not end within its deadline: transient. */
+function stsNotAnswered(cause: unknown, deadlineMs: number): BucketError {
+  return new BucketError(
+    {
+      kind: 'transient',
+      reason: 'unknown',
+      message: `AWS STS did not answer Sluice's AssumeRole in ${formatSeconds(deadlineMs)} s. Sluice will retry.`,
+    },
+    { cause },
+  );
 }
 
 /** The message of a role destination in the local runtime. */
@@ -88,7 +106,8 @@ export function roleError(error: unknown, role: AssumedRole): BucketError {
 
 /**
  * A credential provider that assumes `role` through STS (`AssumeRole` with the external ID and the session
- * name, one hour). It calls STS on every call: give it to one S3 client, whose own identity cache
+ * name, one hour), within `deadlineMs` in all (each of two attempts with a total deadline of half of it and
+ * at most 1 MiB read of its answer, {@link DeadlineHttpHandler}). It calls STS on every call: give it to one S3 client, whose own identity cache
  * (the SDK memoizes a credential provider until shortly before the keys expire) makes that one
  * AssumeRole per client, so per connection test and per writer invocation. The keys live in that client's
  * memory only: never stored, never logged, never in a payload. A failure throws a {@link BucketError}
@@ -106,11 +125,14 @@ export function assumeRoleCredentials(
         message: ROLE_UNAVAILABLE_MESSAGE,
       });
     }
-    const sts = new STSClient({
-      region: options.region,
-      maxAttempts: 2,
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 8_000 },
+    const deadlineMs = options.deadlineMs ?? ASSUME_ROLE_DEADLINE_MS;
+    const requestHandler = new DeadlineHttpHandler({
+      connectionTimeout: Math.min(5_000, deadlineMs / 2),
+      deadlineMs: deadlineMs / 2,
     });
+    const sts = new STSClient({ region: options.region, maxAttempts: 2, requestHandler });
+    sts.middlewareStack.add(untilParsed(requestHandler), UNTIL_PARSED_OPTIONS);
+    const deadline = AbortSignal.timeout(deadlineMs);
     try {
       const { Credentials: keys } = await sts.send(
         new AssumeRoleCommand({
@@ -119,6 +141,7 @@ export function assumeRoleCredentials(
           RoleSessionName: role.sessionName,
           DurationSeconds: ROLE_SESSION_SECONDS,
         }),
+        { abortSignal: deadline },
       );
       if (!keys?.AccessKeyId || !keys.SecretAccessKey) {
         throw roleError(new Error('STS returned no credentials'), role);
@@ -130,6 +153,7 @@ export function assumeRoleCredentials(
         ...(keys.Expiration ? { expiration: keys.Expiration } : {}),
       };
     } catch (error) {
+      if (deadline.aborted) throw stsNotAnswered(error, deadlineMs);
       throw error instanceof BucketError ? error : roleError(error, role);
     } finally {
       sts.destroy();
