@@ -326,6 +326,11 @@ export interface ApiHandlerOptions {
    */
   allowedEndpoints?: ReadonlySet<string>;
   /**
+   * Sluice's own AWS account id (12 digits; the stack's account, `SLUICE_ACCOUNT_ID`): a `roleArn` in it is
+   * refused with 400 `invalid_input`. @default none: no account refused (unit tests only)
+   */
+  ownAccountId?: string;
+  /**
    * False where no AWS STS can be reached (only the local runtime): a role destination's connection test then
    * fails with a message saying role destinations need Sluice on AWS. @default true
    */
@@ -421,6 +426,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
         ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
       }),
     endpointPolicy,
+    ...(options.ownAccountId === undefined ? {} : { ownAccountId: options.ownAccountId }),
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
     ...(options.backfills ? { backfills: options.backfills } : {}),

@@ -17,6 +17,11 @@ export interface AssumedRole {
 /** The shape of an IAM role ARN: any AWS partition, a 12-digit account, a role name with an optional path. */
 export const ROLE_ARN_RE = /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
 
+/** The 12-digit account of a role ARN (one that matches {@link ROLE_ARN_RE}). */
+export function roleAccountId(roleArn: string): string {
+  return roleArn.split(':')[4] ?? '';
+}
+
 /** Longest role session name STS accepts. */
 const MAX_SESSION_NAME_LENGTH = 64;
 

@@ -100,6 +100,11 @@ export function resolveBucketEndpoint(
   return { endpoint, region, custom, allowListed };
 }
 
+/** The STS region of a role destination: its bucket's (regional STS endpoint), `us-east-1` for `auto`. */
+export function stsRegionOf(resolved: Pick<ResolvedBucketEndpoint, 'region'>): string {
+  return resolved.region === 'auto' ? 'us-east-1' : resolved.region;
+}
+
 /**
  * The S3 client configuration for a location. Every non-AWS endpoint gets `WHEN_REQUIRED` checksums
  * (R2, GCS and s3rver reject or ignore the SDK's default CRC32 trailers), path-style addressing and
@@ -138,7 +143,7 @@ export function bucketClientConfig(
     // A role's keys come from STS on first use and stay in this client's identity cache only.
     credentials: isRoleCredentials(credentials)
       ? assumeRoleCredentials(credentials, {
-          region: resolved.region === 'auto' ? 'us-east-1' : resolved.region,
+          region: stsRegionOf(resolved),
           available: options.assumeRoles !== false,
         })
       : { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { type AssumedRole, type Destination, roleSessionName, type SealedSecret } from '@sluice/core';
 import { BucketError } from './classify.js';
@@ -70,6 +71,42 @@ export const ROLE_UNAVAILABLE_MESSAGE =
 /** STS error names that mean "this role cannot be assumed by Sluice as configured". */
 const NOT_ASSUMABLE = new Set(['AccessDenied', 'AccessDeniedException', 'RegionDisabledException']);
 
+/**
+ * The one refusal of a role, whatever the reason: it does not exist, its trust policy does not admit Sluice
+ * with this external ID, or it admits Sluice without one ({@link assertExternalIdRequired}). One message for
+ * all, so a caller naming someone else's role learns nothing about it.
+ */
+export function roleRefused(role: AssumedRole, cause?: unknown): BucketError {
+  return new BucketError(
+    {
+      kind: 'permanent',
+      reason: 'role_not_assumable',
+      message: `Sluice could not use the role ${role.roleArn}. Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal only with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
+    },
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * Refuses a role whose trust policy lets Sluice in without the destination's external ID: an AssumeRole with
+ * a random, wrong external ID must be refused. If it succeeds, the keys are dropped at once and the role is
+ * refused with {@link roleRefused} (the message of a role that cannot be assumed at all). A transient failure
+ * of the probe is thrown as it is; a refusal (the expected outcome) returns.
+ */
+export async function assertExternalIdRequired(
+  role: RoleCredentials,
+  options: AssumeRoleOptions,
+): Promise<void> {
+  const probe = { ...role, externalId: `sluice-probe-${randomBytes(16).toString('hex')}` };
+  try {
+    await assumeRoleCredentials(probe, options)();
+  } catch (error) {
+    if (error instanceof BucketError && error.reason === 'role_not_assumable') return;
+    throw error;
+  }
+  throw roleRefused(role);
+}
+
 /** The classified error of a failed AssumeRole; the message names the role and the trust policy's condition. */
 export function roleError(error: unknown, role: AssumedRole): BucketError {
   const name = (error as { name?: unknown } | null)?.name;
@@ -84,16 +121,7 @@ export function roleError(error: unknown, role: AssumedRole): BucketError {
       { cause: error },
     );
   }
-  if (NOT_ASSUMABLE.has(errorName)) {
-    return new BucketError(
-      {
-        kind: 'permanent',
-        reason: 'role_not_assumable',
-        message: `Sluice could not assume the role ${role.roleArn} (${errorName}). Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
-      },
-      { cause: error },
-    );
-  }
+  if (NOT_ASSUMABLE.has(errorName)) return roleRefused(role, error);
   return new BucketError(
     {
       kind: 'transient',

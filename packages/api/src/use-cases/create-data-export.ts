@@ -1,6 +1,6 @@
 import { type AssumedRole, externalIdFor, newDestination, roleSessionName } from '@sluice/core';
 import type { Caller } from '../ports.js';
-import { parseCreateRequest } from '../validation.js';
+import { assertRoleOutsideOwnAccount, parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { type UseCaseDeps, warningsOf } from './deps.js';
 import type { ConnectionWarning } from '../ports.js';
@@ -26,8 +26,9 @@ export async function createDataExport(
 ): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   const now = deps.now();
   const request = parseCreateRequest(body, now, deps.endpointPolicy);
-  const id = deps.newId();
   const sent = request.credentials;
+  if ('roleArn' in sent) assertRoleOutsideOwnAccount(sent.roleArn, deps.ownAccountId);
+  const id = deps.newId();
   const role =
     'roleArn' in sent
       ? { roleArn: sent.roleArn, externalId: externalIdFor(caller.workspaceId, sent.roleArn) }
