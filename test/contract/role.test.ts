@@ -1,5 +1,6 @@
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { createApiHandler } from '@sluice/api';
+import { createApiHandler, EXTERNAL_ID_KEY_CONTEXT } from '@sluice/api';
+import { externalIdFor } from '@sluice/core';
 import { SecretSealer } from '@sluice/secrets';
 import { ROLE_UNAVAILABLE_MESSAGE, testConnection } from '@sluice/sinks';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -174,6 +175,22 @@ describe('an export that assumes an IAM role', () => {
     // Assess
     expect(created.status).toBe(201);
     expect(created.body.dataExport?.externalId).toBe(externalId);
+    await client.delete(`/data-exports/${created.body.dataExport?.id}`);
+  });
+
+  it("derives the external ID from the workspace's uid under Sluice's key, sealed in the control table", async () => {
+    // Prepare
+    allow();
+    // Act
+    const created = await client.post('/data-exports', roleBody());
+    // Assess
+    expect(created.status).toBe(201);
+    const sealed = await local.store.getSealedExternalIdKey();
+    expect(sealed).toBeDefined();
+    const key = Buffer.from(await new SecretSealer(kmsKey).open(sealed!, EXTERNAL_ID_KEY_CONTEXT), 'hex');
+    expect(key).toHaveLength(32);
+    const { uid } = await local.store.ensureWorkspace(ws.workspaceId);
+    expect(created.body.dataExport?.externalId).toBe(externalIdFor(key, uid));
     await client.delete(`/data-exports/${created.body.dataExport?.id}`);
   });
 

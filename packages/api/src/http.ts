@@ -13,6 +13,7 @@ import type { Context } from 'aws-lambda';
 import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
+import { externalIdSource } from './external-ids.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiBackfillStore, ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
 import { cancelBackfill, createBackfill, getBackfill, listBackfills } from './use-cases/backfills.js';
@@ -418,6 +419,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
+    externalIdOf: externalIdSource(options.store, options.sealer),
     testConnection: (location, credentials, testOptions) =>
       tester(location, credentials, {
         ...testOptions,

@@ -1,4 +1,4 @@
-import { externalIdFor, roleSessionName } from '@sluice/core';
+import { roleSessionName } from '@sluice/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type SlowBucket, startSlowBucket } from '../../../test/helpers/slow-bucket.js';
 import { assumeRoleCredentials, type RoleCredentials } from './role.js';
@@ -7,7 +7,7 @@ import { assumeRoleCredentials, type RoleCredentials } from './role.js';
 const ROLE_ARN = 'arn:aws:iam::111122223333:role/sluice-writer';
 const role: RoleCredentials = {
   roleArn: ROLE_ARN,
-  externalId: externalIdFor('ws_role', ROLE_ARN),
+  externalId: 'sluice-0123456789abcdef0123456789abcdef',
   sessionName: roleSessionName('exp_0123456789abcdef01234567'),
 };
 

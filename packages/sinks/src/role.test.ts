@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { type BucketLocation, ConnectionFailedError, externalIdFor, roleSessionName } from '@sluice/core';
+import { type BucketLocation, ConnectionFailedError, roleSessionName } from '@sluice/core';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { classifyBucketError, toBucketError } from './classify.js';
@@ -14,7 +14,7 @@ import { localBucketOrigins } from '../../../test/helpers/tables.js';
 const ROLE_ARN = 'arn:aws:iam::111122223333:role/sluice-writer';
 const role: RoleCredentials = {
   roleArn: ROLE_ARN,
-  externalId: externalIdFor('ws_role', ROLE_ARN),
+  externalId: 'sluice-0123456789abcdef0123456789abcdef',
   sessionName: roleSessionName('exp_0123456789abcdef01234567'),
 };
 /** What the mocked STS returns: the local bucket's own key, so s3rver accepts the signed requests. */

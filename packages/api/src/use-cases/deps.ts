@@ -24,6 +24,8 @@ export interface UseCaseDeps {
   testConnection: ConnectionTester;
   /** The endpoint rules' options: no allow-list in Lambda, the local bucket's origin in the local runtime. */
   endpointPolicy: EndpointPolicyOptions;
+  /** The external ID of a new role destination of a workspace (`externalIdSource`). */
+  externalIdOf: (workspaceId: string) => Promise<string>;
   /** Sluice's own AWS account: a `roleArn` there is refused. Absent: none refused (unit tests). */
   ownAccountId?: string;
   /** The clock; injected so tests can pin it. */
