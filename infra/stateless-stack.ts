@@ -198,6 +198,8 @@ export class StatelessStack extends Stack {
         new iam.PolicyStatement({
           actions: ['sts:AssumeRole'],
           resources: [`arn:${partition}:iam::*:role/*`],
+          // Never a role of Sluice's own account (the confused deputy): the API refuses such a roleArn too.
+          conditions: { StringNotEquals: { 'aws:ResourceAccount': Stack.of(this).account } },
         }),
       );
       Validations.of(f.role!).acknowledge({
@@ -233,8 +235,9 @@ export class StatelessStack extends Stack {
     apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
-    // A role destination's connection test assumes the customer's role.
+    // A role destination's connection test assumes the customer's role; a roleArn of this account is refused.
     assumeCustomerRoles(apiFunction);
+    apiFunction.addEnvironment('SLUICE_ACCOUNT_ID', Stack.of(this).account);
 
     const authorizerFunction = fn(
       'authorizer',

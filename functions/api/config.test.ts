@@ -9,6 +9,7 @@ describe('function configuration', () => {
     SLUICE_KMS_KEY_ID: 'arn:aws:kms:us-east-1:000000000000:key/1',
     SLUICE_API_KEY_RATE_LIMIT: '10',
     SLUICE_API_KEY_BURST_LIMIT: '20',
+    SLUICE_ACCOUNT_ID: '111122223333',
   };
 
   it('reads the API configuration from the environment it is given', () => {
@@ -17,6 +18,7 @@ describe('function configuration', () => {
       kmsKeyId: 'arn:aws:kms:us-east-1:000000000000:key/1',
       apiKeyRateLimit: { ratePerSecond: 10, burst: 20 },
       eventRetentionMs: 35 * 86_400_000,
+      accountId: '111122223333',
     });
     expect(readApiConfig({ ...apiEnv, SLUICE_EVENT_RETENTION_DAYS: '2' }).eventRetentionMs).toBe(
       2 * 86_400_000,

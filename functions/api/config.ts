@@ -18,6 +18,8 @@ export const apiEnvironment = z.object({
   SLUICE_API_KEY_RATE_LIMIT: positiveIntegerVariable,
   /** Per API key: the burst (setting `apiKeyBurstLimit`). */
   SLUICE_API_KEY_BURST_LIMIT: positiveIntegerVariable,
+  /** Sluice's own AWS account (the stack's): a roleArn there is refused. */
+  SLUICE_ACCOUNT_ID: requiredVariable.regex(/^\d{12}$/, { error: 'is not a 12-digit AWS account id' }),
   /** How long the event log keeps rows, in days (default 35): the earliest a backfill may start. */
   SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(35),
 });
@@ -30,6 +32,8 @@ export interface ApiConfig {
   apiKeyRateLimit: { ratePerSecond: number; burst: number };
   /** How long the event log keeps rows, in milliseconds. */
   eventRetentionMs: number;
+  /** Sluice's own AWS account id. */
+  accountId: string;
 }
 
 /** Reads the API function's configuration; throws naming a missing or invalid variable. */
@@ -43,5 +47,6 @@ export function readApiConfig(env: Env): ApiConfig {
       burst: vars.SLUICE_API_KEY_BURST_LIMIT,
     },
     eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
+    accountId: vars.SLUICE_ACCOUNT_ID,
   };
 }

@@ -37,6 +37,7 @@ export function createApiFunction(
     backfills: new BackfillStore({ tableName: config.controlTable }),
     archiveCoverage: new ArchiveCursorStore({ tableName: config.controlTable }),
     eventRetentionMs: config.eventRetentionMs,
+    ownAccountId: config.accountId,
     keyMeter: new ApiKeyMeter({ tableName: config.controlTable, limit: config.apiKeyRateLimit }),
     // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.
     recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,

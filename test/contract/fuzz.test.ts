@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { hasEmptyOrDotSegment } from '@sluice/api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordedResponses } from '../helpers/api-client.js';
@@ -122,11 +123,9 @@ async function check(req: FuzzRequest): Promise<void> {
   );
   const body = JSON.parse(response.text) as unknown;
   if (GATEWAY_STATUSES.has(response.status) && isGatewayShape(body)) return;
-  // The router takes one trailing slash on the data-exports routes as the same route (by design; not on the
-  // document's own file name); the document's paths have none.
-  const raw = req.path.split('?')[0] as string;
-  const pathname = raw.includes('/data-exports') ? raw.replace(/(.)\/$/, '$1') : raw;
-  const operationId = operationFor(req.method, pathname);
+  // A path with an empty or dot segment (a trailing slash included) is no route: its answer is an Error.
+  const pathname = req.path.split('?')[0] as string;
+  const operationId = hasEmptyOrDotSegment(pathname) ? undefined : operationFor(req.method, pathname);
   try {
     validateResponse(operationId, response.status, body);
   } catch (error) {

@@ -1,5 +1,6 @@
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { createApiHandler } from '@sluice/api';
+import { createApiHandler, EXTERNAL_ID_KEY_CONTEXT } from '@sluice/api';
+import { externalIdFor } from '@sluice/core';
 import { SecretSealer } from '@sluice/secrets';
 import { ROLE_UNAVAILABLE_MESSAGE, testConnection } from '@sluice/sinks';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -17,25 +18,43 @@ import { kmsKey, localBucketOrigins } from '../helpers/tables.js';
 const ROLE_ARN = 'arn:aws:iam::111122223333:role/sluice-exports';
 const OTHER_ROLE_ARN = 'arn:aws:iam::111122223333:role/path/sluice-exports-2';
 const SESSION_TOKEN = 'contract-session-token-never-shown';
+/** The account the API runs in, as the stack configures it. */
+const OWN_ACCOUNT_ID = '444455556666';
 const sts = mockClient(STSClient);
-/** STS as AWS answers once the trust policy allows Sluice: the local bucket's key as the temporary keys. */
+const KEYS = {
+  Credentials: {
+    AccessKeyId: LOCAL_S3_CREDENTIALS.accessKeyId,
+    SecretAccessKey: LOCAL_S3_CREDENTIALS.secretAccessKey,
+    SessionToken: SESSION_TOKEN,
+    Expiration: new Date(Date.now() + 3_600_000),
+  },
+};
+const accessDenied = () =>
+  Object.assign(new Error('User is not authorized to perform: sts:AssumeRole'), {
+    name: 'AccessDenied',
+    $metadata: { httpStatusCode: 403 },
+  });
+/** The probe's random external ID (anything but the destination's). */
+const isProbe = (externalId: string | undefined) => /^sluice-probe-/.test(externalId ?? '');
+/**
+ * STS as AWS answers once the trust policy allows Sluice with the condition on the external ID: the local
+ * bucket's key as the temporary keys for the destination's external ID, AccessDenied for the probe's.
+ */
 const allow = () =>
-  sts.on(AssumeRoleCommand).resolves({
-    Credentials: {
-      AccessKeyId: LOCAL_S3_CREDENTIALS.accessKeyId,
-      SecretAccessKey: LOCAL_S3_CREDENTIALS.secretAccessKey,
-      SessionToken: SESSION_TOKEN,
-      Expiration: new Date(Date.now() + 3_600_000),
-    },
+  sts.on(AssumeRoleCommand).callsFake((input: { ExternalId?: string }) => {
+    if (isProbe(input.ExternalId)) throw accessDenied();
+    return KEYS;
   });
 /** STS as AWS answers while the trust policy lacks Sluice or the external ID condition does not match. */
-const deny = () =>
-  sts.on(AssumeRoleCommand).rejects(
-    Object.assign(new Error('User is not authorized to perform: sts:AssumeRole'), {
-      name: 'AccessDenied',
-      $metadata: { httpStatusCode: 403 },
-    }),
-  );
+const deny = () => sts.on(AssumeRoleCommand).rejects(accessDenied());
+/** STS as AWS answers when the trust policy admits Sluice's principal without any external ID condition. */
+const trustWithoutCondition = () => sts.on(AssumeRoleCommand).resolves(KEYS);
+/** The AssumeRole calls with the destination's external ID (the probes left out). */
+const roleCalls = () =>
+  sts
+    .commandCalls(AssumeRoleCommand)
+    .map((call) => call.args[0].input)
+    .filter((input) => !isProbe(input.ExternalId));
 
 let local: ContractHarness;
 let onAws: ContractHarness;
@@ -51,6 +70,7 @@ beforeAll(async () => {
   const api = createApiHandler({
     store: local.store,
     sealer: new SecretSealer(kmsKey),
+    ownAccountId: OWN_ACCOUNT_ID,
     allowedEndpoints: localBucketOrigins,
     testConnection: (location, credentials, options) =>
       testConnection({ ...location, endpoint: local.s3Endpoint }, credentials, {
@@ -95,8 +115,8 @@ describe('an export that assumes an IAM role', () => {
     expect(view.roleArn).toBe(ROLE_ARN);
     expect(view.externalId).toMatch(/^sluice-[0-9a-f]{32}$/);
     expect(view).not.toHaveProperty('accessKeyId');
-    const [call] = sts.commandCalls(AssumeRoleCommand);
-    expect(call?.args[0].input).toMatchObject({
+    const [call] = roleCalls();
+    expect(call).toMatchObject({
       RoleArn: ROLE_ARN,
       ExternalId: view.externalId,
       RoleSessionName: `sluice-${view.id}`,
@@ -119,8 +139,11 @@ describe('an export that assumes an IAM role', () => {
     expect(tested.status).toBe(200);
     expect(changed.status).toBe(200);
     expect(changed.body.dataExport).toMatchObject({ roleArn: OTHER_ROLE_ARN, externalId: view.externalId });
-    const calls = sts.commandCalls(AssumeRoleCommand).map((c) => c.args[0].input);
-    expect(calls.map((input) => [input.RoleArn, input.ExternalId])).toEqual([
+    // Each connection test probed first with a wrong external ID.
+    expect(
+      sts.commandCalls(AssumeRoleCommand).filter((c) => isProbe(c.args[0].input.ExternalId)),
+    ).toHaveLength(4);
+    expect(roleCalls().map((input) => [input.RoleArn, input.ExternalId])).toEqual([
       [ROLE_ARN, view.externalId],
       [ROLE_ARN, view.externalId],
       [OTHER_ROLE_ARN, view.externalId],
@@ -152,6 +175,22 @@ describe('an export that assumes an IAM role', () => {
     // Assess
     expect(created.status).toBe(201);
     expect(created.body.dataExport?.externalId).toBe(externalId);
+    await client.delete(`/data-exports/${created.body.dataExport?.id}`);
+  });
+
+  it("derives the external ID from the workspace's uid under Sluice's key, sealed in the control table", async () => {
+    // Prepare
+    allow();
+    // Act
+    const created = await client.post('/data-exports', roleBody());
+    // Assess
+    expect(created.status).toBe(201);
+    const sealed = await local.store.getSealedExternalIdKey();
+    expect(sealed).toBeDefined();
+    const key = Buffer.from(await new SecretSealer(kmsKey).open(sealed!, EXTERNAL_ID_KEY_CONTEXT), 'hex');
+    expect(key).toHaveLength(32);
+    const { uid } = await local.store.ensureWorkspace(ws.workspaceId);
+    expect(created.body.dataExport?.externalId).toBe(externalIdFor(key, uid));
     await client.delete(`/data-exports/${created.body.dataExport?.id}`);
   });
 
@@ -191,6 +230,51 @@ describe('an export that assumes an IAM role', () => {
     });
     await client.delete(`/data-exports/${keyExport.body.dataExport?.id}`);
     await client.delete(`/data-exports/${roleExport.body.dataExport?.id}`);
+  });
+});
+
+describe('a role Sluice refuses', () => {
+  it('refuses a role whose trust policy admits Sluice without the external ID, as it refuses a missing role', async () => {
+    // Prepare
+    const body = roleBody();
+    trustWithoutCondition();
+    // Act
+    const trusted = await client.post('/data-exports', body);
+    sts.reset();
+    deny();
+    const missing = await client.post('/data-exports', body);
+    // Assess: the same answer, so a caller learns nothing of a role that is not theirs
+    expect(trusted.status).toBe(400);
+    expect(trusted.body).toMatchObject({ code: 'connection_failed', retryable: false });
+    expect(trusted.body).toEqual(missing.body);
+    expect((await client.get('/data-exports')).body.dataExports).toEqual([]);
+  });
+
+  it("refuses a roleArn in Sluice's own account with 400 invalid_input, without calling STS", async () => {
+    // Prepare
+    allow();
+    const own = `arn:aws:iam::${OWN_ACCOUNT_ID}:role/sluice-api`;
+    const created = await client.post('/data-exports', roleBody());
+    expect(created.status).toBe(201);
+    const id = created.body.dataExport!.id as string;
+    sts.reset();
+    allow();
+    // Act
+    const create = await client.post('/data-exports', roleBody(own));
+    const change = await client.patch(`/data-exports/${id}`, { roleArn: own });
+    // Assess
+    for (const response of [create, change]) {
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ code: 'invalid_input' });
+      expect(response.body.issues).toEqual([
+        {
+          path: 'roleArn',
+          message: "roleArn names a role in Sluice's own AWS account: name a role of your own account.",
+        },
+      ]);
+    }
+    expect(sts.commandCalls(AssumeRoleCommand)).toHaveLength(0);
+    await client.delete(`/data-exports/${id}`);
   });
 });
 

@@ -202,21 +202,34 @@ describe('stateless stack: least privilege', () => {
     expect(granted).toEqual(expected);
   });
 
-  it('lets only the API and the writer assume roles: sts:AssumeRole alone, on IAM roles of any account', () => {
-    // Act
-    const assumers = (Object.keys(built.stateless.functions) as FunctionName[]).filter((name) =>
-      functionRoleStatements(name).some((statement) =>
-        actionsOf(statement).some((a) => a.startsWith('sts:')),
-      ),
+  it.each<FunctionName>(['api', 'writer'])(
+    'lets only the API and the writer assume roles: %s, sts:AssumeRole alone, on IAM roles of any account but its own',
+    (name) => {
+      // Act
+      const assumers = (Object.keys(built.stateless.functions) as FunctionName[]).filter((fn) =>
+        functionRoleStatements(fn).some((statement) =>
+          actionsOf(statement).some((a) => a.startsWith('sts:')),
+        ),
+      );
+      const statements = functionRoleStatements(name).filter((statement) =>
+        actionsOf(statement).includes('sts:AssumeRole'),
+      );
+      // Assess
+      expect(assumers.sort()).toEqual(['api', 'writer']);
+      expect(statements).toHaveLength(1);
+      expect(actionsOf(statements[0]!)).toEqual(['sts:AssumeRole']);
+      expect(statements[0]!.Resource).toBe('arn:aws:iam::*:role/*');
+      expect(statements[0]!.Condition).toEqual({
+        StringNotEquals: { 'aws:ResourceAccount': built.stateless.account },
+      });
+      expect(built.stateless.account).toMatch(/^\d{12}$/);
+    },
+  );
+
+  it("gives the API its own account id, the one refused as a roleArn's", () => {
+    expect(functionResource('api').Properties.Environment.Variables.SLUICE_ACCOUNT_ID).toBe(
+      built.stateless.account,
     );
-    const statements = functionRoleStatements('writer').filter((statement) =>
-      actionsOf(statement).includes('sts:AssumeRole'),
-    );
-    // Assess
-    expect(assumers.sort()).toEqual(['api', 'writer']);
-    expect(statements).toHaveLength(1);
-    expect(actionsOf(statements[0]!)).toEqual(['sts:AssumeRole']);
-    expect(statements[0]!.Resource).toBe('arn:aws:iam::*:role/*');
   });
 
   it('lets the writer only decrypt, and only with the destination context', () => {
@@ -300,6 +313,7 @@ describe('stateless stack: functions', () => {
     [
       'api',
       [
+        'SLUICE_ACCOUNT_ID',
         'SLUICE_API_KEY_BURST_LIMIT',
         'SLUICE_API_KEY_RATE_LIMIT',
         'SLUICE_CONTROL_TABLE',

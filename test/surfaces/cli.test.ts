@@ -371,4 +371,24 @@ describe('sluice data-exports against the local API', () => {
     expect(tooLong.code).toBe(1);
     expect(tooLong.err).toContain('at most 7 days');
   });
+
+  it('refuses a malformed id with a usage error (exit 2) before any request: backfill cancel <id> .. leaves the export', async () => {
+    // Prepare
+    const created = await dataExports([...createArgs(), '--json'], LOCAL_S3_CREDENTIALS.secretAccessKey);
+    const id = JSON.parse(created.out).dataExport.id as string;
+
+    // Act
+    const dots = await dataExports(['backfill', 'cancel', id, '..']);
+    const encoded = await dataExports(['backfill', 'get', id, '%2e%2e']);
+    const slash = await dataExports(['delete', `${id}/`, '--yes']);
+    const traversal = await dataExports(['get', '..']);
+
+    // Assess
+    for (const result of [dots, encoded, slash, traversal]) {
+      expect(result.code).toBe(2);
+    }
+    expect(dots.err).toContain('".." is not a backfill id');
+    expect(slash.err).toContain(`"${id}/" is not a data export id`);
+    expect((await dataExports(['get', id])).code).toBe(0);
+  });
 });

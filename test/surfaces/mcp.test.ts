@@ -215,4 +215,26 @@ describe('sluice mcp over stdio, against the local API', () => {
     expect(tooLong.isError).toBe(true);
     expect((tooLong.content[0] as { text: string }).text).toMatch(/- to: A backfill covers at most 7 days/);
   });
+
+  it('refuses a malformed id before any request: cancel_backfill {id, backfillId: ".."} leaves the export', async () => {
+    // Prepare
+    const created = apiJson(await callTool('create_data_export', harness.createBody())) as {
+      dataExport: { id: string };
+    };
+    const id = created.dataExport.id;
+
+    // Act
+    const dots = await callTool('cancel_backfill', { id, backfillId: '..' });
+    const encoded = await callTool('get_backfill', { id, backfillId: '%2e%2e' });
+    const badExport = await callTool('delete_data_export', { id: `${id}/` });
+    const traversal = await callTool('get_data_export', { id: '..' });
+
+    // Assess
+    for (const result of [dots, encoded, badExport, traversal]) {
+      expect(result.isError).toBe(true);
+    }
+    expect(texts(dots).join('\n')).toContain('Not a backfill id');
+    expect(texts(badExport).join('\n')).toContain('Not a data export id');
+    expect(apiJson(await callTool('get_data_export', { id }))).toMatchObject({ dataExport: { id } });
+  });
 });

@@ -6,6 +6,7 @@
  */
 import {
   type ArchivedSpan,
+  BACKFILL_ID_RE,
   EVENT_DATASETS,
   type EventDataset,
   earliestAvailableMs,
@@ -122,6 +123,3 @@ export function parseBackfillsToken(raw: string | undefined): string | undefined
   }
   return raw;
 }
-
-/** Ids the API hands out: `bf_` and 24 hex digits. */
-export const BACKFILL_ID_RE = /^bf_[0-9a-f]{24}$/;

@@ -8,6 +8,7 @@ import {
   createApiHandler,
   errorResponse,
   MAX_BODY_BYTES,
+  hasEmptyOrDotSegment,
   matchRoute,
 } from './http.js';
 import { openapiDocument } from './openapi/document.js';
@@ -64,8 +65,26 @@ describe('matchRoute', () => {
     ['/v2/data-exports', undefined],
     ['/v1/data-exports/a/b', undefined],
     ['/v1/data-exports/%E0%A4%A', undefined],
+    ['/v1/data-exports/exp_1/', undefined],
+    ['/v1/data-exports/', undefined],
   ])('%s', (path, expected) => {
     expect(matchRoute(path)).toEqual(expected);
+  });
+});
+
+describe('hasEmptyOrDotSegment', () => {
+  it.each([
+    ['/v1/data-exports/exp_1', false],
+    ['/v1/data-exports/exp_1/backfills/bf_0123456789abcdef01234567', false],
+    ['/v1/data-exports/exp_1.', false],
+    ['/v1/data-exports/exp_1/', true],
+    ['/v1/data-exports//exp_1', true],
+    ['/v1/data-exports/exp_1/backfills/..', true],
+    ['/v1/data-exports/exp_1/backfills/.', true],
+    ['/v1/data-exports/exp_1/backfills/%2e%2E', true],
+    ['/v1/data-exports/exp_1/backfills/.%2e/', true],
+  ])('%s', (path, expected) => {
+    expect(hasEmptyOrDotSegment(path)).toBe(expected);
   });
 });
 

@@ -13,6 +13,7 @@ import type { Context } from 'aws-lambda';
 import { CONNECTION_TEST_DEADLINE_MS, NO_ALLOWED_ENDPOINTS, testConnection } from '@sluice/sinks';
 import { type Access, type AuthorizerContext, authorize, callerFromContext, meteredCaller } from './auth.js';
 import { HttpError, toHttpError } from './errors.js';
+import { externalIdSource } from './external-ids.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiBackfillStore, ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
 import { cancelBackfill, createBackfill, getBackfill, listBackfills } from './use-cases/backfills.js';
@@ -188,8 +189,22 @@ function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-const PATH_RE =
-  /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?\/?$/;
+const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?$/;
+
+/**
+ * True when a path has an empty segment (`//`, a trailing `/`) or a dot segment (`.`, `..`, raw or
+ * percent-encoded): such a path never names what the same path without it names. A client that builds
+ * `…/backfills/${id}` from an id `..` must not reach `…/<export id>` (a DELETE there deletes the export).
+ */
+export function hasEmptyOrDotSegment(rawPath: string): boolean {
+  return rawPath
+    .split('/')
+    .slice(1)
+    .some((segment) => {
+      const plain = segment.replace(/%2e/gi, '.');
+      return plain === '' || plain === '.' || plain === '..';
+    });
+}
 
 /**
  * Matches a raw path to a route name, the destination id and, for one backfill, its id (`subId`), or
@@ -312,6 +327,11 @@ export interface ApiHandlerOptions {
    */
   allowedEndpoints?: ReadonlySet<string>;
   /**
+   * Sluice's own AWS account id (12 digits; the stack's account, `SLUICE_ACCOUNT_ID`): a `roleArn` in it is
+   * refused with 400 `invalid_input`. @default none: no account refused (unit tests only)
+   */
+  ownAccountId?: string;
+  /**
    * False where no AWS STS can be reached (only the local runtime): a role destination's connection test then
    * fails with a message saying role destinations need Sluice on AWS. @default true
    */
@@ -399,6 +419,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
   const deps: UseCaseDeps = {
     store: options.store,
     sealer: options.sealer,
+    externalIdOf: externalIdSource(options.store, options.sealer),
     testConnection: (location, credentials, testOptions) =>
       tester(location, credentials, {
         ...testOptions,
@@ -407,6 +428,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
         ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
       }),
     endpointPolicy,
+    ...(options.ownAccountId === undefined ? {} : { ownAccountId: options.ownAccountId }),
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
     ...(options.backfills ? { backfills: options.backfills } : {}),
@@ -481,6 +503,15 @@ function routing(options: ApiHandlerOptions): ApiMiddleware {
         : verdict;
       request.internal.workspaceId = caller.workspaceId;
       if (isOpenApiPath(event.rawPath)) throw methodNotAllowed(method, 'GET');
+      if (hasEmptyOrDotSegment(event.rawPath)) {
+        throw new HttpError(
+          404,
+          `Nothing at ${event.rawPath}: a path with an empty, "." or ".." segment names nothing.`,
+          {
+            code: 'not_found',
+          },
+        );
+      }
       const match = matchRoute(event.rawPath);
       if (match === undefined) {
         throw new HttpError(

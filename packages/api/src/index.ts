@@ -17,3 +17,4 @@ export * from './use-cases/test-data-export.js';
 export * from './use-cases/update-data-export.js';
 export * from './backfill-validation.js';
 export * from './use-cases/backfills.js';
+export * from './external-ids.js';

@@ -95,6 +95,12 @@ export interface ApiStore {
     id: string,
     options: { limit: number; now: Date; after?: RunsPageToken },
   ): Promise<readonly DataExportRunView[]>;
+  /** The workspace (made if missing) with its `uid`, from which new external IDs are derived. */
+  ensureWorkspace(workspaceId: string): Promise<{ uid: string }>;
+  /** Sluice's external-ID key, sealed; undefined before the first is stored. */
+  getSealedExternalIdKey(): Promise<SealedSecret | undefined>;
+  /** Stores the sealed key unless one is stored already; true when this one was. */
+  putSealedExternalIdKey(sealed: SealedSecret): Promise<boolean>;
 }
 
 /** Encryption context binding a sealed secret to its destination. */

@@ -38,6 +38,7 @@ import {
   type Provider,
   requestedFileFormat,
   ROLE_ARN_RE,
+  roleAccountId,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -453,6 +454,21 @@ function checkRoleArn(raw: string, issues: InputIssue[]): string {
   const roleArn = raw.trim();
   if (!ROLE_ARN_RE.test(roleArn)) issues.push({ path: 'roleArn', message: ROLE_ARN_FORMAT });
   return roleArn;
+}
+
+/**
+ * Refuses a role in Sluice's own AWS account (400 `invalid_input` on `roleArn`): Sluice's functions may
+ * assume roles, and one of its own account that trusts the account could otherwise be assumed for a tenant
+ * (the confused deputy). The IAM grant refuses it too (`aws:ResourceAccount`). No own account: nothing refused.
+ */
+export function assertRoleOutsideOwnAccount(roleArn: string, ownAccountId: string | undefined): void {
+  if (ownAccountId === undefined || roleAccountId(roleArn) !== ownAccountId) return;
+  throw invalidInput([
+    {
+      path: 'roleArn',
+      message: "roleArn names a role in Sluice's own AWS account: name a role of your own account.",
+    },
+  ]);
 }
 
 /** Roles are assumed through AWS STS: Amazon S3 only, not GCS or an S3-compatible store's endpoint. */

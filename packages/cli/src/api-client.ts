@@ -1,5 +1,7 @@
 import type { BackfillView, DataExportRunView, DataExportView } from '@sluice/api';
+import { backfillIdProblem, destinationIdProblem } from '@sluice/core';
 import type { Connection } from './connection.js';
+import { UsageError } from './context.js';
 
 export type { BackfillView, DataExportRunView, DataExportView };
 
@@ -92,6 +94,23 @@ export interface BackfillsResponse {
 }
 
 /**
+ * `/data-exports/<id>`, the id checked first: the CLI and the MCP tools refuse a malformed one before they
+ * call the client, and this refuses it again, so no value (`..`) can make the URL name another resource.
+ */
+function exportPath(id: string): string {
+  const problem = destinationIdProblem(id);
+  if (problem !== undefined) throw new UsageError(problem);
+  return `/data-exports/${id}`;
+}
+
+/** `/data-exports/<id>/backfills/<backfillId>`, both ids checked (see {@link exportPath}). */
+function backfillPath(id: string, backfillId: string): string {
+  const problem = backfillIdProblem(backfillId);
+  if (problem !== undefined) throw new UsageError(problem);
+  return `${exportPath(id)}/backfills/${backfillId}`;
+}
+
+/**
  * A thin client of the Data Exports API: one method per operation, each returning the API's JSON as it came,
  * and throwing {@link ApiError} for an error answer. The key goes in the `Authorization` header only.
  */
@@ -108,44 +127,35 @@ export class DataExportsClient {
     return this.request('POST', '/data-exports', body);
   }
   get(id: string): Promise<DataExportResponse> {
-    return this.request('GET', `/data-exports/${encodeURIComponent(id)}`);
+    return this.request('GET', exportPath(id));
   }
   update(id: string, body: UpdateDataExportBody): Promise<DataExportResponse> {
-    return this.request('PATCH', `/data-exports/${encodeURIComponent(id)}`, body);
+    return this.request('PATCH', exportPath(id), body);
   }
   delete(id: string): Promise<DeleteResponse> {
-    return this.request('DELETE', `/data-exports/${encodeURIComponent(id)}`);
+    return this.request('DELETE', exportPath(id));
   }
   test(id: string): Promise<TestResponse> {
-    return this.request('POST', `/data-exports/${encodeURIComponent(id)}/test`);
+    return this.request('POST', `${exportPath(id)}/test`);
   }
   run(id: string): Promise<RunResponse> {
-    return this.request('POST', `/data-exports/${encodeURIComponent(id)}/run`);
+    return this.request('POST', `${exportPath(id)}/run`);
   }
   runs(id: string, limit?: number, nextToken?: string): Promise<RunsResponse> {
-    return this.request('GET', `/data-exports/${encodeURIComponent(id)}/runs${pageQuery(limit, nextToken)}`);
+    return this.request('GET', `${exportPath(id)}/runs${pageQuery(limit, nextToken)}`);
   }
 
   createBackfill(id: string, body: Record<string, unknown>): Promise<BackfillResponse> {
-    return this.request('POST', `/data-exports/${encodeURIComponent(id)}/backfills`, body);
+    return this.request('POST', `${exportPath(id)}/backfills`, body);
   }
   backfills(id: string, limit?: number, nextToken?: string): Promise<BackfillsResponse> {
-    return this.request(
-      'GET',
-      `/data-exports/${encodeURIComponent(id)}/backfills${pageQuery(limit, nextToken)}`,
-    );
+    return this.request('GET', `${exportPath(id)}/backfills${pageQuery(limit, nextToken)}`);
   }
   backfill(id: string, backfillId: string): Promise<BackfillResponse> {
-    return this.request(
-      'GET',
-      `/data-exports/${encodeURIComponent(id)}/backfills/${encodeURIComponent(backfillId)}`,
-    );
+    return this.request('GET', backfillPath(id, backfillId));
   }
   cancelBackfill(id: string, backfillId: string): Promise<BackfillResponse> {
-    return this.request(
-      'DELETE',
-      `/data-exports/${encodeURIComponent(id)}/backfills/${encodeURIComponent(backfillId)}`,
-    );
+    return this.request('DELETE', backfillPath(id, backfillId));
   }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {

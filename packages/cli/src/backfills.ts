@@ -3,12 +3,14 @@
  * of `/data-exports/{id}/backfills`. `create --watch` and `get --watch` follow one with a progress line per
  * dataset until it ends.
  */
-import { EVENT_DATASETS } from '@sluice/core';
-import { Command } from 'commander';
+import { backfillIdProblem, EVENT_DATASETS } from '@sluice/core';
+import { Command, InvalidArgumentError } from 'commander';
 import type { BackfillView, DataExportsClient } from './api-client.js';
 import { type CliContext, ExitError } from './context.js';
 import {
   type CommonOptions,
+  EXPORT_ID_HELP,
+  exportIdArgument,
   parseInterval,
   parseLimit,
   withClient,
@@ -105,6 +107,13 @@ async function follow(
   if (finished?.status !== 'succeeded') throw new ExitError(1);
 }
 
+/** Parses a `<backfillId>` argument: anything but a backfill id is a usage error before any request. */
+export function backfillIdArgument(value: string): string {
+  const problem = backfillIdProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(problem);
+  return value;
+}
+
 /** The `backfill` command group under `data-exports`. */
 export function backfillCommand(context: CliContext): Command {
   const group = new Command('backfill').description(
@@ -115,7 +124,7 @@ export function backfillCommand(context: CliContext): Command {
     group
       .command('create')
       .description('queue a backfill of a data export')
-      .argument('<id>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--from <date-time>', 'ISO 8601 start of the range, or "earliest" for the whole history')
       .option('--to <date-time>', 'ISO 8601 end of the range (exclusive; at most 7 days after --from)')
       .option('--datasets <list>', `comma-separated: ${EVENT_DATASETS.join(', ')} (default: the export's)`)
@@ -149,7 +158,7 @@ export function backfillCommand(context: CliContext): Command {
     group
       .command('list')
       .description('list the backfills of a data export, newest first')
-      .argument('<id>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--limit <n>', 'at most this many (1-100)')
       .option('--next-token <token>', 'the page after the one that printed this token'),
   ).action(async (id: string, options: CommonOptions & { limit?: string; nextToken?: string }) => {
@@ -171,8 +180,8 @@ export function backfillCommand(context: CliContext): Command {
     group
       .command('get')
       .description('show one backfill with its progress per dataset')
-      .argument('<id>')
-      .argument('<backfillId>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
+      .argument('<backfillId>', 'the backfill id (bf_…)', backfillIdArgument)
       .option('--watch', 'follow it until it ends (exit code 1 unless it succeeds)')
       .option('--interval <seconds>', 'seconds between polls with --watch', '2'),
   ).action(async (id: string, backfillId: string, options: WatchFlags) => {
@@ -189,8 +198,8 @@ export function backfillCommand(context: CliContext): Command {
     group
       .command('cancel')
       .description('cancel a queued or running backfill (a running one stops before its next file)')
-      .argument('<id>')
-      .argument('<backfillId>'),
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
+      .argument('<backfillId>', 'the backfill id (bf_…)', backfillIdArgument),
   ).action((id: string, backfillId: string, options: CommonOptions) =>
     withClient(
       context,

@@ -3,8 +3,15 @@
  * Options are named after the API's fields (`pathPrefix` → `--path-prefix`); the API validates, and its
  * message and field issues are printed as they come. `--json` prints the API's JSON, success or error.
  */
-import { COMPRESSIONS, DATASETS, EXPORT_FORMATS, FREQUENCIES, PROVIDERS } from '@sluice/core';
-import { Command, Option } from 'commander';
+import {
+  COMPRESSIONS,
+  DATASETS,
+  destinationIdProblem,
+  EXPORT_FORMATS,
+  FREQUENCIES,
+  PROVIDERS,
+} from '@sluice/core';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClient } from './api-client.js';
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
 import { backfillCommand } from './backfills.js';
@@ -19,6 +26,19 @@ interface FieldOption {
   description: string;
   /** Turns the option's text into the API's value. @default the text as is */
   parse?: (value: string) => unknown;
+}
+
+/** The help of every `<id>` argument. */
+export const EXPORT_ID_HELP = 'the data export id (exp_…)';
+
+/**
+ * Parses an `<id>` argument: anything but a data export id is a usage error before any request, so no
+ * argument can add a path segment (`..`) to the URL the client builds.
+ */
+export function exportIdArgument(value: string): string {
+  const problem = destinationIdProblem(value);
+  if (problem !== undefined) throw new InvalidArgumentError(problem);
+  return value;
 }
 
 const listOf = (value: string) =>
@@ -264,21 +284,25 @@ export function dataExportsCommand(context: CliContext): Command {
       );
     });
 
-  withCommonOptions(group.command('get').description('show one data export').argument('<id>')).action(
-    (id: string, options: CommonOptions) =>
-      withClient(
-        context,
-        options,
-        (client) => client.get(id),
-        (result) => dataExportBlock(result.dataExport),
-      ),
+  withCommonOptions(
+    group
+      .command('get')
+      .description('show one data export')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument),
+  ).action((id: string, options: CommonOptions) =>
+    withClient(
+      context,
+      options,
+      (client) => client.get(id),
+      (result) => dataExportBlock(result.dataExport),
+    ),
   );
 
   const update = withCommonOptions(
     group
       .command('update')
       .description('change, pause or resume a data export (location and key changes are tested first)')
-      .argument('<id>'),
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument),
   );
   for (const option of UPDATE_FIELDS) update.option(option.flags, option.description);
   update
@@ -306,7 +330,7 @@ export function dataExportsCommand(context: CliContext): Command {
     group
       .command('delete')
       .description('delete a data export and its run history (files already written stay)')
-      .argument('<id>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--yes', 'do not ask for confirmation'),
   ).action(async (id: string, options: CommonOptions & { yes?: boolean }) => {
     if (!options.yes) {
@@ -323,7 +347,10 @@ export function dataExportsCommand(context: CliContext): Command {
   });
 
   withCommonOptions(
-    group.command('test').description('write a test file with the stored credentials').argument('<id>'),
+    group
+      .command('test')
+      .description('write a test file with the stored credentials')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument),
   ).action((id: string, options: CommonOptions) =>
     withClient(
       context,
@@ -337,7 +364,7 @@ export function dataExportsCommand(context: CliContext): Command {
     group
       .command('run')
       .description('queue a run now instead of waiting for the schedule')
-      .argument('<id>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--watch', 'follow the run until it finishes (exit code 1 if it fails)')
       .option('--interval <seconds>', 'seconds between polls with --watch', '2'),
   ).action(async (id: string, options: CommonOptions & { watch?: boolean; interval: string }) => {
@@ -359,7 +386,7 @@ export function dataExportsCommand(context: CliContext): Command {
     group
       .command('runs')
       .description('list the runs of the last 14 days, newest first')
-      .argument('<id>')
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--limit <n>', 'at most this many runs (1-100)')
       .option('--next-token <token>', 'the page after the one that printed this token')
       .option('--watch', 'follow the running (or next) run live, a line per dataset')

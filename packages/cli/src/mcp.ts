@@ -14,9 +14,11 @@ import {
   openapiDocument,
   updateRequestSchema,
 } from '@sluice/api';
+import { BACKFILL_ID_RE, DESTINATION_ID_RE } from '@sluice/core';
 import { z } from 'zod';
 import { ApiError, ApiUnreachableError, DataExportsClient } from './api-client.js';
 import type { Connection } from './connection.js';
+import { UsageError } from './context.js';
 
 const VERSION = '0.1.0';
 
@@ -31,7 +33,12 @@ export function operationDescription(operationId: string): string {
   throw new Error(`No operation ${operationId} in the OpenAPI document`);
 }
 
-const idShape = { id: z.string().min(1).describe('The data export id, such as exp_…') };
+const idShape = {
+  id: z
+    .string()
+    .regex(DESTINATION_ID_RE, 'Not a data export id: one looks like exp_0123456789abcdef01234567.')
+    .describe('The data export id, such as exp_0123456789abcdef01234567'),
+};
 
 /** What a tool returns for an API answer. */
 function apiResult(json: unknown): CallToolResult {
@@ -53,7 +60,7 @@ function errorResult(error: unknown): CallToolResult {
       ],
     };
   }
-  if (error instanceof ApiUnreachableError)
+  if (error instanceof ApiUnreachableError || error instanceof UsageError)
     return { isError: true, content: [{ type: 'text', text: error.message }] };
   throw error;
 }
@@ -175,7 +182,10 @@ export function createMcpServer(client: DataExportsClient): McpServer {
 
 const backfillIdShape = {
   ...idShape,
-  backfillId: z.string().min(1).describe('The backfill id, such as bf_…'),
+  backfillId: z
+    .string()
+    .regex(BACKFILL_ID_RE, 'Not a backfill id: one looks like bf_0123456789abcdef01234567.')
+    .describe('The backfill id, such as bf_0123456789abcdef01234567'),
 };
 
 /** The four backfill tools: create, list, get (with per-dataset progress), cancel. */

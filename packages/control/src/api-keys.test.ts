@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import {
@@ -220,10 +220,32 @@ describe('workspaces', () => {
     const first = await store.ensureWorkspace(workspaceId, 'Acme', new Date('2026-01-01T00:00:00.000Z'));
     const second = await store.ensureWorkspace(workspaceId, 'Other', new Date('2026-02-01T00:00:00.000Z'));
 
-    expect(first).toEqual({ id: workspaceId, name: 'Acme', createdAt: '2026-01-01T00:00:00.000Z' });
+    expect(first).toEqual({
+      id: workspaceId,
+      name: 'Acme',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      uid: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
     expect(second).toEqual(first);
     expect(await store.getWorkspace(workspaceId)).toEqual(first);
     expect(await store.getWorkspace(`ws_${randomUUID()}`)).toBeUndefined();
+  });
+
+  it('gives a workspace id made again after its item was deleted a new uid, never the old one', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const first = await store.ensureWorkspace(workspaceId, 'Acme');
+    await documentClient.send(
+      new DeleteCommand({
+        TableName: controlTable.tableName,
+        Key: { PK: `WS#${workspaceId}`, SK: 'WORKSPACE' },
+      }),
+    );
+    // Act
+    const again = await store.ensureWorkspace(workspaceId, 'Acme');
+    // Assess
+    expect(again.uid).toMatch(/^[0-9a-f]{32}$/);
+    expect(again.uid).not.toBe(first.uid);
   });
 
   it('refuses a workspace id with a key separator', async () => {

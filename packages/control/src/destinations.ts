@@ -16,6 +16,7 @@ import {
   InvalidInputError,
   isEventDataset,
   DatabaseUnavailableError,
+  type SealedSecret,
 } from '@sluice/core';
 import { ApiKeyStore, type ApiKeyRecord, type ApiKeySummary, type CreateApiKeyInput } from './api-keys.js';
 import {
@@ -33,6 +34,7 @@ import { dueAttributes, dueIndexUpdate } from './due-index.js';
 import { cursorSk, cursorSkPrefix, destinationSk, isKeySafeId, runsPk, workspacePk } from './items.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
+import { ExternalIdKeyStore } from './external-id-key.js';
 
 /** The destination attributes the control table holds (everything but `exportedThrough`, which is the cursors'). */
 type StoredField = Exclude<keyof Destination, 'exportedThrough'>;
@@ -186,11 +188,23 @@ export class ControlStore {
   private readonly table: ControlTable;
   private readonly apiKeys: ApiKeyStore;
   private readonly workspaces: WorkspaceStore;
+  private readonly externalIdKey: ExternalIdKeyStore;
 
   constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
     this.apiKeys = new ApiKeyStore(this.table);
     this.workspaces = new WorkspaceStore(this.table);
+    this.externalIdKey = new ExternalIdKeyStore(this.table);
+  }
+
+  /** See {@link ExternalIdKeyStore.getSealedExternalIdKey}. */
+  getSealedExternalIdKey(): Promise<SealedSecret | undefined> {
+    return this.externalIdKey.getSealedExternalIdKey();
+  }
+
+  /** See {@link ExternalIdKeyStore.putSealedExternalIdKey}. */
+  putSealedExternalIdKey(sealed: SealedSecret): Promise<boolean> {
+    return this.externalIdKey.putSealedExternalIdKey(sealed);
   }
 
   /** See {@link WorkspaceStore.ensureWorkspace}. */

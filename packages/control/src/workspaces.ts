@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { InvalidInputError } from '@sluice/core';
 import {
@@ -13,6 +14,12 @@ export interface Workspace {
   id: string;
   name: string;
   createdAt: string;
+  /**
+   * Random (128 bits), made with the workspace item and never reused: a workspace id created again after its
+   * item was deleted gets a new one. New external IDs are derived from it (`externalIdFor`). Workspaces made
+   * before it existed get one at their next `ensureWorkspace`.
+   */
+  uid: string;
 }
 
 function toWorkspace(workspaceId: string, item: Record<string, unknown>): Workspace {
@@ -20,6 +27,7 @@ function toWorkspace(workspaceId: string, item: Record<string, unknown>): Worksp
     id: workspaceId,
     name: typeof item.name === 'string' ? item.name : workspaceId,
     createdAt: String(item.createdAt ?? ''),
+    uid: String(item.uid ?? ''),
   };
 }
 
@@ -33,7 +41,8 @@ export class WorkspaceStore {
 
   /**
    * Creates the workspace if it does not exist and returns it. Idempotent: an existing workspace keeps
-   * its name and `createdAt` (one UpdateItem with `if_not_exists`, so concurrent calls agree).
+   * its name, `createdAt` and `uid` (one UpdateItem with `if_not_exists`, so concurrent calls agree); one made
+   * before `uid` existed gets its uid here.
    */
   async ensureWorkspace(workspaceId: string, name?: string, now: Date = new Date()): Promise<Workspace> {
     if (!isKeySafeId(workspaceId)) {
@@ -47,9 +56,13 @@ export class WorkspaceStore {
           TableName: this.table.tableName,
           Key: { PK: workspacePk(workspaceId), SK: WORKSPACE_SK },
           UpdateExpression:
-            'SET #name = if_not_exists(#name, :name), createdAt = if_not_exists(createdAt, :now)',
-          ExpressionAttributeNames: { '#name': 'name' },
-          ExpressionAttributeValues: { ':name': name ?? workspaceId, ':now': now.toISOString() },
+            'SET #name = if_not_exists(#name, :name), createdAt = if_not_exists(createdAt, :now), #uid = if_not_exists(#uid, :uid)',
+          ExpressionAttributeNames: { '#name': 'name', '#uid': 'uid' },
+          ExpressionAttributeValues: {
+            ':name': name ?? workspaceId,
+            ':now': now.toISOString(),
+            ':uid': randomBytes(16).toString('hex'),
+          },
           ReturnValues: 'ALL_NEW',
         }),
       ),

@@ -26,18 +26,16 @@ describe('ROLE_ARN_RE', () => {
 });
 
 describe('externalIdFor', () => {
-  const role = 'arn:aws:iam::111122223333:role/sluice';
+  const key = Buffer.alloc(32, 1);
 
-  it('is the same for the same workspace and role, and has the documented shape', () => {
-    expect(externalIdFor('ws_a', role)).toBe(externalIdFor('ws_a', role));
-    expect(externalIdFor('ws_a', role)).toMatch(/^sluice-[0-9a-f]{32}$/);
+  it('is the same for the same key and workspace uid, and has the documented shape', () => {
+    expect(externalIdFor(key, 'uid-a')).toBe(externalIdFor(key, 'uid-a'));
+    expect(externalIdFor(key, 'uid-a')).toMatch(/^sluice-[0-9a-f]{32}$/);
   });
 
-  it('differs for another workspace naming the same role, and for another role', () => {
-    expect(externalIdFor('ws_b', role)).not.toBe(externalIdFor('ws_a', role));
-    expect(externalIdFor('ws_a', `${role}2`)).not.toBe(externalIdFor('ws_a', role));
-    // No ambiguity where the two parts meet.
-    expect(externalIdFor('ws_a\narn', 'x')).not.toBe(externalIdFor('ws_a', 'arn\nx'));
+  it('differs for another workspace uid, and under another key', () => {
+    expect(externalIdFor(key, 'uid-b')).not.toBe(externalIdFor(key, 'uid-a'));
+    expect(externalIdFor(Buffer.alloc(32, 2), 'uid-a')).not.toBe(externalIdFor(key, 'uid-a'));
   });
 });
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 
 /**
  * An IAM role in the customer's account that Sluice assumes (through STS, with the external ID) to write to
@@ -17,21 +17,25 @@ export interface AssumedRole {
 /** The shape of an IAM role ARN: any AWS partition, a 12-digit account, a role name with an optional path. */
 export const ROLE_ARN_RE = /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/;
 
+/** The 12-digit account of a role ARN (one that matches {@link ROLE_ARN_RE}). */
+export function roleAccountId(roleArn: string): string {
+  return roleArn.split(':')[4] ?? '';
+}
+
 /** Longest role session name STS accepts. */
 const MAX_SESSION_NAME_LENGTH = 64;
 
 /**
- * The external ID of a role destination: `sluice-` and 32 hex digits of the SHA-256 of the workspace id and
- * the role ARN. Deterministic, so a customer can learn it before the trust policy exists: a create whose
- * connection test cannot assume the role fails with this ID in its message, and the same create sent again
- * (same workspace, same role) uses the same ID. It is fixed on the destination when it is created and kept for
- * its life (a later change of `roleArn` keeps it). Unique per workspace, so a caller of another workspace who
- * names the same role gets another ID, which the role's trust policy refuses (the confused deputy problem).
+ * The external ID of a new role destination: `sluice-` and 32 hex digits of the HMAC-SHA256, under Sluice's
+ * external-ID key (a secret only Sluice holds), of the workspace's `uid` (random, made with the workspace and
+ * never reused). Deterministic per workspace, so a customer can learn it before the trust policy exists (a
+ * create whose connection test cannot assume the role fails with this ID in its message; the same create sent
+ * again uses it), and unguessable without the key; a workspace id used again later gets a new uid, so it never
+ * inherits an old customer's trust. Fixed on the destination when it is created and kept for its life
+ * (destinations created before keep the ID they have).
  */
-export function externalIdFor(workspaceId: string, roleArn: string): string {
-  // JSON keeps the two parts apart: no other pair of strings gives the same input.
-  const input = JSON.stringify(['sluice-external-id:v1', workspaceId, roleArn]);
-  const digest = createHash('sha256').update(input).digest('hex');
+export function externalIdFor(key: Uint8Array, workspaceUid: string): string {
+  const digest = createHmac('sha256', key).update(`sluice-external-id:v2\n${workspaceUid}`).digest('hex');
   return `sluice-${digest.slice(0, 32)}`;
 }
 

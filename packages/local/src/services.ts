@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BusLocal, startBusLocal } from './bus-local.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
-import { type KmsLocal, startKmsLocal } from './kms-local.js';
+import { type KmsLocal, LOCAL_ACCOUNT_ID, startKmsLocal } from './kms-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, localDynamoDbClient } from './local-tables.js';
 import { LOCAL_ARCHIVE_BUCKET, type S3Local, startS3Local } from './s3-local.js';
 
@@ -53,6 +53,8 @@ export interface LocalServicesEnv {
   /** The API's per-key limit, requests a second and burst: high locally, so suites and benches never meet it. */
   SLUICE_API_KEY_RATE_LIMIT: string;
   SLUICE_API_KEY_BURST_LIMIT: string;
+  /** The API's own account (refused as a roleArn's): the local stand-ins' account. */
+  SLUICE_ACCOUNT_ID: string;
   AWS_ENDPOINT_URL_DYNAMODB: string;
   AWS_ENDPOINT_URL_KMS: string;
   /** The bus the engine publishes destination notices on (the local bus stand-in). */
@@ -157,6 +159,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
       SLUICE_STAGE: 'local',
       SLUICE_API_KEY_RATE_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.ratePerSecond),
       SLUICE_API_KEY_BURST_LIMIT: String(LOCAL_API_KEY_RATE_LIMIT.burst),
+      SLUICE_ACCOUNT_ID: LOCAL_ACCOUNT_ID,
       AWS_ENDPOINT_URL_DYNAMODB: dynamodb.endpoint,
       AWS_ENDPOINT_URL_KMS: kms.endpoint,
       SLUICE_EVENT_BUS_NAME: 'sluice-local',

@@ -34,11 +34,16 @@ function s3Fixture(location: BucketLocation, given: BucketClientOptions = {}) {
   return async ({ partSize }: { partSize: number }): Promise<BucketWriterFixture> => {
     const client = createBucketClient(location, credentials, options);
     const sent = recordCommands(client);
+    // Reads the files back: more than the 1 MiB a bucket client reads of an answer.
+    const reader = createBucketClient(location, credentials, {
+      ...options,
+      maxResponseBytes: 64 * 1024 * 1024,
+    });
     return {
       writer: new S3BucketWriter({ location, client, partSize }),
       async read(key) {
         try {
-          const object = await client.send(new GetObjectCommand({ Bucket: location.bucket, Key: key }));
+          const object = await reader.send(new GetObjectCommand({ Bucket: location.bucket, Key: key }));
           return Buffer.from(
             await (object.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
           );

@@ -1,7 +1,7 @@
 import type { BucketLocation } from '@sluice/core';
 import { SluiceError } from '@sluice/core';
 import { UNSAFE_ADDRESS_CODE } from './lookup.js';
-import { formatSeconds, RequestDeadlineError } from './request-deadline.js';
+import { formatSeconds, RequestDeadlineError, ResponseTooLargeError } from './request-deadline.js';
 
 /** Why a bucket operation failed, in terms a person can act on. */
 export type BucketErrorReason =
@@ -187,11 +187,11 @@ export function regionFromError(error: unknown): string | undefined {
   return candidates.find((value): value is string => value !== undefined && REGION.test(value));
 }
 
-/** The request deadline that ended the operation, if one did (the SDK may wrap it as a `cause`). */
-function expiredDeadline(error: unknown): RequestDeadlineError | undefined {
+/** The error of class `type` in `error`'s `cause` chain, if any (the SDK may wrap it as a `cause`). */
+function causeOf<T>(error: unknown, type: new (...args: never[]) => T): T | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    if (current instanceof RequestDeadlineError) return current;
+    if (current instanceof type) return current;
     current = (current as ErrorShape).cause;
   }
   return undefined;
@@ -260,6 +260,11 @@ function kmsKeyProblem(
   );
 }
 
+/** `1048576` → `1 MiB`. */
+function formatMebibytes(bytes: number): string {
+  return `${Math.round((bytes / 1_048_576) * 10) / 10} MiB`;
+}
+
 function make(reason: BucketErrorReason, message: string): BucketErrorClassification {
   return { kind: REASON_KIND[reason], reason, message };
 }
@@ -269,7 +274,7 @@ function make(reason: BucketErrorReason, message: string): BucketErrorClassifica
  * message, the writers throw a {@link BucketError} whose `name` Step Functions Retry/Catch matches.
  *
  * Recognises S3-shaped service exceptions (by `name`, then HTTP status), Node socket and DNS errors,
- * TLS errors, the SDK's `TimeoutError`, a {@link RequestDeadlineError}, and the pinned lookup's `EUNSAFEADDRESS`. Messages name the
+ * TLS errors, the SDK's `TimeoutError`, a {@link RequestDeadlineError}, a {@link ResponseTooLargeError}, and the pinned lookup's `EUNSAFEADDRESS`. Messages name the
  * bucket, the region or the endpoint, never a credential.
  */
 export function classifyBucketError(error: unknown, location: BucketLocation): BucketErrorClassification {
@@ -281,8 +286,15 @@ export function classifyBucketError(error: unknown, location: BucketLocation): B
   const bucket = `"${location.bucket}"`;
   const provider = providerName(location);
 
-  const deadline = expiredDeadline(error);
+  const deadline = causeOf(error, RequestDeadlineError);
   if (deadline !== undefined) return notAnswered(location, deadline.deadlineMs);
+  const tooLarge = causeOf(error, ResponseTooLargeError);
+  if (tooLarge !== undefined) {
+    return make(
+      'not_supported',
+      `${where(location)} sent an answer of ${formatMebibytes(tooLarge.maxBytes)} or more, far more than a bucket's answer to Sluice's requests; Sluice stopped reading it. Check that the endpoint is an S3-compatible store.`,
+    );
+  }
   if (code === UNSAFE_ADDRESS_CODE) {
     return make(
       'unsafe_endpoint',

@@ -5,7 +5,7 @@ import type { BucketLocation } from '@sluice/core';
 import { InvalidInputError } from '@sluice/core';
 import { NO_ALLOWED_ENDPOINTS, isAllowListedEndpoint, parseEndpoint, type Resolver } from './endpoint.js';
 import { createPinnedLookup } from './lookup.js';
-import { DeadlineHttpHandler } from './request-deadline.js';
+import { DeadlineHttpHandler, UNTIL_PARSED_OPTIONS, untilParsed } from './request-deadline.js';
 import { assumeRoleCredentials, type BucketCredentials, isRoleCredentials } from './role.js';
 
 /** The XML API endpoint of Google Cloud Storage, used with HMAC keys. */
@@ -39,6 +39,11 @@ export interface BucketClientOptions {
    * attempt gets its own. @default BUCKET_REQUEST_DEADLINE_MS
    */
   requestDeadlineMs?: number;
+  /**
+   * The most read of one answer, head included (tests that read objects back). Sluice itself never reads
+   * data from a customer's bucket. @default MAX_RESPONSE_BYTES (1 MiB)
+   */
+  maxResponseBytes?: number;
   /** The resolver behind the pinned lookup (tests). @default the system resolver */
   resolve?: Resolver;
   /** False where no AWS STS can be reached (the local runtime): role credentials then fail at once. @default true */
@@ -95,11 +100,17 @@ export function resolveBucketEndpoint(
   return { endpoint, region, custom, allowListed };
 }
 
+/** The STS region of a role destination: its bucket's (regional STS endpoint), `us-east-1` for `auto`. */
+export function stsRegionOf(resolved: Pick<ResolvedBucketEndpoint, 'region'>): string {
+  return resolved.region === 'auto' ? 'us-east-1' : resolved.region;
+}
+
 /**
  * The S3 client configuration for a location. Every non-AWS endpoint gets `WHEN_REQUIRED` checksums
  * (R2, GCS and s3rver reject or ignore the SDK's default CRC32 trailers), path-style addressing and
  * region `auto` by default. Every https request goes through the pinned agent; only an allow-listed
- * origin gets a plain handler. Every request has a total deadline ({@link DeadlineHttpHandler}).
+ * origin gets a plain handler. Every request has a total deadline and reads at most 1 MiB of each answer
+ * ({@link DeadlineHttpHandler}).
  */
 export function bucketClientConfig(
   location: BucketLocation,
@@ -111,6 +122,7 @@ export function bucketClientConfig(
     connectionTimeout: options.connectionTimeout ?? 5_000,
     socketTimeout: 60_000,
     deadlineMs: options.requestDeadlineMs ?? BUCKET_REQUEST_DEADLINE_MS,
+    ...(options.maxResponseBytes === undefined ? {} : { maxResponseBytes: options.maxResponseBytes }),
   };
   // One agent per client (destroying a client destroys its agents' sockets, so they are not shared).
   const requestHandler = resolved.allowListed
@@ -131,7 +143,7 @@ export function bucketClientConfig(
     // A role's keys come from STS on first use and stay in this client's identity cache only.
     credentials: isRoleCredentials(credentials)
       ? assumeRoleCredentials(credentials, {
-          region: resolved.region === 'auto' ? 'us-east-1' : resolved.region,
+          region: stsRegionOf(resolved),
           available: options.assumeRoles !== false,
         })
       : { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey },
@@ -157,5 +169,9 @@ export function createBucketClient(
   credentials: BucketCredentials,
   options: BucketClientOptions = {},
 ): S3Client {
-  return new S3Client(bucketClientConfig(location, credentials, options));
+  const config = bucketClientConfig(location, credentials, options);
+  const client = new S3Client(config);
+  // Each attempt's deadline runs until the SDK has parsed the answer.
+  client.middlewareStack.add(untilParsed(config.requestHandler as DeadlineHttpHandler), UNTIL_PARSED_OPTIONS);
+  return client;
 }

@@ -1,8 +1,8 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
 import { classifyBucketError, notAnswered } from './classify.js';
-import { createBucketClient } from './client.js';
-import type { BucketCredentials } from './role.js';
+import { createBucketClient, resolveBucketEndpoint, stsRegionOf } from './client.js';
+import { assertExternalIdRequired, type BucketCredentials, isRoleCredentials } from './role.js';
 import {
   NO_ALLOWED_ENDPOINTS,
   assertEndpointResolvesPublic,
@@ -55,7 +55,9 @@ export interface ConnectionTestResult {
  * Tests a destination before it is saved:
  * 1. validates the endpoint, if any: the endpoint rules, then every resolved address public (an
  *    allow-listed origin is exempt);
- * 2. writes `<prefix>/_sluice/connection-test.json` = `{"service":"sluice","testedAt":<ISO>}` with a
+ * 2. for a role, first refuses one whose trust policy admits Sluice without the external ID
+ *    ({@link assertExternalIdRequired});
+ * 2b. writes `<prefix>/_sluice/connection-test.json` = `{"service":"sluice","testedAt":<ISO>}` with a
  *    client that retries little (2 attempts);
  * 3. writes it again: Sluice rewrites fixed names (every retried window, every later connection test), so a
  *    key that may create objects but not overwrite them (GCS `roles/storage.objectCreator`) must fail here,
@@ -86,6 +88,19 @@ export async function testConnection(
   }
   const deadlineMs = options.deadlineMs ?? CONNECTION_TEST_DEADLINE_MS;
   const deadline = AbortSignal.timeout(deadlineMs);
+  if (isRoleCredentials(credentials) && options.assumeRoles !== false) {
+    try {
+      await assertExternalIdRequired(credentials, {
+        region: stsRegionOf(resolveBucketEndpoint(location, { allowedEndpoints })),
+      });
+    } catch (error) {
+      const classified = classifyBucketError(error, location);
+      throw new ConnectionFailedError(classified.message, {
+        cause: error,
+        retryable: classified.kind === 'transient',
+      });
+    }
+  }
   const client =
     options.client ??
     createBucketClient(location, credentials, {

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import diagnostics from 'node:diagnostics_channel';
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type SlowAnswer, type SlowBucket, startSlowBucket } from '../../../test/helpers/slow-bucket.js';
 import { BucketError } from './classify.js';
 import { createBucketClient } from './client.js';
+import { MAX_RESPONSE_BYTES } from './request-deadline.js';
 import { testConnection } from './connection-test.js';
 import { uploadStream } from './upload.js';
 import { S3BucketWriter } from './writer.js';
@@ -136,5 +139,112 @@ describe('the deadline of each upload request', () => {
     expect(methods[0]).toBe('POST');
     expect(methods).toContain('PUT');
     expect(methods.at(-1)).toBe('DELETE');
+  });
+});
+
+/** The bytes each client socket opened during `act` read from the network, headers included. */
+async function bytesReadBySockets(act: () => Promise<unknown>): Promise<number[]> {
+  const sockets: Socket[] = [];
+  const onSocket = (message: unknown) => sockets.push((message as { socket: Socket }).socket);
+  diagnostics.subscribe('net.client.socket', onSocket);
+  try {
+    await act();
+  } finally {
+    diagnostics.unsubscribe('net.client.socket', onSocket);
+  }
+  return sockets.map((socket) => socket.bytesRead);
+}
+
+/** The bound of one answer read: the cap (head and body), and one socket read beyond it. */
+const READ_BOUND = MAX_RESPONSE_BYTES + 64 * 1024;
+
+describe('the bound on what is read of an answer', () => {
+  it('ends a connection test whose host answers a 50 MiB error body, having read at most 1 MiB + 64 KiB', async () => {
+    // Prepare
+    const { server, location, allowedEndpoints } = await slowBucket(() => 'huge-error');
+    let error: Error | undefined;
+
+    // Act
+    const read = await bytesReadBySockets(async () => {
+      error = await caught(testConnection(location, credentials, { now: new Date(), allowedEndpoints }));
+    });
+
+    // Assess
+    expect(error).toBeInstanceOf(ConnectionFailedError);
+    expect(error?.message).toBe(
+      `${server.endpoint} sent an answer of 1 MiB or more, far more than a bucket's answer to Sluice's requests; Sluice stopped reading it. Check that the endpoint is an S3-compatible store.`,
+    );
+    expect(server.requests).toHaveLength(1);
+    expect(read.length).toBeGreaterThan(0);
+    for (const bytes of read) expect(bytes).toBeLessThanOrEqual(READ_BOUND);
+  });
+
+  it('reads at most 1 MiB + 64 KiB of a 50 MiB lifecycle configuration, and warns that it could not read it', async () => {
+    // Prepare
+    const { server, location, allowedEndpoints } = await slowBucket((method) =>
+      method === 'GET' ? 'huge' : 'answer',
+    );
+    let result: Awaited<ReturnType<typeof testConnection>> | undefined;
+
+    // Act
+    const read = await bytesReadBySockets(async () => {
+      result = await testConnection(location, credentials, { now: new Date(), allowedEndpoints });
+    });
+
+    // Assess
+    expect(result?.warnings).toEqual([
+      expect.objectContaining({
+        code: 'no_abort_incomplete_multipart_rule',
+        message: expect.stringContaining('could not read'),
+      }),
+    ]);
+    expect(server.requests.map((request) => request.split(' ')[0])).toEqual(['PUT', 'PUT', 'GET']);
+    const total = read.reduce((sum, bytes) => sum + bytes, 0);
+    expect(total).toBeLessThanOrEqual(READ_BOUND);
+  });
+
+  it('ends a writer request whose host answers a 50 MiB body as a permanent BucketError, read to 1 MiB + 64 KiB', async () => {
+    // Prepare
+    const { location, allowedEndpoints } = await slowBucket(() => 'huge');
+    const client = createBucketClient(location, credentials, { allowedEndpoints });
+    let error: Error | undefined;
+
+    // Act
+    const read = await bytesReadBySockets(async () => {
+      error = await caught(new S3BucketWriter({ location, client }).writeMarker('exports/_SUCCESS', ''));
+    });
+    client.destroy();
+
+    // Assess
+    expect(error).toMatchObject({ name: 'BucketNotSupported', retryable: false });
+    for (const bytes of read) expect(bytes).toBeLessThanOrEqual(READ_BOUND);
+  });
+});
+
+describe('the deadline until the answer is parsed', () => {
+  it('fails an answer that arrived in time but was still being parsed at the deadline', async () => {
+    // Prepare: every answer at once; then 1.5 s between the body's arrival and the end of parsing.
+    const { location, allowedEndpoints } = await slowBucket(() => 'answer');
+    const client = createBucketClient(location, credentials, {
+      allowedEndpoints,
+      maxAttempts: 1,
+      requestDeadlineMs: DEADLINE_MS,
+    });
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const output = await next(args);
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return output;
+      },
+      { step: 'deserialize', priority: 'high' },
+    );
+
+    // Act
+    const error = await caught(new S3BucketWriter({ location, client }).writeMarker('exports/_SUCCESS', ''));
+    client.destroy();
+
+    // Assess
+    expect(error).toMatchObject({ name: 'BucketUnreachable', retryable: true });
+    expect(error.message).toContain('did not answer in 1 s');
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { GetObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { type BucketLocation, ConnectionFailedError, externalIdFor, roleSessionName } from '@sluice/core';
+import { type BucketLocation, ConnectionFailedError, roleSessionName } from '@sluice/core';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, describe, expect, it } from 'vitest';
 import { classifyBucketError, toBucketError } from './classify.js';
@@ -14,7 +14,7 @@ import { localBucketOrigins } from '../../../test/helpers/tables.js';
 const ROLE_ARN = 'arn:aws:iam::111122223333:role/sluice-writer';
 const role: RoleCredentials = {
   roleArn: ROLE_ARN,
-  externalId: externalIdFor('ws_role', ROLE_ARN),
+  externalId: 'sluice-0123456789abcdef0123456789abcdef',
   sessionName: roleSessionName('exp_0123456789abcdef01234567'),
 };
 /** What the mocked STS returns: the local bucket's own key, so s3rver accepts the signed requests. */
@@ -33,6 +33,9 @@ const local = (): BucketLocation => ({
 });
 const stsError = (name: string, message: string) =>
   Object.assign(new Error(message), { name, $metadata: { httpStatusCode: 403 } });
+
+/** The local bucket's own key, to look at what was written. */
+const LOCAL_KEY = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
 const sts = mockClient(STSClient);
 
@@ -69,8 +72,12 @@ describe('a role destination, against the local bucket with the keys the (mocked
   });
 
   it('passes the connection test, signing with the session token', async () => {
-    // Prepare
-    sts.on(AssumeRoleCommand).resolves({ Credentials: TEMPORARY });
+    // Prepare: a trust policy that requires the external ID
+    sts
+      .on(AssumeRoleCommand)
+      .rejects(stsError('AccessDenied', 'not authorized'))
+      .on(AssumeRoleCommand, { ExternalId: role.externalId })
+      .resolves({ Credentials: TEMPORARY });
     const location = local();
     const client = createBucketClient(location, role, { allowedEndpoints: localBucketOrigins });
     const tokens: (string | undefined)[] = [];
@@ -92,7 +99,47 @@ describe('a role destination, against the local bucket with the keys the (mocked
     expect(result.key).toBe(`${location.pathPrefix}/_sluice/connection-test.json`);
     expect(tokens.length).toBeGreaterThanOrEqual(2);
     expect(new Set(tokens)).toEqual(new Set(['session-token-from-sts']));
-    expect(sts.commandCalls(AssumeRoleCommand)).toHaveLength(1);
+    // First the probe with a random wrong external ID (refused), then the role's own.
+    const externalIds = sts.commandCalls(AssumeRoleCommand).map((call) => call.args[0].input.ExternalId);
+    expect(externalIds).toHaveLength(2);
+    expect(externalIds[0]).toMatch(/^sluice-probe-[0-9a-f]{32}$/);
+    expect(externalIds[1]).toBe(role.externalId);
+  });
+});
+
+describe('a role whose trust policy admits Sluice without the external ID', () => {
+  it('is refused by the connection test with the very message of a role that does not exist', async () => {
+    // Prepare: the same location and role, once trusted without any condition, once unknown to STS
+    const location = local();
+    const test = async () =>
+      (await testConnection(location, role, { now: new Date(), allowedEndpoints: localBucketOrigins }).catch(
+        (e: unknown) => e,
+      )) as ConnectionFailedError;
+    sts.on(AssumeRoleCommand).resolves({ Credentials: TEMPORARY });
+    // Act
+    const trustedWithoutCondition = await test();
+    sts.reset();
+    sts.on(AssumeRoleCommand).rejects(stsError('AccessDenied', 'not authorized'));
+    const missing = await test();
+    // Assess
+    expect(trustedWithoutCondition).toBeInstanceOf(ConnectionFailedError);
+    expect(trustedWithoutCondition.retryable).toBe(false);
+    expect(trustedWithoutCondition.message).toBe(missing.message);
+    expect(missing.message).toBe(
+      `Sluice could not use the role ${ROLE_ARN}. Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal only with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
+    );
+    // Nothing was written with the keys of the probe.
+    const reader = createBucketClient(location, LOCAL_KEY, { allowedEndpoints: localBucketOrigins });
+    const written = await reader
+      .send(
+        new HeadObjectCommand({
+          Bucket: location.bucket,
+          Key: `${location.pathPrefix}/_sluice/connection-test.json`,
+        }),
+      )
+      .catch((e: unknown) => (e as Error).name);
+    reader.destroy();
+    expect(written).toBe('NotFound');
   });
 });
 

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { type AssumedRole, type Destination, roleSessionName, type SealedSecret } from '@sluice/core';
 import { BucketError } from './classify.js';
+import { DeadlineHttpHandler, formatSeconds, UNTIL_PARSED_OPTIONS, untilParsed } from './request-deadline.js';
 
 /** An access key pair. The secret is only ever handed to the SDK's signer. */
 export interface AccessKeyCredentials {
@@ -42,6 +44,23 @@ export interface AssumeRoleOptions {
    * role destinations need Sluice deployed on AWS. @default true
    */
   available?: boolean;
+  /** Total milliseconds of one AssumeRole; each of its two attempts gets half. @default ASSUME_ROLE_DEADLINE_MS */
+  deadlineMs?: number;
+}
+
+/** The total time of one AssumeRole, both attempts and their backoff included. */
+export const ASSUME_ROLE_DEADLINE_MS = 8_000;
+
+/** AssumeRole did not end within its deadline: transient. */
+function stsNotAnswered(cause: unknown, deadlineMs: number): BucketError {
+  return new BucketError(
+    {
+      kind: 'transient',
+      reason: 'unknown',
+      message: `AWS STS did not answer Sluice's AssumeRole in ${formatSeconds(deadlineMs)} s. Sluice will retry.`,
+    },
+    { cause },
+  );
 }
 
 /** The message of a role destination in the local runtime. */
@@ -51,6 +70,42 @@ export const ROLE_UNAVAILABLE_MESSAGE =
 
 /** STS error names that mean "this role cannot be assumed by Sluice as configured". */
 const NOT_ASSUMABLE = new Set(['AccessDenied', 'AccessDeniedException', 'RegionDisabledException']);
+
+/**
+ * The one refusal of a role, whatever the reason: it does not exist, its trust policy does not admit Sluice
+ * with this external ID, or it admits Sluice without one ({@link assertExternalIdRequired}). One message for
+ * all, so a caller naming someone else's role learns nothing about it.
+ */
+export function roleRefused(role: AssumedRole, cause?: unknown): BucketError {
+  return new BucketError(
+    {
+      kind: 'permanent',
+      reason: 'role_not_assumable',
+      message: `Sluice could not use the role ${role.roleArn}. Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal only with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
+    },
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/**
+ * Refuses a role whose trust policy lets Sluice in without the destination's external ID: an AssumeRole with
+ * a random, wrong external ID must be refused. If it succeeds, the keys are dropped at once and the role is
+ * refused with {@link roleRefused} (the message of a role that cannot be assumed at all). A transient failure
+ * of the probe is thrown as it is; a refusal (the expected outcome) returns.
+ */
+export async function assertExternalIdRequired(
+  role: RoleCredentials,
+  options: AssumeRoleOptions,
+): Promise<void> {
+  const probe = { ...role, externalId: `sluice-probe-${randomBytes(16).toString('hex')}` };
+  try {
+    await assumeRoleCredentials(probe, options)();
+  } catch (error) {
+    if (error instanceof BucketError && error.reason === 'role_not_assumable') return;
+    throw error;
+  }
+  throw roleRefused(role);
+}
 
 /** The classified error of a failed AssumeRole; the message names the role and the trust policy's condition. */
 export function roleError(error: unknown, role: AssumedRole): BucketError {
@@ -66,16 +121,7 @@ export function roleError(error: unknown, role: AssumedRole): BucketError {
       { cause: error },
     );
   }
-  if (NOT_ASSUMABLE.has(errorName)) {
-    return new BucketError(
-      {
-        kind: 'permanent',
-        reason: 'role_not_assumable',
-        message: `Sluice could not assume the role ${role.roleArn} (${errorName}). Check that the role exists and that its trust policy allows sts:AssumeRole to Sluice's principal with the condition StringEquals sts:ExternalId "${role.externalId}" (see docs/deploy.md).`,
-      },
-      { cause: error },
-    );
-  }
+  if (NOT_ASSUMABLE.has(errorName)) return roleRefused(role, error);
   return new BucketError(
     {
       kind: 'transient',
@@ -88,7 +134,8 @@ export function roleError(error: unknown, role: AssumedRole): BucketError {
 
 /**
  * A credential provider that assumes `role` through STS (`AssumeRole` with the external ID and the session
- * name, one hour). It calls STS on every call: give it to one S3 client, whose own identity cache
+ * name, one hour), within `deadlineMs` in all (each of two attempts with a total deadline of half of it and
+ * at most 1 MiB read of its answer, {@link DeadlineHttpHandler}). It calls STS on every call: give it to one S3 client, whose own identity cache
  * (the SDK memoizes a credential provider until shortly before the keys expire) makes that one
  * AssumeRole per client, so per connection test and per writer invocation. The keys live in that client's
  * memory only: never stored, never logged, never in a payload. A failure throws a {@link BucketError}
@@ -106,11 +153,14 @@ export function assumeRoleCredentials(
         message: ROLE_UNAVAILABLE_MESSAGE,
       });
     }
-    const sts = new STSClient({
-      region: options.region,
-      maxAttempts: 2,
-      requestHandler: { connectionTimeout: 5_000, requestTimeout: 8_000 },
+    const deadlineMs = options.deadlineMs ?? ASSUME_ROLE_DEADLINE_MS;
+    const requestHandler = new DeadlineHttpHandler({
+      connectionTimeout: Math.min(5_000, deadlineMs / 2),
+      deadlineMs: deadlineMs / 2,
     });
+    const sts = new STSClient({ region: options.region, maxAttempts: 2, requestHandler });
+    sts.middlewareStack.add(untilParsed(requestHandler), UNTIL_PARSED_OPTIONS);
+    const deadline = AbortSignal.timeout(deadlineMs);
     try {
       const { Credentials: keys } = await sts.send(
         new AssumeRoleCommand({
@@ -119,6 +169,7 @@ export function assumeRoleCredentials(
           RoleSessionName: role.sessionName,
           DurationSeconds: ROLE_SESSION_SECONDS,
         }),
+        { abortSignal: deadline },
       );
       if (!keys?.AccessKeyId || !keys.SecretAccessKey) {
         throw roleError(new Error('STS returned no credentials'), role);
@@ -130,6 +181,7 @@ export function assumeRoleCredentials(
         ...(keys.Expiration ? { expiration: keys.Expiration } : {}),
       };
     } catch (error) {
+      if (deadline.aborted) throw stsNotAnswered(error, deadlineMs);
       throw error instanceof BucketError ? error : roleError(error, role);
     } finally {
       sts.destroy();

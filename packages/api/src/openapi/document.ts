@@ -97,7 +97,7 @@ function encryptionProperties(more: string): JsonObject {
 const ROLE_ARN_PROPERTY: JsonObject = {
   type: 'string',
   description:
-    "Amazon S3 only (provider s3 without an endpoint): an IAM role in your account that Sluice assumes through STS, instead of accessKeyId and secretAccessKey. Sluice sends an external ID (externalId in the response) that the role's trust policy must require; it is derived from your workspace and the role, so a create whose test cannot assume the role yet fails with 400 connection_failed naming it: add it to the trust policy and send the same request again. See docs/deploy.md for the policies.",
+    "Amazon S3 only (provider s3 without an endpoint): an IAM role in your account that Sluice assumes through STS, instead of accessKeyId and secretAccessKey. Sluice sends an external ID (externalId in the response) that the role's trust policy must require; it is the same for every role export of your workspace, so a create whose test cannot assume the role yet fails with 400 connection_failed naming it: add it to the trust policy and send the same request again. A role in Sluice's own AWS account is refused with 400 invalid_input, and a role whose trust policy admits Sluice without the external ID condition with 400 connection_failed. See docs/deploy.md for the policies.",
 };
 
 /** Sluice's addition to the responses of create, update and test: what the connection test warns about. */

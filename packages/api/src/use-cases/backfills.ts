@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  BACKFILL_ID_RE,
   type ArchivedSpan,
   type Backfill,
   type BackfillDatasetProgress,
@@ -14,7 +15,7 @@ import {
   windowCount,
   windowsDoneOf,
 } from '@sluice/core';
-import { BACKFILL_ID_RE, parseBackfillsToken, parseCreateBackfillRequest } from '../backfill-validation.js';
+import { parseBackfillsToken, parseCreateBackfillRequest } from '../backfill-validation.js';
 import type { Caller } from '../ports.js';
 import { parseRunsLimit } from '../validation.js';
 import { loadDestination, type UseCaseDeps } from './deps.js';

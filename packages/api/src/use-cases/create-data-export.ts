@@ -1,6 +1,6 @@
-import { type AssumedRole, externalIdFor, newDestination, roleSessionName } from '@sluice/core';
+import { type AssumedRole, newDestination, roleSessionName } from '@sluice/core';
 import type { Caller } from '../ports.js';
-import { parseCreateRequest } from '../validation.js';
+import { assertRoleOutsideOwnAccount, parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { type UseCaseDeps, warningsOf } from './deps.js';
 import type { ConnectionWarning } from '../ports.js';
@@ -11,9 +11,11 @@ import type { ConnectionWarning } from '../ports.js';
  * 2. Pick a new id `exp_…`.
  * 3. Test the connection first: write `<prefix>/_sluice/connection-test.json` (endpoint resolved and checked
  *    public). On failure, `400 connection_failed` and nothing is saved.
- *    With `roleArn`, the test assumes the role through STS with the external ID `externalIdFor(workspace,
- *    role)`: when the trust policy does not allow it yet, the `connection_failed` message names that ID, and the
- *    same create sent again once the customer added it uses the same ID.
+ *    With `roleArn` (refused in Sluice's own account), the test assumes the role through STS with the
+ *    workspace's external ID (`externalIdSource`: an HMAC under Sluice's key of the workspace's uid), after a
+ *    probe with a wrong one that must be refused: when the trust policy does not allow it yet, the
+ *    `connection_failed` message names that ID, and the same create sent again once the customer added it uses
+ *    the same ID.
  * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}` (a role destination has none).
  * 5. Save the destination: enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
  *    starting at `startFrom`, `configVersion` 1.
@@ -26,11 +28,12 @@ export async function createDataExport(
 ): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   const now = deps.now();
   const request = parseCreateRequest(body, now, deps.endpointPolicy);
-  const id = deps.newId();
   const sent = request.credentials;
+  if ('roleArn' in sent) assertRoleOutsideOwnAccount(sent.roleArn, deps.ownAccountId);
+  const id = deps.newId();
   const role =
     'roleArn' in sent
-      ? { roleArn: sent.roleArn, externalId: externalIdFor(caller.workspaceId, sent.roleArn) }
+      ? { roleArn: sent.roleArn, externalId: await deps.externalIdOf(caller.workspaceId) }
       : undefined;
   const credentials =
     'roleArn' in sent ? { ...(role as AssumedRole), sessionName: roleSessionName(id) } : sent;

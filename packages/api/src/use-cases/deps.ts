@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { type ArchivedSpan, type Destination, type EventDataset, NotFoundError } from '@sluice/core';
+import {
+  type ArchivedSpan,
+  DESTINATION_ID_RE,
+  type Destination,
+  type EventDataset,
+  NotFoundError,
+} from '@sluice/core';
 import type { EndpointPolicyOptions } from '@sluice/sinks';
 import type {
   ApiBackfillStore,
@@ -18,6 +24,10 @@ export interface UseCaseDeps {
   testConnection: ConnectionTester;
   /** The endpoint rules' options: no allow-list in Lambda, the local bucket's origin in the local runtime. */
   endpointPolicy: EndpointPolicyOptions;
+  /** The external ID of a new role destination of a workspace (`externalIdSource`). */
+  externalIdOf: (workspaceId: string) => Promise<string>;
+  /** Sluice's own AWS account: a `roleArn` there is refused. Absent: none refused (unit tests). */
+  ownAccountId?: string;
   /** The clock; injected so tests can pin it. */
   now: () => Date;
   /** New destination ids, `exp_` and 24 hex digits by default. */
@@ -34,9 +44,6 @@ export interface UseCaseDeps {
 export function newDestinationId(): string {
   return `exp_${randomBytes(12).toString('hex')}`;
 }
-
-/** Ids the API ever hands out; anything else cannot exist, so it is a 404 without a database read. */
-const DESTINATION_ID_RE = /^exp_[A-Za-z0-9_-]{1,64}$/;
 
 /** Reads the caller's destination, or throws `NotFoundError` (also for another workspace's id). */
 export async function loadDestination(

@@ -4,6 +4,7 @@ import { destinationCredentials } from '@sluice/sinks';
 import {
   assertCredentialsFit,
   assertCredentialsForMove,
+  assertRoleOutsideOwnAccount,
   parseUpdateRequest,
   resolveUpdatedFileFormat,
   resolveUpdatedLocation,
@@ -52,6 +53,7 @@ export async function updateDataExport(
 ): Promise<{ success: true; dataExport: DataExportView; warnings?: ConnectionWarning[] }> {
   assertDestinationId(id);
   const update = parseUpdateRequest(body);
+  if (update.roleArn !== undefined) assertRoleOutsideOwnAccount(update.roleArn, deps.ownAccountId);
   const stored = await loadDestination(deps, caller.workspaceId, id);
   const now = deps.now();
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };

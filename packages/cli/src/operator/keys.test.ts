@@ -91,7 +91,7 @@ describe('keys create', () => {
       store: () => ({
         ensureWorkspace: async () => {
           created.push('workspace');
-          return { id: 'x', name: 'x', createdAt: '' };
+          return { id: 'x', name: 'x', createdAt: '', uid: 'u' };
         },
         createApiKey: async () => {
           throw new Error('must not be called');
