@@ -13,3 +13,4 @@ export * from './export-positions.js';
 export * from './due-index.js';
 export * from './archive-cursors.js';
 export * from './backfills.js';
+export * from './erasures.js';

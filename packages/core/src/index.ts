@@ -16,3 +16,4 @@ export * from './rate-limit.js';
 export * from './logger.js';
 export * from './backfills.js';
 export * from './role.js';
+export * from './erasure.js';

@@ -10,7 +10,8 @@
  *    arrived (the reference: "Import Events with timestamps older than an hour"). An import of something that
  *    just happened is streamed like any event;
  * 5. arrived more than 7 days after it occurred: dropped, counted in `dropped.late`;
- * 6. occurred more than 24 hours after it is recorded (a producer's clock or unit is wrong): refused;
+ * 6. occurred more than 24 hours after it is recorded, or an explicit `recorded_at` more than 24 hours ahead of
+ *    now ({@link MAX_RECORDED_AHEAD_MS}; a producer's clock or unit is wrong): refused;
  * 7. serialized row above 350,000 bytes (DynamoDB items hold 400 KB): refused.
  *
  * `dataset`, `test`, `import` and `source` are envelope fields, not row fields: they are not stored. Unknown
@@ -53,7 +54,6 @@ import {
   eventPk,
   eventSk,
   hourStart,
-  MAX_RECORDED_MS,
   SUBSCRIBER_SHARDS,
   shardOf,
   subscriberPk,
@@ -66,6 +66,11 @@ export const HISTORY_IMPORT_AGE_MS = 60 * 60 * 1000;
 export const MAX_LATENESS_MS = 7 * 24 * 60 * 60 * 1000;
 /** Events may not occur more than this after they are recorded. */
 export const MAX_FUTURE_SKEW_MS = 24 * 60 * 60 * 1000;
+/**
+ * An explicit `recorded_at` may be at most this far ahead of the ingest's clock (further is a wrong clock or
+ * unit): the latest hour of the event log that can hold rows, which erasure searches up to.
+ */
+export const MAX_RECORDED_AHEAD_MS = 24 * 60 * 60 * 1000;
 /**
  * Inputs validated and written together. Each slice is recorded when it starts, so a row is written within
  * seconds of its recorded time even in a call of a million events, well inside the exports' two-minute lag.
@@ -312,8 +317,8 @@ export class EventLogWriter {
           return;
         }
       }
-      if (recordedMs > MAX_RECORDED_MS) {
-        refuse(index, 'recorded_at: too far in the future', input);
+      if (recordedMs > nowMs + MAX_RECORDED_AHEAD_MS) {
+        refuse(index, 'recorded_at: more than 24 hours ahead of now', input);
         return;
       }
       const parsed = parseRow(eventDataset, { ...fields, recorded_at: recordedMs });
