@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ErasureLogStore } from '@sluice/control';
 import { EventLogReader, EventLogWriter, redriveDeadLetters, workspaceSource } from '@sluice/eventlog';
 import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/local';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { eventTables } from '../../test/helpers/tables.js';
+import { controlTable, eventTables } from '../../test/helpers/tables.js';
 
 let handler: (event: EventBridgeEvent<string, unknown>) => Promise<unknown>;
 let createIngestHandler: typeof import('./handler.js').createIngestHandler;
@@ -205,6 +206,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
       queue,
       new EventLogWriter({ ...eventTables, now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
       logger,
+      { erasures: new ErasureLogStore(controlTable) },
     );
 
     // Assess
@@ -249,7 +251,9 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     );
 
     // Act
-    const summary = await redriveDeadLetters(queue, broken, logger);
+    const summary = await redriveDeadLetters(queue, broken, logger, {
+      erasures: new ErasureLogStore(controlTable),
+    });
     queue.expireVisibility();
 
     // Assess

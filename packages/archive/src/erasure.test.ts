@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
 import { ArchiveCursorStore, ErasureLogStore } from '@sluice/control';
 import { EVENT_DATASETS, type EventDataset, erasureHash } from '@sluice/core';
 import {
@@ -8,6 +9,8 @@ import {
   generateEvents,
   generateSubscribers,
   MAX_RECORDED_AHEAD_MS,
+  redriveDeadLetters,
+  workspaceSource,
 } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables } from '../../../test/helpers/tables.js';
@@ -48,7 +51,8 @@ const writerAt = (nowMs: number) =>
   new EventLogWriter({
     ...eventTables,
     explicitRecordedAt: 'unchecked',
-    retentionSeconds: RETENTION_MS / 1000,
+    // Rows that DynamoDB Local's TTL does not delete while the test runs (they are hours old on the real clock).
+    retentionSeconds: 7 * 86_400,
     now: () => nowMs,
   });
 
@@ -58,7 +62,8 @@ type Row = Record<string, unknown>;
 function rows(dataset: EventDataset, count: number, seed: number, fields: Row = {}): Row[] {
   return [
     ...generateEvents({ count, workspaceId: 'x', seed, from: H, to: H + 50 * MINUTE, mix: { [dataset]: 1 } }),
-  ].map((event) => ({ ...(event as unknown as Row), ...fields }));
+    // Ids of their own: generated ids of different seeds may meet.
+  ].map((event, index) => ({ ...(event as unknown as Row), id: `evt_${seed}_${index}`, ...fields }));
 }
 
 async function hotLines(workspaceId: string, dataset: EventDataset, fromMs: number, toMs: number) {
@@ -200,5 +205,98 @@ describe('erasure of a workspace whose id prefixes another archive key', () => {
     expect(await archive.exists(archiveHourKey(workspaceId, 'sms_events', H))).toBe(false);
     expect(await archivedLines(nested, 'email_events')).toEqual([line('evt_nested')]);
     expect(await archivedLines(nested, 'custom_events')).toEqual([line('evt_nested_custom')]);
+  });
+});
+
+describe('a redrive after an erasure', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  const gone = `ws_${randomUUID()}`;
+  const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+  const sentBefore = new Date(NOW - 10 * MINUTE).toISOString();
+  const sentAfter = new Date(NOW + MINUTE).toISOString();
+  const redriveAt = NOW + 2 * MINUTE;
+  const custom = (id: string, fields: Row) => ({
+    dataset: 'custom_events',
+    id,
+    event_name: 'order.paid',
+    occurred_at: NOW - 20 * MINUTE,
+    ...fields,
+  });
+  const busEvent = (ws: string, time: string, detailType: string, detail: Row) => ({
+    id: randomUUID(),
+    source: workspaceSource(ws),
+    'detail-type': detailType,
+    time,
+    detail: { workspaceId: ws, ...detail },
+  });
+  const queueOf = (events: object[]) => {
+    const pending = events.map((event, i) => ({
+      id: `m${i}`,
+      body: JSON.stringify({ requestPayload: event }),
+      receiptHandle: `r${i}`,
+    }));
+    const deleted: string[] = [];
+    return {
+      deleted,
+      receive: async (max: number) => pending.splice(0, max),
+      delete: async (l: { id: string }) => void deleted.push(l.id),
+    };
+  };
+
+  it('leaves out the erased people’s rows sent before the erasure, and a whole erased workspace', async () => {
+    const writer = writerAt(NOW - HOUR);
+    const cat = [...generateSubscribers({ workspaceId, count: 1 })].map((row) => ({
+      ...row,
+      id: 'sub_cat',
+      email: 'cat@example.com',
+    }));
+    expect((await writer.upsertSubscribers(workspaceId, cat)).accepted).toBe(1);
+    await eraser.erase(workspaceId, { kind: 'email', email: 'Cat@example.com' });
+    await eraser.erase(gone, { kind: 'all' });
+
+    const queue = queueOf([
+      busEvent(workspaceId, sentBefore, 'sluice.events', {
+        events: [
+          custom('ce_cat', { subscriber_id: 'sub_cat' }),
+          custom('ce_cat_props', { properties: { email: 'CAT@example.com' } }),
+          {
+            dataset: 'sms_events',
+            id: 'sms_cat',
+            event_type: 'sent',
+            occurred_at: NOW - 20 * MINUTE,
+            subscriber_id: 'sub_cat',
+          },
+          custom('ce_dog', { subscriber_id: 'sub_dog' }),
+        ],
+      }),
+      busEvent(workspaceId, sentBefore, 'sluice.subscribers', {
+        upsert: [{ ...cat[0], email: 'cat@example.com' }],
+      }),
+      busEvent(workspaceId, sentAfter, 'sluice.events', {
+        events: [custom('ce_cat_later', { subscriber_id: 'sub_cat' })],
+      }),
+      busEvent(gone, sentBefore, 'sluice.events', { events: [custom('ce_gone', {})] }),
+    ]);
+    const redriveWriter = new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'ignore',
+      now: () => redriveAt,
+    });
+    const summary = await redriveDeadLetters(queue, redriveWriter, logger, { erasures: erasureLog });
+
+    expect(summary).toMatchObject({
+      messages: 4,
+      redriven: 4,
+      left: [],
+      events: { accepted: 2 },
+      subscribers: { upserted: 0 },
+      erased: { events: 4, subscribers: 1 },
+    });
+    expect(queue.deleted).toEqual(['m0', 'm1', 'm2', 'm3']);
+    const ids = async (ws: string, dataset: EventDataset) =>
+      (await hotLines(ws, dataset, redriveAt - 1, redriveAt)).map((line) => JSON.parse(line).id).sort();
+    expect(await ids(workspaceId, 'custom_events')).toEqual(['ce_cat_later', 'ce_dog']);
+    expect(await ids(workspaceId, 'sms_events')).toEqual([]);
+    expect(await ids(gone, 'custom_events')).toEqual([]);
   });
 });

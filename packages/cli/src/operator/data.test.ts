@@ -7,7 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { ControlExportPositions, cursorSk, documentClient, workspacePk } from '@sluice/control';
+import {
+  ControlExportPositions,
+  cursorSk,
+  documentClient,
+  ErasureLogStore,
+  workspacePk,
+} from '@sluice/control';
 import { EventLogReader, EventLogWriter, type IngestMetrics, workspaceSource } from '@sluice/eventlog';
 import { MemoryDeadLetterQueue } from '@sluice/local';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +54,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
       queueUrls.push(url);
       return queue;
     },
+    erasures: () => new ErasureLogStore(controlTable),
     env: {},
     ...(now ? { now } : {}),
   });

@@ -10,7 +10,8 @@
  * - `subscribers delete --workspace <id> --ids <a,b,...> [--json]`;
  * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
  *   dead-letter queue (`IngestDeadLetterQueueUrl` output, or `SLUICE_INGEST_DLQ_URL`) into the event log, the
- *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue;
+ *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue.
+ *   The rows of people (or workspaces) erased after a message was sent are left out (the erasure log);
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
@@ -30,7 +31,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ControlExportPositions } from '@sluice/control';
+import { ControlExportPositions, ErasureLogStore } from '@sluice/control';
 import {
   type DeadLetterQueue,
   EventLogWriter,
@@ -46,7 +47,7 @@ import {
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
-import { createLogger } from '@sluice/core';
+import { createLogger, type ErasureLog } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
@@ -69,6 +70,8 @@ export interface DataCommandDeps {
   deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
   /** @default `process.env` */
   env?: Readonly<Record<string, string | undefined>>;
+  /** The erasure log `events redrive` consults. @default the control table's (`ErasureLogStore`) */
+  erasures?: () => ErasureLog;
 }
 
 /** A refused line of an input file. */
@@ -306,7 +309,11 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
             explicitRecordedAt: 'ignore',
           }),
         silentLogger,
-        maxMessages === undefined ? {} : { maxMessages },
+        {
+          // Erasures that ran after a message was sent take the erased people's rows out of it.
+          erasures: deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control),
+          ...(maxMessages === undefined ? {} : { maxMessages }),
+        },
       );
       if (values.json) out(JSON.stringify(summary));
       else {
@@ -316,7 +323,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
             `Events: ${events.accepted} written, dropped ${events.dropped.test} test, ${events.dropped.history} ` +
             `history, ${events.dropped.late} late (sent more than 7 days after they occurred), ` +
             `${events.invalid} refused. Subscribers: ${subscribers.upserted} upserted, ${subscribers.deleted} deleted, ` +
-            `${subscribers.invalid} refused.`,
+            `${subscribers.invalid} refused.` +
+            (summary.erased.events + summary.erased.subscribers > 0
+              ? ` Left out as erased: ${summary.erased.events} events, ${summary.erased.subscribers} subscribers.`
+              : ''),
         );
       }
       for (const { messageId, reason } of summary.refused) err(`message ${messageId} refused: ${reason}`);
