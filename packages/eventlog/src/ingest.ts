@@ -47,12 +47,13 @@ import {
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
-import type { ExportPositions } from './export-positions.js';
+import type { ExportPositions, LateHours } from './export-positions.js';
 import {
   assertWorkspaceId,
   EVENT_SHARDS,
   eventPk,
   eventSk,
+  HOUR_MS,
   hourStart,
   SUBSCRIBER_SHARDS,
   shardOf,
@@ -159,6 +160,11 @@ export interface EventLogWriterOptions {
   retentionSeconds?: number;
   /** Retry and concurrency of the batched writes. */
   batch?: BatchWriteOptions;
+  /**
+   * Where an hour that rows were imported into after it ended is marked, so the event archive's compaction
+   * archives it again (the CLI's imports). Required with `explicitRecordedAt: { refuseAtOrBehind }`.
+   */
+  lateHours?: LateHours;
   /** @default `createLogger()` of `@sluice/core` */
   logger?: Logger;
 }
@@ -195,8 +201,13 @@ export class EventLogWriter {
   private readonly logger: Logger;
   private readonly explicitRecordedAt: ExplicitRecordedAt;
   private readonly metrics: IngestMetrics;
+  private readonly lateHours: LateHours | undefined;
 
   constructor(options: EventLogWriterOptions) {
+    if (typeof options.explicitRecordedAt === 'object' && options.lateHours === undefined) {
+      throw new Error('An EventLogWriter that honours recorded_at needs lateHours (the archive cursors)');
+    }
+    this.lateHours = options.lateHours;
     this.client = options.client ?? defaultEventLogClient();
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;
@@ -271,6 +282,8 @@ export class EventLogWriter {
     const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
     const positions = await this.exportPositionsFor(workspaceId, inputs);
     const behindByDataset = new Map<EventDataset, number>();
+    /** `<dataset>#<hourMs>` of rows recorded explicitly in an hour that has ended. */
+    const late = new Set<string>();
 
     inputs.forEach((raw, index) => {
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -347,7 +360,9 @@ export class EventLogWriter {
         refuse(index, `(row): serialized row exceeds ${MAX_LINE_BYTES} bytes`, input);
         return;
       }
-      const pk = eventPk(workspaceId, eventDataset, hourStart(recordedMs), shardOf(row.id, EVENT_SHARDS));
+      const hourMs = hourStart(recordedMs);
+      if (recordedMs !== nowMs && hourMs + HOUR_MS <= nowMs) late.add(`${eventDataset}#${hourMs}`);
+      const pk = eventPk(workspaceId, eventDataset, hourMs, shardOf(row.id, EVENT_SHARDS));
       const sk = eventSk(recordedMs, row.id);
       const key = `${pk}\n${sk}`;
       if (items.has(key)) result.duplicates++;
@@ -373,6 +388,13 @@ export class EventLogWriter {
         [...items.values()],
         this.batch,
       );
+    }
+    // After the write: a compaction that reads the mark reads these rows.
+    if (this.lateHours !== undefined) {
+      for (const entry of late) {
+        const [dataset, hourMs] = entry.split('#') as [EventDataset, string];
+        await this.lateHours.markLate(workspaceId, dataset, Number(hourMs));
+      }
     }
   }
 

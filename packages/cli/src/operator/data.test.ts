@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import {
+  ArchiveCursorStore,
   ControlExportPositions,
   cursorSk,
   documentClient,
@@ -48,6 +49,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
         logger,
         metrics,
         explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(controlTable) },
+        lateHours: new ArchiveCursorStore(controlTable),
       }),
     progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
     deadLetterQueue: (url) => {

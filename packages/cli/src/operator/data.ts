@@ -31,7 +31,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ControlExportPositions, ErasureLogStore } from '@sluice/control';
+import { ArchiveCursorStore, ControlExportPositions, ErasureLogStore } from '@sluice/control';
 import {
   type DeadLetterQueue,
   EventLogWriter,
@@ -203,6 +203,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         // stdout, so its metrics go to stderr.
         logger: silentLogger,
         explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(readCliTables(env).control) },
+        // An hour imported into after it ended is archived again by the next compaction.
+        lateHours: new ArchiveCursorStore(readCliTables(env).control),
         metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
