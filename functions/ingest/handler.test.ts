@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@aws-lambda-powertools/logger';
+import { ErasureLogStore } from '@sluice/control';
 import {
   type BusEventFigures,
   DynamoRejectedEvents,
@@ -320,6 +321,7 @@ describe('ingest failures: dead-letter queue and redrive', () => {
       queue,
       new EventLogWriter({ ...eventTables, now: () => redriveAt, logger, explicitRecordedAt: 'ignore' }),
       logger,
+      { erasures: new ErasureLogStore(controlTable) },
     );
 
     // Assess
@@ -364,7 +366,9 @@ describe('ingest failures: dead-letter queue and redrive', () => {
     );
 
     // Act
-    const summary = await redriveDeadLetters(queue, broken, logger);
+    const summary = await redriveDeadLetters(queue, broken, logger, {
+      erasures: new ErasureLogStore(controlTable),
+    });
     queue.expireVisibility();
 
     // Assess

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { ArchiveCursorStore, archiveCursorSk, workspacePk } from '@sluice/control';
+import { ArchiveCursorStore, archiveCursorSk, ErasureLogStore, workspacePk } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
 import {
   type EventPage,
@@ -191,7 +191,14 @@ describe('event archive: compaction, reading behind the hot log, erasure', () =>
 describe('erasure', () => {
   const workspaceId = `ws_${randomUUID()}`;
   const eraserAt = (nowMs: number) =>
-    new Eraser({ client: dynamo, ...eventTables, archive, hotRetentionMs: RETENTION_MS, now: () => nowMs });
+    new Eraser({
+      client: dynamo,
+      ...eventTables,
+      archive,
+      erasureLog: new ErasureLogStore(controlTable),
+      hotRetentionMs: RETENTION_MS,
+      now: () => nowMs,
+    });
 
   beforeAll(async () => {
     await ingest(workspaceId, 200, H, H + 50 * MINUTE, 12);

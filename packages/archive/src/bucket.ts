@@ -14,7 +14,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { BucketLocation, EventDataset } from '@sluice/core';
 import { S3BucketWriter, toBucketError, type WrittenFile } from '@sluice/sinks';
-import { archiveHourKey } from './keys.js';
+import { archiveDatasetPrefix, archiveHourKey, isArchiveHourKeyOf } from './keys.js';
 
 /** Options of {@link createArchiveClient}. */
 export interface ArchiveClientOptions {
@@ -161,6 +161,13 @@ export class ArchiveBucket {
       }
       token = output.IsTruncated ? output.NextContinuationToken : undefined;
     } while (token);
+  }
+
+  /** The hour objects of exactly one workspace and dataset, in time order (never another workspace's). */
+  async *listHourKeys(workspaceId: string, dataset: EventDataset): AsyncGenerator<string> {
+    for await (const key of this.listKeys(archiveDatasetPrefix(workspaceId, dataset))) {
+      if (isArchiveHourKeyOf(key, workspaceId, dataset)) yield key;
+    }
   }
 
   /**

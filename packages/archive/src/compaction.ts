@@ -1,8 +1,8 @@
-import type { ArchiveCoverage } from '@sluice/control';
+import type { ArchiveCoverage, LateHour } from '@sluice/control';
 import { EVENT_DATASETS, type EventDataset } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
 import type { ArchiveBucket } from './bucket.js';
-import { ARCHIVE_HOUR_MS, archiveHourKey, hourCeil, hourFloor } from './keys.js';
+import { ARCHIVE_HOUR_MS, archiveHourKey, hourCeil, hourFloor, positionOfLine } from './keys.js';
 
 /** The archive cursors as the compaction uses them (`@sluice/control` `ArchiveCursorStore`). */
 export interface ArchiveCursors {
@@ -14,6 +14,9 @@ export interface ArchiveCursors {
     next: ArchiveCoverage,
   ): Promise<boolean>;
   listWorkspaceIds(): AsyncIterable<string>;
+  /** Hours rows were imported into after they ended (`@sluice/eventlog` `LateHours`). */
+  lateHours(workspaceId: string, dataset: EventDataset): Promise<LateHour[]>;
+  clearLate(workspaceId: string, dataset: EventDataset, late: LateHour): Promise<boolean>;
 }
 
 /** Options of {@link ArchiveCompactor}. */
@@ -39,6 +42,8 @@ export interface DatasetCompaction {
   dataset: EventDataset;
   /** Hours archived (objects written, or found empty). */
   hours: number;
+  /** Hours archived again because rows were imported into them after they ended (merged, never shrunk). */
+  lateHours: number;
   /** Objects written. */
   objects: number;
   rows: number;
@@ -111,11 +116,24 @@ export class ArchiveCompactor {
       workspaceId,
       dataset,
       hours: 0,
+      lateHours: 0,
       objects: 0,
       rows: 0,
       bytes: 0,
       lagSeconds: 0,
     };
+    // Hours rows were imported into after they ended: archived again (when the cursor has passed them) before
+    // the mark is cleared, so every row written before the mark is in the object.
+    for (const late of await this.cursors.lateHours(workspaceId, dataset)) {
+      if (this.now() >= deadlineMs) break;
+      if (coverage !== undefined && late.hourMs < coverage.throughMs && late.hourMs >= coverage.startMs) {
+        const written = await this.mergeHour(workspaceId, dataset, late.hourMs);
+        result.rows += written.lines;
+        result.bytes += written.bytes;
+        result.lateHours += 1;
+      }
+      await this.cursors.clearLate(workspaceId, dataset, late);
+    }
     const endMs = hourFloor(this.now() - this.settleMs);
     let hourMs = coverage?.throughMs ?? hourFloor(this.now() - this.hotRetentionMs);
     while (hourMs + ARCHIVE_HOUR_MS <= endMs) {
@@ -143,6 +161,22 @@ export class ArchiveCompactor {
     return result;
   }
 
+  /**
+   * Archives an hour again: its object's lines and the hot log's, merged in position order (a row in both
+   * once), so the object never loses a row whose hot copy has expired.
+   */
+  private mergeHour(workspaceId: string, dataset: EventDataset, hourMs: number) {
+    return this.archive.writeHour(
+      workspaceId,
+      dataset,
+      hourMs,
+      mergedLines(
+        this.archive.readHour(workspaceId, dataset, hourMs),
+        linesOf(this.hot, workspaceId, dataset, hourMs),
+      ),
+    );
+  }
+
   /** Writes one hour's object from the hot log; undefined when an existing object was kept. */
   private async archiveHour(workspaceId: string, dataset: EventDataset, hourMs: number) {
     const hotWhole = hourMs >= hourCeil(this.now() - this.hotRetentionMs + this.settleMs);
@@ -154,6 +188,27 @@ export class ArchiveCompactor {
       hourMs,
       linesOf(this.hot, workspaceId, dataset, hourMs),
     );
+  }
+}
+
+/** The lines of one hour in position order, the hot log's line where both hold a position. */
+async function* mergedLines(
+  archived: AsyncIterable<string>,
+  hot: AsyncIterable<string>,
+): AsyncGenerator<string> {
+  const a = archived[Symbol.asyncIterator]();
+  const h = hot[Symbol.asyncIterator]();
+  let x = await a.next();
+  let y = await h.next();
+  while (!x.done || !y.done) {
+    if (y.done || (!x.done && positionOfLine(x.value).key < positionOfLine(y.value).key)) {
+      yield x.value as string;
+      x = await a.next();
+    } else {
+      if (!x.done && positionOfLine(x.value).key === positionOfLine(y.value).key) x = await a.next();
+      yield y.value;
+      y = await h.next();
+    }
   }
 }
 

@@ -5,18 +5,27 @@ import {
   type QueryCommandInput,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { EVENT_DATASETS, InvalidInputError } from '@sluice/core';
+import {
+  EVENT_DATASETS,
+  type EventDataset,
+  eventRowBelongsTo,
+  InvalidInputError,
+  KnownPerson,
+  subscriberRowBelongsTo,
+} from '@sluice/core';
+import type { ErasureRecordInput } from '@sluice/control';
 import {
   assertWorkspaceId,
   batchWrite,
   DEFAULT_PAGE_LIMIT,
   EVENT_SHARDS,
   eventPk,
+  MAX_RECORDED_AHEAD_MS,
   SUBSCRIBER_SHARDS,
   subscriberPk,
 } from '@sluice/eventlog';
 import type { ArchiveBucket } from './bucket.js';
-import { ARCHIVE_HOUR_MS, archiveWorkspacePrefix, hourFloor } from './keys.js';
+import { ARCHIVE_HOUR_MS, hourFloor } from './keys.js';
 
 /** Whose rows an erasure removes. */
 export type ErasureTarget =
@@ -48,6 +57,8 @@ export interface EraserOptions {
   eventsTable: string;
   subscribersTable: string;
   archive: ArchiveBucket;
+  /** Where the erasure is recorded before anything is deleted (`@sluice/control` `ErasureLogStore`). */
+  erasureLog: { record(workspaceId: string, input: ErasureRecordInput, now?: Date): Promise<unknown> };
   /** How long the hot log keeps rows: the hours searched there. */
   hotRetentionMs: number;
   /** @default Date.now */
@@ -73,31 +84,21 @@ export function assertErasureTarget(target: ErasureTarget): void {
   }
 }
 
-/** A predicate over a serialized row: true when it belongs to the target. */
-export function rowMatcher(target: ErasureTarget): (line: string) => boolean {
-  if (target.kind === 'all') return () => true;
-  if (target.kind === 'subscriber') {
-    const id = target.subscriberId;
-    // Cheap pre-check on the text before parsing the line.
-    return (line) =>
-      line.includes(id) && (JSON.parse(line) as { subscriber_id?: unknown }).subscriber_id === id;
-  }
-  const email = target.email.toLowerCase();
-  return (line) => {
-    if (!line.toLowerCase().includes(email)) return false;
-    const value = (JSON.parse(line) as { email?: unknown }).email;
-    return typeof value === 'string' && value.toLowerCase() === email;
-  };
-}
-
 /**
- * Erasure (an operator command: `sluice erase`): deletes a subscriber's rows (by subscriber id or e-mail), or
- * all of a workspace's rows, from the hot event log, the subscribers table and the event archive.
- * 1. The hot log: every (hour, shard) partition of each event dataset within the retention (and the days TTL
- *    takes to delete), matching rows deleted.
- * 2. The subscribers table: the subscriber's item (by id, or every item with the e-mail), or all of them.
- * 3. The archive: every object of the workspace read and rewritten without the matching rows (deleted when
- *    none is left), then its older versions removed, so the bucket's versioning keeps no copy.
+ * Erasure (an operator command: `sluice erase`): deletes a person's rows (by subscriber id or e-mail), or all of
+ * a workspace's rows, from the hot event log, the subscribers table and the event archive, after recording the
+ * erasure in the erasure log (which `events redrive` consults, so the ingest dead-letter queue never writes the
+ * person back).
+ * 1. Who: the target's id or address, and what the subscribers table and the person's email events link to it
+ *    (a subscriber's e-mail addresses, an address's subscriber ids), so the rows of every event dataset are
+ *    found: `eventRowBelongsTo` of `@sluice/core` (subscriber id, `email`, `properties.email`).
+ * 2. The hot log: every (hour, shard) partition of each event dataset from the retention (and the days TTL
+ *    takes to delete) to {@link MAX_RECORDED_AHEAD_MS} ahead (the latest recorded time ingestion accepts).
+ *    Email events first, again while they teach a new id or address, then SMS and custom events.
+ * 3. The archive: each dataset's hour objects of the workspace (exact keys: never another workspace's objects
+ *    under the same prefix) read and rewritten without the rows (deleted when none is left), then their older
+ *    versions removed, so the bucket's versioning keeps no copy.
+ * 4. The subscribers table: the person's items (by id or address), or all of them.
  * Files already delivered to customers' buckets are theirs and are not touched. The hot log goes first, so a
  * compaction running at the same time archives no erased row it had not read before; running the command
  * again after the next compaction settles that race (it reports 0 when nothing is left).
@@ -114,7 +115,7 @@ export class Eraser {
   async erase(workspaceId: string, target: ErasureTarget): Promise<ErasureReport> {
     assertWorkspaceId(workspaceId);
     assertErasureTarget(target);
-    const matches = rowMatcher(target);
+    const startedAt = new Date(this.now());
     const report: ErasureReport = {
       workspaceId,
       target,
@@ -126,21 +127,93 @@ export class Eraser {
       archiveRows: 0,
       archiveVersionsDeleted: 0,
     };
-    report.hotRows = await this.eraseHot(workspaceId, matches);
-    report.subscribers = await this.eraseSubscribers(workspaceId, target, matches);
-    await this.eraseArchive(workspaceId, target, matches, report);
+    if (target.kind === 'all') {
+      await this.options.erasureLog.record(workspaceId, { kind: 'all' }, startedAt);
+      for (const dataset of EVENT_DATASETS) {
+        report.hotRows += await this.eraseHot(workspaceId, dataset, () => true);
+        await this.eraseArchive(workspaceId, dataset, () => true, report);
+      }
+      report.subscribers = await this.eraseSubscribers(workspaceId, () => true);
+      return report;
+    }
+    const person = new KnownPerson(
+      target.kind === 'subscriber' ? { subscriberIds: [target.subscriberId] } : { emails: [target.email] },
+    );
+    await this.learnFromSubscribers(workspaceId, person);
+    const recorded = identifiersOf(person);
+    await this.options.erasureLog.record(
+      workspaceId,
+      { kind: 'person', ...identifiersOf(person) },
+      startedAt,
+    );
+    // Email events link subscriber ids and addresses: a pass that learns one is repeated, so rows before the
+    // one that taught it are erased too.
+    let learned: boolean;
+    do {
+      learned = false;
+      const matches = (line: string) => {
+        if (!mentions(line, person)) return false;
+        const row = parseLine(line);
+        if (!eventRowBelongsTo(row, person)) return false;
+        if (person.learnFrom(row)) learned = true;
+        return true;
+      };
+      report.hotRows += await this.eraseHot(workspaceId, 'email_events', matches);
+      await this.eraseArchive(workspaceId, 'email_events', matches, report);
+    } while (learned);
+    for (const dataset of ['sms_events', 'custom_events'] as const) {
+      const matches = (line: string) => mentions(line, person) && eventRowBelongsTo(parseLine(line), person);
+      report.hotRows += await this.eraseHot(workspaceId, dataset, matches);
+      await this.eraseArchive(workspaceId, dataset, matches, report);
+    }
+    report.subscribers = await this.eraseSubscribers(
+      workspaceId,
+      (line) => mentions(line, person) && subscriberRowBelongsTo(parseLine(line), person),
+    );
+    const known = identifiersOf(person);
+    if (
+      known.subscriberIds.length + known.emails.length >
+      recorded.subscriberIds.length + recorded.emails.length
+    )
+      await this.options.erasureLog.record(workspaceId, { kind: 'person', ...known }, startedAt);
     return report;
   }
 
-  private async eraseHot(workspaceId: string, matches: (line: string) => boolean): Promise<number> {
+  /** Adds to `person` the ids and addresses of the subscribers table's items that are theirs. */
+  private async learnFromSubscribers(workspaceId: string, person: KnownPerson): Promise<void> {
+    const items: Record<string, unknown>[] = [];
+    for (let shard = 0; shard < SUBSCRIBER_SHARDS; shard++) {
+      await this.queryPartition(this.options.subscribersTable, subscriberPk(workspaceId, shard), (item) => {
+        items.push(parseLine(item.line?.S));
+      });
+    }
+    // An address links ids and an id links addresses: until nothing new is learned.
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const row of items) {
+        if (!subscriberRowBelongsTo(row, person)) continue;
+        const before = person.subscriberIds.size + person.emails.size;
+        if (typeof row.id === 'string') person.subscriberIds.add(row.id);
+        if (typeof row.email === 'string') person.emails.add(row.email.toLowerCase());
+        if (person.subscriberIds.size + person.emails.size > before) grew = true;
+      }
+    }
+  }
+
+  /** Deletes the dataset's matching rows from the hot log; returns how many. */
+  private async eraseHot(
+    workspaceId: string,
+    dataset: EventDataset,
+    matches: (line: string) => boolean,
+  ): Promise<number> {
     const nowMs = this.now();
     const firstHour = hourFloor(nowMs - this.options.hotRetentionMs - TTL_DELETION_SLACK_MS);
+    const lastHour = hourFloor(nowMs + MAX_RECORDED_AHEAD_MS);
     const partitions: string[] = [];
-    for (const dataset of EVENT_DATASETS) {
-      for (let hourMs = firstHour; hourMs <= hourFloor(nowMs) + ARCHIVE_HOUR_MS; hourMs += ARCHIVE_HOUR_MS) {
-        for (let shard = 0; shard < EVENT_SHARDS; shard++)
-          partitions.push(eventPk(workspaceId, dataset, hourMs, shard));
-      }
+    for (let hourMs = firstHour; hourMs <= lastHour; hourMs += ARCHIVE_HOUR_MS) {
+      for (let shard = 0; shard < EVENT_SHARDS; shard++)
+        partitions.push(eventPk(workspaceId, dataset, hourMs, shard));
     }
     // Most partitions are empty: one small Query each, many at once.
     let deleted = 0;
@@ -148,7 +221,8 @@ export class Eraser {
     const worker = async () => {
       while (next < partitions.length) {
         const pk = partitions[next++] as string;
-        const count = await this.deleteMatching(this.options.eventsTable, { PK: { S: pk } }, matches);
+        // Not `deleted += await …`: that reads `deleted` before the other workers add to it.
+        const count = await this.deleteMatching(this.options.eventsTable, pk, matches);
         deleted += count;
       }
     };
@@ -156,73 +230,82 @@ export class Eraser {
     return deleted;
   }
 
-  private async eraseSubscribers(
-    workspaceId: string,
-    target: ErasureTarget,
-    matches: (line: string) => boolean,
-  ): Promise<number> {
+  /** Deletes the subscribers table's matching items; returns how many. */
+  private async eraseSubscribers(workspaceId: string, matches: (line: string) => boolean): Promise<number> {
     let deleted = 0;
     for (let shard = 0; shard < SUBSCRIBER_SHARDS; shard++) {
-      const key: { PK: AttributeValue } = { PK: { S: subscriberPk(workspaceId, shard) } };
-      // A subscriber's own item is keyed by its id; its snapshot line carries `subscriber_id` too.
-      const bySubscriber =
-        target.kind === 'subscriber'
-          ? (line: string, sk: string) => sk === target.subscriberId || matches(line)
-          : (line: string) => matches(line);
-      deleted += await this.deleteMatching(this.options.subscribersTable, key, bySubscriber);
+      deleted += await this.deleteMatching(
+        this.options.subscribersTable,
+        subscriberPk(workspaceId, shard),
+        matches,
+      );
     }
     return deleted;
+  }
+
+  /** Calls `each` with every item (key and line) of one partition, in pages of a bounded size. */
+  private async queryPartition(
+    tableName: string,
+    pk: string,
+    each: (item: Record<string, AttributeValue>) => void,
+  ): Promise<void> {
+    const input: QueryCommandInput = {
+      TableName: tableName,
+      KeyConditionExpression: '#pk = :pk',
+      ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#line': 'line' },
+      ExpressionAttributeValues: { ':pk': { S: pk } },
+      ProjectionExpression: '#pk, #sk, #line',
+      // Pages of a bounded size, as the reader asks (DynamoDB Local builds the rest of the partition otherwise).
+      Limit: DEFAULT_PAGE_LIMIT,
+    };
+    for await (const page of paginateQuery({ client: this.options.client }, input)) {
+      for (const item of page.Items ?? []) each(item);
+    }
   }
 
   /** Deletes the items of one partition whose line matches; returns how many. */
   private async deleteMatching(
     tableName: string,
-    partition: { PK: AttributeValue },
-    matches: (line: string, sk: string) => boolean,
+    pk: string,
+    matches: (line: string) => boolean,
   ): Promise<number> {
-    const input: QueryCommandInput = {
-      TableName: tableName,
-      KeyConditionExpression: '#pk = :pk',
-      ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#line': 'line' },
-      ExpressionAttributeValues: { ':pk': partition.PK },
-      ProjectionExpression: '#pk, #sk, #line',
-      // Pages of a bounded size, as the reader asks (DynamoDB Local builds the rest of the partition otherwise).
-      Limit: DEFAULT_PAGE_LIMIT,
-    };
     const requests: WriteRequest[] = [];
-    for await (const page of paginateQuery({ client: this.options.client }, input)) {
-      for (const item of page.Items ?? []) {
-        const line = item.line?.S ?? '';
-        const sk = item.SK?.S ?? '';
-        if (matches(line, sk)) requests.push({ DeleteRequest: { Key: { PK: item.PK!, SK: item.SK! } } });
-      }
-    }
+    await this.queryPartition(tableName, pk, (item) => {
+      if (matches(item.line?.S ?? ''))
+        requests.push({ DeleteRequest: { Key: { PK: item.PK!, SK: item.SK! } } });
+    });
     if (requests.length > 0) await batchWrite(this.options.client, tableName, requests);
     return requests.length;
   }
 
+  /** Rewrites the dataset's archive objects of the workspace without the matching rows. */
   private async eraseArchive(
     workspaceId: string,
-    target: ErasureTarget,
+    dataset: EventDataset,
     matches: (line: string) => boolean,
     report: ErasureReport,
   ): Promise<void> {
     const archive = this.options.archive;
     const keys: string[] = [];
-    for await (const key of archive.listKeys(archiveWorkspacePrefix(workspaceId))) keys.push(key);
-    if (target.kind === 'all') {
-      report.archiveObjectsDeleted = keys.length;
-      report.archiveVersionsDeleted = await archive.deleteVersions(keys);
+    for await (const key of archive.listHourKeys(workspaceId, dataset)) keys.push(key);
+    if (report.target.kind === 'all') {
+      report.archiveObjectsDeleted += keys.length;
+      report.archiveVersionsDeleted += await archive.deleteVersions(keys);
       return;
     }
     for (const key of keys) {
       report.archiveObjectsRead += 1;
+      // One streaming pass finds the matching lines first: most objects hold none of the person's rows and are
+      // left alone; the rewrite leaves out exactly the lines found (a line seen as the person's stays erased).
+      const erased = new Set<string>();
+      for await (const line of archive.readObject(key)) if (matches(line)) erased.add(line);
+      if (erased.size === 0) continue;
       let removed = 0;
-      // One streaming pass counts first: most objects hold none of the subscriber's rows and are left alone.
-      for await (const line of archive.readObject(key)) if (matches(line)) removed += 1;
-      if (removed === 0) continue;
       const kept = async function* () {
-        for await (const line of archive.readObject(key)) if (!matches(line)) yield line;
+        for await (const line of archive.readObject(key)) {
+          if (erased.has(line)) removed += 1;
+          else yield line;
+        }
       };
       const written = await archive.writeObject(key, kept());
       report.archiveRows += removed;
@@ -234,5 +317,35 @@ export class Eraser {
         report.archiveVersionsDeleted += await archive.deleteVersions([key]);
       }
     }
+  }
+}
+
+/** The person's identifiers, as the erasure log records them. */
+function identifiersOf(person: KnownPerson): { subscriberIds: string[]; emails: string[] } {
+  return { subscriberIds: [...person.subscriberIds], emails: [...person.emails] };
+}
+
+/**
+ * A cheap test on the text before a line is parsed: true when it may hold one of the person's ids or addresses
+ * (as JSON spells them; addresses in any case).
+ */
+function mentions(line: string, person: KnownPerson): boolean {
+  for (const id of person.subscriberIds) if (line.includes(JSON.stringify(id).slice(1, -1))) return true;
+  if (person.emails.size === 0) return false;
+  const lower = line.toLowerCase();
+  for (const email of person.emails) if (lower.includes(JSON.stringify(email).slice(1, -1))) return true;
+  return false;
+}
+
+/** A stored line as an object (an unreadable line as an empty one, which no person's rule matches). */
+function parseLine(line: string | undefined): Record<string, unknown> {
+  if (line === undefined || line === '') return {};
+  try {
+    const value: unknown = JSON.parse(line);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
   }
 }

@@ -11,7 +11,7 @@ export const ARCHIVE_HOUR_MS = 3_600_000;
 /** The prefix of every archive object. */
 export const ARCHIVE_ROOT = 'archive/';
 
-/** `archive/<workspaceId>/`: every object of a workspace (erasure). */
+/** `archive/<workspaceId>/`: the prefix of a workspace's objects (and of any workspace whose id extends it with `/`). */
 export function archiveWorkspacePrefix(workspaceId: string): string {
   return `${ARCHIVE_ROOT}${workspaceId}/`;
 }
@@ -33,6 +33,16 @@ export function hourOfArchiveKey(key: string): number | undefined {
   if (match === null) return undefined;
   const ms = Date.parse(`${match[1]}T${match[2]}:00:00Z`);
   return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * True when `key` is an hour object of exactly this workspace and dataset: its prefix, then exactly
+ * `date=YYYY-MM-DD/hour=HH.jsonl.gz`. A listing of the prefix `archive/acme/` also returns the objects of a
+ * workspace named `acme/email_events` (ids with `/` are refused since, but may exist): those are never its.
+ */
+export function isArchiveHourKeyOf(key: string, workspaceId: string, dataset: EventDataset): boolean {
+  const hourMs = hourOfArchiveKey(key);
+  return hourMs !== undefined && key === archiveHourKey(workspaceId, dataset, hourMs);
 }
 
 /** The start of the UTC hour holding `ms`. */

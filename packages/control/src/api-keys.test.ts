@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteCommand, GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError } from '@sluice/core';
+import { InvalidInputError, WORKSPACE_ID_RULE } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import {
   API_KEY_SCOPES,
@@ -251,4 +251,19 @@ describe('workspaces', () => {
   it('refuses a workspace id with a key separator', async () => {
     await expect(store.ensureWorkspace('a#b')).rejects.toBeInstanceOf(InvalidInputError);
   });
+
+  it.each(['acme/email_events', 'a\\b', '..', '.hidden', 'a b', 'x'.repeat(129)])(
+    'refuses a workspace id %j that would name other folders of the event archive, at creation',
+    async (workspaceId) => {
+      await expect(store.ensureWorkspace(workspaceId)).rejects.toMatchObject({
+        message: expect.stringMatching(/^Workspace id is not valid: 1 to 128 letters/),
+        issues: [{ path: 'workspaceId', message: WORKSPACE_ID_RULE }],
+      });
+      await expect(store.ensureWorkspace(workspaceId)).rejects.toBeInstanceOf(InvalidInputError);
+      await expect(store.createApiKey({ workspaceId, role: 'owner' })).rejects.toBeInstanceOf(
+        InvalidInputError,
+      );
+      expect(await store.getWorkspace(workspaceId)).toBeUndefined();
+    },
+  );
 });

@@ -15,6 +15,7 @@ import {
   resolveControlTable,
   withDynamoErrors,
 } from './client.js';
+import { assertNewWorkspaceId } from './workspaces.js';
 import {
   API_KEY_INDEX_SK_PREFIX,
   API_KEY_SK,
@@ -239,11 +240,7 @@ export class ApiKeyStore {
    * and the workspace's pointer to it in one transaction, refusing a collision.
    */
   async createApiKey(input: CreateApiKeyInput): Promise<{ apiKey: string; record: ApiKeyRecord }> {
-    if (!isKeySafeId(input.workspaceId)) {
-      throw new InvalidInputError('Workspace id is not valid.', [
-        { path: 'workspaceId', message: 'Invalid id' },
-      ]);
-    }
+    assertNewWorkspaceId(input.workspaceId);
     if (!isApiKeyRole(input.role)) {
       throw new InvalidInputError('Role is not valid.', [
         { path: 'role', message: 'Unknown role', allowedValues: API_KEY_ROLES },

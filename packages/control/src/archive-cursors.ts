@@ -1,4 +1,4 @@
-import { GetCommand, paginateScan, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, paginateQuery, paginateScan, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { EventDataset } from '@sluice/core';
 import {
   type ControlTable,
@@ -13,6 +13,17 @@ import { WORKSPACE_SK, workspacePk } from './items.js';
 /** `ARCHIVE#<dataset>`: sort key, in the workspace's partition, of the event archive's cursor for a dataset. */
 export function archiveCursorSk(dataset: EventDataset): string {
   return `ARCHIVE#${dataset}`;
+}
+
+/** `ARCHIVE#<dataset>#LATE#<hourMs, 13 digits>`: an hour that rows were imported into after it may have been archived. */
+export function lateHourSk(dataset: EventDataset, hourMs: number): string {
+  return `${archiveCursorSk(dataset)}#LATE#${String(hourMs).padStart(13, '0')}`;
+}
+
+/** An hour marked late, with how many times it was marked (the compaction clears it only if unchanged). */
+export interface LateHour {
+  hourMs: number;
+  marks: number;
 }
 
 /**
@@ -86,6 +97,66 @@ export class ArchiveCursorStore {
               ? { ':expectedThrough': expected.throughMs, ':expectedStart': expected.startMs }
               : {}),
           },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
+  }
+
+  /**
+   * Marks an hour of a dataset late: rows were written into it with an explicit recorded time after it ended,
+   * so its archive object may lack them. The compaction archives it again (merging) and clears the mark.
+   */
+  async markLate(workspaceId: string, dataset: EventDataset, hourMs: number): Promise<void> {
+    await withDynamoErrors(() =>
+      this.table.client.send(
+        new UpdateCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: lateHourSk(dataset, hourMs) },
+          UpdateExpression: 'ADD marks :one SET hourMs = :hour, dataset = :dataset',
+          ExpressionAttributeValues: { ':one': 1, ':hour': hourMs, ':dataset': dataset },
+        }),
+      ),
+    );
+  }
+
+  /** The hours of a dataset marked late, oldest first. */
+  async lateHours(workspaceId: string, dataset: EventDataset): Promise<LateHour[]> {
+    const hours: LateHour[] = [];
+    const pages = paginateQuery(
+      { client: this.table.client },
+      {
+        TableName: this.table.tableName,
+        KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
+        ExpressionAttributeValues: {
+          ':pk': workspacePk(workspaceId),
+          ':prefix': `${archiveCursorSk(dataset)}#LATE#`,
+        },
+        ProjectionExpression: 'hourMs, marks',
+        ConsistentRead: true,
+      },
+    );
+    await withDynamoErrors(async () => {
+      for await (const page of pages) {
+        for (const item of page.Items ?? [])
+          hours.push({ hourMs: Number(item.hourMs), marks: Number(item.marks) });
+      }
+    });
+    return hours;
+  }
+
+  /** Clears a late mark if it is still as read (a mark added since stays for the next compaction). */
+  async clearLate(workspaceId: string, dataset: EventDataset, late: LateHour): Promise<boolean> {
+    try {
+      await this.table.client.send(
+        new DeleteCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: lateHourSk(dataset, late.hourMs) },
+          ConditionExpression: 'marks = :marks',
+          ExpressionAttributeValues: { ':marks': late.marks },
         }),
       );
       return true;

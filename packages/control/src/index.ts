@@ -14,3 +14,4 @@ export * from './due-index.js';
 export * from './archive-cursors.js';
 export * from './backfills.js';
 export * from './external-id-key.js';
+export * from './erasures.js';

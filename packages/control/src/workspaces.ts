@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { InvalidInputError } from '@sluice/core';
+import { InvalidInputError, isWorkspaceId, WORKSPACE_ID_RULE } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -31,6 +31,18 @@ function toWorkspace(workspaceId: string, item: Record<string, unknown>): Worksp
   };
 }
 
+/**
+ * Refuses a workspace id a new workspace may not have ({@link WORKSPACE_ID_RULE}), with the API's input error.
+ * Stores still read and write items of an existing workspace whose id is only key-safe.
+ */
+export function assertNewWorkspaceId(workspaceId: string): void {
+  if (!isWorkspaceId(workspaceId)) {
+    throw new InvalidInputError(`Workspace id is not valid: ${WORKSPACE_ID_RULE}.`, [
+      { path: 'workspaceId', message: WORKSPACE_ID_RULE },
+    ]);
+  }
+}
+
 /** Workspace items of the control table (`PK = WS#<id>`, `SK = WORKSPACE`). */
 export class WorkspaceStore {
   private readonly table: ControlTable;
@@ -45,11 +57,7 @@ export class WorkspaceStore {
    * before `uid` existed gets its uid here.
    */
   async ensureWorkspace(workspaceId: string, name?: string, now: Date = new Date()): Promise<Workspace> {
-    if (!isKeySafeId(workspaceId)) {
-      throw new InvalidInputError('Workspace id is not valid: 1-200 characters, no "#".', [
-        { path: 'workspaceId', message: 'Invalid id' },
-      ]);
-    }
+    assertNewWorkspaceId(workspaceId);
     const result = await withDynamoErrors(() =>
       this.table.client.send(
         new UpdateCommand({

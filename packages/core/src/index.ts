@@ -17,3 +17,5 @@ export * from './logger.js';
 export * from './backfills.js';
 export * from './role.js';
 export * from './ids.js';
+export * from './erasure.js';
+export * from './workspace-id.js';

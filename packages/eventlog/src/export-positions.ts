@@ -12,3 +12,12 @@ export interface ExportPositions {
   /** Per event dataset, the highest position; a dataset no destination has reached is absent. */
   highestPositions(workspaceId: string): Promise<ReadonlyMap<EventDataset, number>>;
 }
+
+/**
+ * Where ingestion notes an hour that rows were written into with an explicit recorded time after the hour had
+ * ended: the event archive may have archived it already, so its compaction archives it again (merging).
+ * `@sluice/control`'s `ArchiveCursorStore` implements it. Marked after the rows are written.
+ */
+export interface LateHours {
+  markLate(workspaceId: string, dataset: EventDataset, hourMs: number): Promise<void>;
+}

@@ -269,6 +269,8 @@ describe('EventLogWriter and explicit recorded times', () => {
       logger,
       metrics,
       explicitRecordedAt: { refuseAtOrBehind: port },
+      // The late hours' marking is tested with the archive (`@sluice/archive` late-imports.test.ts).
+      lateHours: { markLate: async () => {} },
     });
     return { writer, calls, refusals, reader: new EventLogReader({ ...eventTables, now: () => NOW }) };
   }

@@ -10,7 +10,8 @@
  *    arrived (the reference: "Import Events with timestamps older than an hour"). An import of something that
  *    just happened is streamed like any event;
  * 5. arrived more than 7 days after it occurred: dropped, counted in `dropped.late`;
- * 6. occurred more than 24 hours after it is recorded (a producer's clock or unit is wrong): refused;
+ * 6. occurred more than 24 hours after it is recorded, or an explicit `recorded_at` more than 24 hours ahead of
+ *    now ({@link MAX_RECORDED_AHEAD_MS}; a producer's clock or unit is wrong): refused;
  * 7. serialized row above 350,000 bytes (DynamoDB items hold 400 KB): refused.
  *
  * `dataset`, `test`, `import` and `source` are envelope fields, not row fields: they are not stored. Unknown
@@ -46,14 +47,14 @@ import {
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
-import type { ExportPositions } from './export-positions.js';
+import type { ExportPositions, LateHours } from './export-positions.js';
 import {
   assertWorkspaceId,
   EVENT_SHARDS,
   eventPk,
   eventSk,
+  HOUR_MS,
   hourStart,
-  MAX_RECORDED_MS,
   SUBSCRIBER_SHARDS,
   shardOf,
   subscriberPk,
@@ -66,6 +67,11 @@ export const HISTORY_IMPORT_AGE_MS = 60 * 60 * 1000;
 export const MAX_LATENESS_MS = 7 * 24 * 60 * 60 * 1000;
 /** Events may not occur more than this after they are recorded. */
 export const MAX_FUTURE_SKEW_MS = 24 * 60 * 60 * 1000;
+/**
+ * An explicit `recorded_at` may be at most this far ahead of the ingest's clock (further is a wrong clock or
+ * unit): the latest hour of the event log that can hold rows, which erasure searches up to.
+ */
+export const MAX_RECORDED_AHEAD_MS = 24 * 60 * 60 * 1000;
 /**
  * Inputs validated and written together. Each slice is recorded when it starts, so a row is written within
  * seconds of its recorded time even in a call of a million events, well inside the exports' two-minute lag.
@@ -154,6 +160,11 @@ export interface EventLogWriterOptions {
   retentionSeconds?: number;
   /** Retry and concurrency of the batched writes. */
   batch?: BatchWriteOptions;
+  /**
+   * Where an hour that rows were imported into after it ended is marked, so the event archive's compaction
+   * archives it again (the CLI's imports). Required with `explicitRecordedAt: { refuseAtOrBehind }`.
+   */
+  lateHours?: LateHours;
   /** @default `createLogger()` of `@sluice/core` */
   logger?: Logger;
 }
@@ -190,8 +201,13 @@ export class EventLogWriter {
   private readonly logger: Logger;
   private readonly explicitRecordedAt: ExplicitRecordedAt;
   private readonly metrics: IngestMetrics;
+  private readonly lateHours: LateHours | undefined;
 
   constructor(options: EventLogWriterOptions) {
+    if (typeof options.explicitRecordedAt === 'object' && options.lateHours === undefined) {
+      throw new Error('An EventLogWriter that honours recorded_at needs lateHours (the archive cursors)');
+    }
+    this.lateHours = options.lateHours;
     this.client = options.client ?? defaultEventLogClient();
     this.eventsTable = options.eventsTable;
     this.subscribersTable = options.subscribersTable;
@@ -266,6 +282,8 @@ export class EventLogWriter {
     const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
     const positions = await this.exportPositionsFor(workspaceId, inputs);
     const behindByDataset = new Map<EventDataset, number>();
+    /** `<dataset>#<hourMs>` of rows recorded explicitly in an hour that has ended. */
+    const late = new Set<string>();
 
     inputs.forEach((raw, index) => {
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -312,8 +330,8 @@ export class EventLogWriter {
           return;
         }
       }
-      if (recordedMs > MAX_RECORDED_MS) {
-        refuse(index, 'recorded_at: too far in the future', input);
+      if (recordedMs > nowMs + MAX_RECORDED_AHEAD_MS) {
+        refuse(index, 'recorded_at: more than 24 hours ahead of now', input);
         return;
       }
       const parsed = parseRow(eventDataset, { ...fields, recorded_at: recordedMs });
@@ -342,7 +360,9 @@ export class EventLogWriter {
         refuse(index, `(row): serialized row exceeds ${MAX_LINE_BYTES} bytes`, input);
         return;
       }
-      const pk = eventPk(workspaceId, eventDataset, hourStart(recordedMs), shardOf(row.id, EVENT_SHARDS));
+      const hourMs = hourStart(recordedMs);
+      if (recordedMs !== nowMs && hourMs + HOUR_MS <= nowMs) late.add(`${eventDataset}#${hourMs}`);
+      const pk = eventPk(workspaceId, eventDataset, hourMs, shardOf(row.id, EVENT_SHARDS));
       const sk = eventSk(recordedMs, row.id);
       const key = `${pk}\n${sk}`;
       if (items.has(key)) result.duplicates++;
@@ -368,6 +388,13 @@ export class EventLogWriter {
         [...items.values()],
         this.batch,
       );
+    }
+    // After the write: a compaction that reads the mark reads these rows.
+    if (this.lateHours !== undefined) {
+      for (const entry of late) {
+        const [dataset, hourMs] = entry.split('#') as [EventDataset, string];
+        await this.lateHours.markLate(workspaceId, dataset, Number(hourMs));
+      }
     }
   }
 

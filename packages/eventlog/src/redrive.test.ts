@@ -9,6 +9,8 @@ import { SqsDeadLetterQueue } from './sqs-dead-letters.js';
 import { eventTables } from '../../../test/helpers/tables.js';
 
 const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+/** No erasure (what erasures leave out is tested with the real erasure log in `@sluice/archive` erasure.test.ts). */
+const erasures = { erasuresOf: async () => [] };
 
 function busEvent(workspaceId: string, events: unknown[], source = workspaceSource(workspaceId)) {
   return {
@@ -83,7 +85,7 @@ describe('redriveDeadLetters', () => {
       queue,
       new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       logger,
-      { batchSize: 2 },
+      { batchSize: 2, erasures },
     );
 
     // Assess
@@ -94,6 +96,7 @@ describe('redriveDeadLetters', () => {
       subscribers: { upserted: 0, deleted: 0, invalid: 0 },
       refused: [{ messageId: 'm1', reason: expect.stringMatching(/^source: must be/) }],
       left: [{ messageId: 'm2', reason: 'not JSON' }],
+      erased: { events: 0, subscribers: 0 },
     });
     expect(queue.deleted).toEqual(['m0', 'm1']);
   });
@@ -107,9 +110,7 @@ describe('redriveDeadLetters', () => {
       queue,
       new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       logger,
-      {
-        maxMessages: 2,
-      },
+      { maxMessages: 2, erasures },
     );
 
     // Assess

@@ -11,8 +11,21 @@
  * (same rules, same source check; lateness judged from the event's original `time`), and deletes a message
  * only once it is written. A message that does not hold a bus event, or whose write fails again, stays in the
  * queue and is reported.
+ *
+ * Erased data is never written back: before a message is written, the workspace's erasures (the erasure log
+ * `sluice erase` keeps, `@sluice/control` `ErasureLogStore`) that ran after it was sent take out the rows of the
+ * erased people (`eventRowBelongsTo`, `subscriberRowBelongsTo` of `@sluice/core`), or the whole message after
+ * an erasure of the workspace; they are counted in `erased` and the message is deleted like a written one.
  */
 import type { Logger } from '@aws-lambda-powertools/logger';
+import {
+  type ErasedPerson,
+  type ErasureEntry,
+  type ErasureLog,
+  eventRowBelongsTo,
+  personOfEntry,
+  subscriberRowBelongsTo,
+} from '@sluice/core';
 import { type BusEvent, type BusIngestResult, type BusWriter, ingestBusEvent } from './bus.js';
 import type { RejectedEventSink } from './rejected.js';
 
@@ -84,10 +97,14 @@ export interface RedriveSummary {
   refused: { messageId: string; reason: string }[];
   /** Messages left in the queue: not a bus event, or the write failed again. */
   left: { messageId: string; reason: string }[];
+  /** Left out because an erasure that ran after they were sent removed them: events, subscriber upserts. */
+  erased: { events: number; subscribers: number };
 }
 
 /** Options of {@link redriveDeadLetters}. */
 export interface RedriveOptions {
+  /** The erasure log (`@sluice/control` `ErasureLogStore`): required, so no redrive writes erased data back. */
+  erasures: ErasureLog;
   /** Stop after this many messages. @default no limit: until the queue shows none */
   maxMessages?: number;
   /** Messages received at once (SQS allows 10). @default 10 */
@@ -105,7 +122,7 @@ export async function redriveDeadLetters(
   queue: DeadLetterQueue,
   writer: BusWriter,
   logger: Logger,
-  options: RedriveOptions = {},
+  options: RedriveOptions,
 ): Promise<RedriveSummary> {
   const summary: RedriveSummary = {
     messages: 0,
@@ -114,7 +131,9 @@ export async function redriveDeadLetters(
     subscribers: { upserted: 0, deleted: 0, invalid: 0 },
     refused: [],
     left: [],
+    erased: { events: 0, subscribers: 0 },
   };
+  const erasuresByWorkspace = new Map<string, Promise<readonly ErasureEntry[]>>();
   const max = options.maxMessages ?? Number.POSITIVE_INFINITY;
   const batchSize = options.batchSize ?? 10;
   while (summary.messages < max) {
@@ -129,7 +148,13 @@ export async function redriveDeadLetters(
       }
       let result: BusIngestResult;
       try {
-        result = await ingestBusEvent(writer, read.event, logger, { rejected: options.rejected });
+        const event = await withoutErased(read.event, options.erasures, erasuresByWorkspace, summary.erased);
+        if (event === undefined) {
+          await queue.delete(letter);
+          summary.redriven++;
+          continue;
+        }
+        result = await ingestBusEvent(writer, event, logger, { rejected: options.rejected });
       } catch (error) {
         summary.left.push({ messageId: letter.id, reason: `write failed again: ${errorName(error)}` });
         continue;
@@ -140,6 +165,55 @@ export async function redriveDeadLetters(
     }
   }
   return summary;
+}
+
+/**
+ * The bus event without what erasures that ran after it was sent removed: undefined when nothing is left to
+ * write (an erasure of the workspace, or every row erased). Counts what it leaves out in `erased`.
+ */
+async function withoutErased(
+  event: BusEvent,
+  log: ErasureLog,
+  cache: Map<string, Promise<readonly ErasureEntry[]>>,
+  erased: RedriveSummary['erased'],
+): Promise<BusEvent | undefined> {
+  const detail = isRecord(event.detail) ? event.detail : undefined;
+  const workspaceId = detail?.workspaceId;
+  if (detail === undefined || typeof workspaceId !== 'string' || workspaceId === '') return event;
+  let entries = cache.get(workspaceId);
+  if (entries === undefined) {
+    entries = log.erasuresOf(workspaceId);
+    cache.set(workspaceId, entries);
+  }
+  // An event without a time is taken as sent before every erasure.
+  const sentAtMs = event.time === undefined ? Number.NaN : Date.parse(event.time);
+  const after = (await entries).filter((entry) => !(entry.erasedAtMs < sentAtMs));
+  if (after.length === 0) return event;
+  const events = Array.isArray(detail.events) ? detail.events : [];
+  const upsert = Array.isArray(detail.upsert) ? detail.upsert : [];
+  if (after.some((entry) => entry.kind === 'all')) {
+    erased.events += events.length;
+    erased.subscribers += upsert.length;
+    return undefined;
+  }
+  const people: ErasedPerson[] = after.map((entry) => personOfEntry(workspaceId, entry));
+  const keep = (belongs: (row: Record<string, unknown>, person: ErasedPerson) => boolean) => (row: unknown) =>
+    !isRecord(row) || !people.some((person) => belongs(row, person));
+  const keptEvents = events.filter(keep(eventRowBelongsTo));
+  const keptUpsert = upsert.filter(keep(subscriberRowBelongsTo));
+  erased.events += events.length - keptEvents.length;
+  erased.subscribers += upsert.length - keptUpsert.length;
+  if (keptEvents.length === events.length && keptUpsert.length === upsert.length) return event;
+  const hasDeletes = Array.isArray(detail.delete) && detail.delete.length > 0;
+  if (keptEvents.length === 0 && keptUpsert.length === 0 && !hasDeletes) return undefined;
+  return {
+    ...event,
+    detail: {
+      ...detail,
+      ...(Array.isArray(detail.events) ? { events: keptEvents } : {}),
+      ...(Array.isArray(detail.upsert) ? { upsert: keptUpsert } : {}),
+    },
+  };
 }
 
 function addResult(summary: RedriveSummary, messageId: string, result: BusIngestResult): void {

@@ -7,7 +7,14 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import { ControlExportPositions, cursorSk, documentClient, workspacePk } from '@sluice/control';
+import {
+  ArchiveCursorStore,
+  ControlExportPositions,
+  cursorSk,
+  documentClient,
+  ErasureLogStore,
+  workspacePk,
+} from '@sluice/control';
 import {
   DynamoRejectedEvents,
   EventLogReader,
@@ -49,6 +56,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
         logger,
         metrics,
         explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(controlTable) },
+        lateHours: new ArchiveCursorStore(controlTable),
       }),
     progress: { isTTY: options.isTTY ?? false, columns: 100, write: (text: string) => progress.push(text) },
     deadLetterQueue: (url) => {
@@ -56,6 +64,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
       return queue;
     },
     rejected: () => new DynamoRejectedEvents(controlTable),
+    erasures: () => new ErasureLogStore(controlTable),
     env: {},
     ...(now ? { now } : {}),
   });

@@ -10,7 +10,8 @@
  * - `subscribers delete --workspace <id> --ids <a,b,...> [--json]`;
  * - `events redrive [--queue-url <url>] [--max <n>] [--json]`: writes the bus events waiting in the ingest
  *   dead-letter queue (`IngestDeadLetterQueueUrl` output, or `SLUICE_INGEST_DLQ_URL`) into the event log, the
- *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue;
+ *   ingest function's way, and deletes each once written. Fails (exit 1) when a message stays in the queue.
+ *   The rows of people (or workspaces) erased after a message was sent are left out (the erasure log);
  * - `events rejected list [--workspace <id>] [--json]`: the rows and envelopes ingestion refused (kept 14 days in
  *   the control table), with their reasons, oldest sent first; `--json` prints one rejection a line;
  * - `events rejected redrive [--workspace <id> [--id <id>]] [--json]`: ingests them again the ingest function's
@@ -35,7 +36,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ControlExportPositions } from '@sluice/control';
+import { ArchiveCursorStore, ControlExportPositions, ErasureLogStore } from '@sluice/control';
 import {
   type DeadLetterQueue,
   DynamoRejectedEvents,
@@ -53,7 +54,7 @@ import {
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
-import { createLogger } from '@sluice/core';
+import { createLogger, type ErasureLog } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
@@ -78,6 +79,8 @@ export interface DataCommandDeps {
   env?: Readonly<Record<string, string | undefined>>;
   /** Rejected events. @default the control table of the environment */
   rejected?: () => DynamoRejectedEvents;
+  /** The erasure log `events redrive` consults. @default the control table's (`ErasureLogStore`) */
+  erasures?: () => ErasureLog;
 }
 
 /** A refused line of an input file. */
@@ -209,6 +212,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         // stdout, so its metrics go to stderr.
         logger: silentLogger,
         explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(readCliTables(env).control) },
+        // An hour imported into after it ended is archived again by the next compaction.
+        lateHours: new ArchiveCursorStore(readCliTables(env).control),
         metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
@@ -315,8 +320,13 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         deadLetterQueue(queueUrl),
         busWriter(),
         silentLogger,
-        // What the ingest rules refuse is kept with its reasons (`events rejected list`), not only reported.
-        { rejected: rejectedStore(), ...(maxMessages === undefined ? {} : { maxMessages }) },
+        {
+          // What the ingest rules refuse is kept with its reasons (`events rejected list`), not only reported.
+          rejected: rejectedStore(),
+          // Erasures that ran after a message was sent take the erased people's rows out of it.
+          erasures: deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control),
+          ...(maxMessages === undefined ? {} : { maxMessages }),
+        },
       );
       if (values.json) out(JSON.stringify(summary));
       else {
@@ -326,7 +336,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
             `Events: ${events.accepted} written, dropped ${events.dropped.test} test, ${events.dropped.history} ` +
             `history, ${events.dropped.late} late (sent more than 7 days after they occurred), ` +
             `${events.invalid} refused. Subscribers: ${subscribers.upserted} upserted, ${subscribers.deleted} deleted, ` +
-            `${subscribers.invalid} refused.`,
+            `${subscribers.invalid} refused.` +
+            (summary.erased.events + summary.erased.subscribers > 0
+              ? ` Left out as erased: ${summary.erased.events} events, ${summary.erased.subscribers} subscribers.`
+              : ''),
         );
       }
       for (const { messageId, reason } of summary.refused) err(`message ${messageId} refused: ${reason}`);

@@ -14,6 +14,7 @@ import {
   type ErasureTarget,
   Eraser,
 } from '@sluice/archive';
+import { ErasureLogStore } from '@sluice/control';
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
@@ -101,6 +102,7 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
             client,
             ...tables.events,
             archive: new ArchiveBucket({ bucket, client: s3 }),
+            erasureLog: new ErasureLogStore(tables.control),
             hotRetentionMs: retentionDays * DAY_MS,
           }).erase(values.workspace, target);
           if (values.json) out(JSON.stringify(report));

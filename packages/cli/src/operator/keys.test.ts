@@ -85,6 +85,7 @@ describe('keys create', () => {
     ],
     [['--workspace', 'ws_x', '--role', 'admin', '--scopes', ','], '--scopes needs at least one of'],
     [['--workspace', 'a#b', '--role', 'admin'], '--workspace must be'],
+    [['--workspace', 'acme/email_events', '--role', 'admin'], '--workspace must be 1 to 128 letters'],
   ])('refuses %j with a clear usage error', async (args, message) => {
     const created: unknown[] = [];
     const [command] = createKeysCommands({

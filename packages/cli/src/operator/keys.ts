@@ -10,6 +10,7 @@ import {
   isApiKeyScope,
   isKeySafeId,
 } from '@sluice/control';
+import { isWorkspaceId, WORKSPACE_ID_RULE } from '@sluice/core';
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
@@ -107,6 +108,7 @@ export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
         });
         if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
         const workspaceId = workspaceOption(values.workspace);
+        if (!isWorkspaceId(workspaceId)) throw new CliUsageError(`--workspace must be ${WORKSPACE_ID_RULE}`);
         if (values.role === undefined) {
           throw new CliUsageError(`--role is required: one of ${API_KEY_ROLES.join(', ')}`);
         }

@@ -1,0 +1,302 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { Logger } from '@aws-lambda-powertools/logger';
+import { ArchiveCursorStore, ErasureLogStore } from '@sluice/control';
+import { EVENT_DATASETS, type EventDataset, erasureHash } from '@sluice/core';
+import {
+  EventLogReader,
+  EventLogWriter,
+  generateEvents,
+  generateSubscribers,
+  MAX_RECORDED_AHEAD_MS,
+  redriveDeadLetters,
+  workspaceSource,
+} from '@sluice/eventlog';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { controlTable, eventTables } from '../../../test/helpers/tables.js';
+import { ArchiveBucket, createArchiveClient } from './bucket.js';
+import { ArchiveCompactor } from './compaction.js';
+import { Eraser } from './erasure.js';
+import { archiveHourKey } from './keys.js';
+
+/**
+ * Erasure reaches every dataset: a person's email, SMS and custom events (by subscriber id, `email` and
+ * `properties.email`), rows without a subscriber id, rows recorded ahead of now, the subscribers table, and
+ * the archive; and nothing of a workspace whose id extends this one's archive prefix. Against DynamoDB Local
+ * and s3rver, with the clocks given.
+ */
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const RETENTION_MS = 90 * MINUTE;
+const H = Math.floor(Date.now() / HOUR) * HOUR - 6 * HOUR;
+/** The erasure's clock: the hour `H` is archived and still hot. */
+const NOW = H + 80 * MINUTE;
+const archive = new ArchiveBucket({
+  bucket: process.env.SLUICE_ARCHIVE_BUCKET as string,
+  client: createArchiveClient({ localEndpoint: process.env.SLUICE_LOCAL_S3_ENDPOINT as string }),
+});
+const erasureLog = new ErasureLogStore(controlTable);
+const dynamo = new DynamoDBClient({});
+const hot = new EventLogReader({ ...eventTables, now: () => NOW });
+const eraser = new Eraser({
+  client: dynamo,
+  ...eventTables,
+  archive,
+  erasureLog,
+  hotRetentionMs: RETENTION_MS,
+  now: () => NOW,
+});
+const writerAt = (nowMs: number) =>
+  new EventLogWriter({
+    ...eventTables,
+    explicitRecordedAt: 'unchecked',
+    // Rows that DynamoDB Local's TTL does not delete while the test runs (they are hours old on the real clock).
+    retentionSeconds: 7 * 86_400,
+    now: () => nowMs,
+  });
+
+type Row = Record<string, unknown>;
+
+/** `count` generated rows of `dataset` recorded in `[H, H + 50 min)`, with `fields` set. */
+function rows(dataset: EventDataset, count: number, seed: number, fields: Row = {}): Row[] {
+  return [
+    ...generateEvents({ count, workspaceId: 'x', seed, from: H, to: H + 50 * MINUTE, mix: { [dataset]: 1 } }),
+    // Ids of their own: generated ids of different seeds may meet.
+  ].map((event, index) => ({ ...(event as unknown as Row), id: `evt_${seed}_${index}`, ...fields }));
+}
+
+async function hotLines(workspaceId: string, dataset: EventDataset, fromMs: number, toMs: number) {
+  const lines: string[] = [];
+  for await (const page of hot.readWindow(workspaceId, dataset, fromMs, toMs)) lines.push(...page.lines);
+  return lines;
+}
+
+async function archivedLines(workspaceId: string, dataset: EventDataset): Promise<string[]> {
+  const lines: string[] = [];
+  for await (const line of archive.readHour(workspaceId, dataset, H)) lines.push(line);
+  return lines;
+}
+
+/** Every line of the workspace, hot (the hours around `H` and the day ahead) and archived. */
+async function everyLine(workspaceId: string): Promise<string[]> {
+  const lines: string[] = [];
+  for (const dataset of EVENT_DATASETS) {
+    lines.push(...(await hotLines(workspaceId, dataset, H - 1, NOW + MAX_RECORDED_AHEAD_MS)));
+    lines.push(...(await archivedLines(workspaceId, dataset)));
+  }
+  return lines;
+}
+
+describe('erasure of a person', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  // Ann is in the subscribers table; Bob was deleted from it, only his email events link his id and address.
+  const ann = { id: 'sub_ann', email: 'ann@example.com' };
+  const bob = { id: 'sub_bob', email: 'bob@example.com' };
+  const others = { email: 0, sms: 0, custom: 0 };
+
+  beforeAll(async () => {
+    const email = [
+      ...rows('email_events', 40, 1),
+      ...rows('email_events', 3, 2, { subscriber_id: ann.id, email: 'Ann@Example.com' }),
+      ...rows('email_events', 2, 3, { subscriber_id: null, email: ann.email }),
+      ...rows('email_events', 3, 4, { subscriber_id: bob.id, email: bob.email }),
+      ...rows('email_events', 2, 5, { subscriber_id: null, email: 'BOB@example.com' }),
+    ];
+    const sms = [
+      ...rows('sms_events', 30, 6),
+      ...rows('sms_events', 3, 7, { subscriber_id: ann.id }),
+      ...rows('sms_events', 2, 8, { subscriber_id: bob.id }),
+    ];
+    const custom = [
+      ...rows('custom_events', 30, 9),
+      ...rows('custom_events', 2, 10, { subscriber_id: ann.id }),
+      ...rows('custom_events', 2, 11, { subscriber_id: null, properties: { email: 'ANN@example.com' } }),
+      ...rows('custom_events', 2, 12, { subscriber_id: bob.id }),
+      ...rows('custom_events', 1, 13, { subscriber_id: null, properties: { email: bob.email, plan: 'pro' } }),
+    ];
+    others.email = 40;
+    others.sms = 30;
+    others.custom = 30;
+    const writer = writerAt(H);
+    for (const batch of [email, sms, custom]) {
+      expect((await writer.ingestEvents(workspaceId, batch)).invalid).toEqual([]);
+    }
+    // Imports recorded ahead of now, up to the latest time ingestion accepts.
+    const ahead = NOW + MAX_RECORDED_AHEAD_MS - MINUTE;
+    const aheadRows = [
+      { ...rows('sms_events', 1, 14, { subscriber_id: ann.id })[0], recorded_at: ahead, occurred_at: ahead },
+      {
+        ...rows('email_events', 1, 15, { subscriber_id: bob.id, email: bob.email })[0],
+        recorded_at: ahead,
+        occurred_at: ahead,
+      },
+    ];
+    expect((await writerAt(NOW).ingestEvents(workspaceId, aheadRows)).accepted).toBe(2);
+    const subscribers = [...generateSubscribers({ workspaceId, count: 3 })].map((row, index) =>
+      index === 0 ? { ...row, id: ann.id, email: ann.email } : row,
+    );
+    expect((await writer.upsertSubscribers(workspaceId, subscribers)).invalid).toEqual([]);
+    const compactor = new ArchiveCompactor({
+      hot: hot,
+      archive,
+      cursors: new ArchiveCursorStore(controlTable),
+      hotRetentionMs: RETENTION_MS,
+      now: () => NOW,
+    });
+    for (const dataset of EVENT_DATASETS) await compactor.compactDataset(workspaceId, dataset);
+    expect(await archivedLines(workspaceId, 'custom_events')).toHaveLength(37);
+  });
+
+  it('refuses an import recorded further ahead than the hours erasure searches', async () => {
+    const tooFar = NOW + MAX_RECORDED_AHEAD_MS + MINUTE;
+    const row = { ...rows('sms_events', 1, 16)[0], recorded_at: tooFar, occurred_at: tooFar };
+    const result = await writerAt(NOW).ingestEvents(`ws_${randomUUID()}`, [row]);
+    expect(result.accepted).toBe(0);
+    expect(result.invalid).toEqual([{ index: 0, reason: 'recorded_at: more than 24 hours ahead of now' }]);
+  });
+
+  it('--email removes the rows of every dataset linked to the address, in the hot log and the archive', async () => {
+    const report = await eraser.erase(workspaceId, { kind: 'email', email: 'ann@EXAMPLE.com' });
+    // 3 + 2 email, 3 + 1 (ahead) SMS, 2 + 2 custom events, hot and archived (the row ahead is not archived yet).
+    expect(report).toMatchObject({ hotRows: 13, archiveRows: 12, subscribers: 1 });
+    const left = await everyLine(workspaceId);
+    expect(left.filter((line) => /sub_ann|ann@example\.com/i.test(line))).toEqual([]);
+    expect(left.filter((line) => /sub_bob|bob@example\.com/i.test(line))).toHaveLength(11 + 10);
+  });
+
+  it('--subscriber removes rows without a subscriber id whose address is the subscriber’s', async () => {
+    const report = await eraser.erase(workspaceId, { kind: 'subscriber', subscriberId: bob.id });
+    // 3 + 2 + 1 (ahead) email, 2 SMS, 2 + 1 custom events.
+    expect(report).toMatchObject({ hotRows: 11, archiveRows: 10, subscribers: 0 });
+    const left = await everyLine(workspaceId);
+    expect(left.filter((line) => /sub_bob|bob@example\.com/i.test(line))).toEqual([]);
+    expect(left).toHaveLength(2 * (others.email + others.sms + others.custom));
+  });
+
+  it('records each erasure, by hashes only', async () => {
+    const entries = await erasureLog.erasuresOf(workspaceId);
+    expect(entries.map((entry) => entry.kind)).toContain('person');
+    const all = entries.flatMap((entry) => [...entry.subscriberIdHashes, ...entry.emailHashes]);
+    expect(all).toContain(erasureHash(workspaceId, 'subscriber', ann.id));
+    expect(all).toContain(erasureHash(workspaceId, 'email', bob.email));
+    expect(JSON.stringify(entries)).not.toMatch(/ann|bob/);
+  });
+});
+
+describe('erasure of a workspace whose id prefixes another archive key', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  /** A workspace created before ids with `/` were refused: its objects are under `archive/<workspaceId>/`. */
+  const nested = `${workspaceId}/email_events`;
+  const line = (id: string) =>
+    JSON.stringify({ id, email: 'ann@example.com', recorded_at: new Date(H + MINUTE).toISOString() });
+
+  it('never reads, rewrites or deletes the other workspace’s objects', async () => {
+    await archive.writeHour(workspaceId, 'email_events', H, [line('evt_own')]);
+    await archive.writeHour(nested, 'email_events', H, [line('evt_nested')]);
+    await archive.writeHour(nested, 'custom_events', H, [line('evt_nested_custom')]);
+
+    const byEmail = await eraser.erase(workspaceId, { kind: 'email', email: 'ann@example.com' });
+    expect(byEmail).toMatchObject({ archiveObjectsRead: 1, archiveRows: 1, archiveObjectsDeleted: 1 });
+    await archive.writeHour(workspaceId, 'sms_events', H, [line('evt_own_sms')]);
+    const all = await eraser.erase(workspaceId, { kind: 'all' });
+    expect(all).toMatchObject({ archiveObjectsDeleted: 1 });
+
+    expect(await archive.exists(archiveHourKey(workspaceId, 'sms_events', H))).toBe(false);
+    expect(await archivedLines(nested, 'email_events')).toEqual([line('evt_nested')]);
+    expect(await archivedLines(nested, 'custom_events')).toEqual([line('evt_nested_custom')]);
+  });
+});
+
+describe('a redrive after an erasure', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  const gone = `ws_${randomUUID()}`;
+  const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+  const sentBefore = new Date(NOW - 10 * MINUTE).toISOString();
+  const sentAfter = new Date(NOW + MINUTE).toISOString();
+  const redriveAt = NOW + 2 * MINUTE;
+  const custom = (id: string, fields: Row) => ({
+    dataset: 'custom_events',
+    id,
+    event_name: 'order.paid',
+    occurred_at: NOW - 20 * MINUTE,
+    ...fields,
+  });
+  const busEvent = (ws: string, time: string, detailType: string, detail: Row) => ({
+    id: randomUUID(),
+    source: workspaceSource(ws),
+    'detail-type': detailType,
+    time,
+    detail: { workspaceId: ws, ...detail },
+  });
+  const queueOf = (events: object[]) => {
+    const pending = events.map((event, i) => ({
+      id: `m${i}`,
+      body: JSON.stringify({ requestPayload: event }),
+      receiptHandle: `r${i}`,
+    }));
+    const deleted: string[] = [];
+    return {
+      deleted,
+      receive: async (max: number) => pending.splice(0, max),
+      delete: async (l: { id: string }) => void deleted.push(l.id),
+    };
+  };
+
+  it('leaves out the erased people’s rows sent before the erasure, and a whole erased workspace', async () => {
+    const writer = writerAt(NOW - HOUR);
+    const cat = [...generateSubscribers({ workspaceId, count: 1 })].map((row) => ({
+      ...row,
+      id: 'sub_cat',
+      email: 'cat@example.com',
+    }));
+    expect((await writer.upsertSubscribers(workspaceId, cat)).accepted).toBe(1);
+    await eraser.erase(workspaceId, { kind: 'email', email: 'Cat@example.com' });
+    await eraser.erase(gone, { kind: 'all' });
+
+    const queue = queueOf([
+      busEvent(workspaceId, sentBefore, 'sluice.events', {
+        events: [
+          custom('ce_cat', { subscriber_id: 'sub_cat' }),
+          custom('ce_cat_props', { properties: { email: 'CAT@example.com' } }),
+          {
+            dataset: 'sms_events',
+            id: 'sms_cat',
+            event_type: 'sent',
+            occurred_at: NOW - 20 * MINUTE,
+            subscriber_id: 'sub_cat',
+          },
+          custom('ce_dog', { subscriber_id: 'sub_dog' }),
+        ],
+      }),
+      busEvent(workspaceId, sentBefore, 'sluice.subscribers', {
+        upsert: [{ ...cat[0], email: 'cat@example.com' }],
+      }),
+      busEvent(workspaceId, sentAfter, 'sluice.events', {
+        events: [custom('ce_cat_later', { subscriber_id: 'sub_cat' })],
+      }),
+      busEvent(gone, sentBefore, 'sluice.events', { events: [custom('ce_gone', {})] }),
+    ]);
+    const redriveWriter = new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'ignore',
+      now: () => redriveAt,
+    });
+    const summary = await redriveDeadLetters(queue, redriveWriter, logger, { erasures: erasureLog });
+
+    expect(summary).toMatchObject({
+      messages: 4,
+      redriven: 4,
+      left: [],
+      events: { accepted: 2 },
+      subscribers: { upserted: 0 },
+      erased: { events: 4, subscribers: 1 },
+    });
+    expect(queue.deleted).toEqual(['m0', 'm1', 'm2', 'm3']);
+    const ids = async (ws: string, dataset: EventDataset) =>
+      (await hotLines(ws, dataset, redriveAt - 1, redriveAt)).map((line) => JSON.parse(line).id).sort();
+    expect(await ids(workspaceId, 'custom_events')).toEqual(['ce_cat_later', 'ce_dog']);
+    expect(await ids(workspaceId, 'sms_events')).toEqual([]);
+    expect(await ids(gone, 'custom_events')).toEqual([]);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * Who an erasure removes, and which rows are theirs: one rule for the event log, the archive and the ingest
+ * dead-letter queue (docs/internals.md, "Erasure").
+ *
+ * A person is a set of subscriber ids and a set of e-mail addresses (compared in lower case). A row of an event
+ * dataset is the person's when its `subscriber_id` is one of the ids, or when an e-mail address it carries is
+ * one of the addresses: `email` (email events) or `properties.email` (custom events), whatever its
+ * `subscriber_id` (a row without one, or an address the person shares with an older subscriber id). A
+ * subscriber row (`id`, `email`) is the person's by its `id` or its `email`.
+ */
+import { createHash } from 'node:crypto';
+
+/** A person an erasure removes (plain identifiers, or their hashes in the erasure log). */
+export interface ErasedPerson {
+  hasSubscriberId(subscriberId: string): boolean;
+  /** `email` is compared in lower case; pass it as the row has it. */
+  hasEmail(email: string): boolean;
+}
+
+/** The e-mail addresses an event row carries, as written: `email`, and `properties.email`. */
+export function emailsOfRow(row: Readonly<Record<string, unknown>>): string[] {
+  const emails: string[] = [];
+  if (typeof row.email === 'string') emails.push(row.email);
+  const properties = row.properties;
+  if (typeof properties === 'object' && properties !== null && !Array.isArray(properties)) {
+    const email = (properties as Record<string, unknown>).email;
+    if (typeof email === 'string') emails.push(email);
+  }
+  return emails;
+}
+
+/** True when an event row (parsed, or a producer's input) belongs to `person`. */
+export function eventRowBelongsTo(row: Readonly<Record<string, unknown>>, person: ErasedPerson): boolean {
+  if (typeof row.subscriber_id === 'string' && person.hasSubscriberId(row.subscriber_id)) return true;
+  return emailsOfRow(row).some((email) => person.hasEmail(email));
+}
+
+/** True when a subscriber row (`id`, `email`) belongs to `person`. */
+export function subscriberRowBelongsTo(
+  row: Readonly<Record<string, unknown>>,
+  person: ErasedPerson,
+): boolean {
+  if (typeof row.id === 'string' && person.hasSubscriberId(row.id)) return true;
+  return typeof row.email === 'string' && person.hasEmail(row.email);
+}
+
+/** A person known by plain identifiers, growing as an erasure learns more of them. */
+export class KnownPerson implements ErasedPerson {
+  readonly subscriberIds = new Set<string>();
+  /** Lower case. */
+  readonly emails = new Set<string>();
+
+  constructor(identifiers: { subscriberIds?: Iterable<string>; emails?: Iterable<string> } = {}) {
+    for (const id of identifiers.subscriberIds ?? []) this.subscriberIds.add(id);
+    for (const email of identifiers.emails ?? []) this.emails.add(email.toLowerCase());
+  }
+
+  hasSubscriberId(subscriberId: string): boolean {
+    return this.subscriberIds.has(subscriberId);
+  }
+
+  hasEmail(email: string): boolean {
+    return this.emails.has(email.toLowerCase());
+  }
+
+  /** Adds a row's subscriber id and e-mail addresses; true when one was new. */
+  learnFrom(row: Readonly<Record<string, unknown>>): boolean {
+    const before = this.subscriberIds.size + this.emails.size;
+    if (typeof row.subscriber_id === 'string') this.subscriberIds.add(row.subscriber_id);
+    for (const email of emailsOfRow(row)) this.emails.add(email.toLowerCase());
+    return this.subscriberIds.size + this.emails.size > before;
+  }
+}
+
+/**
+ * The hash an erasure log keeps of an identifier instead of the identifier: SHA-256 of the workspace id, the
+ * kind and the value (e-mail addresses in lower case), hex.
+ */
+export function erasureHash(workspaceId: string, kind: 'subscriber' | 'email', value: string): string {
+  const normalized = kind === 'email' ? value.toLowerCase() : value;
+  return createHash('sha256').update(`${workspaceId}\u0000${kind}\u0000${normalized}`).digest('hex');
+}
+
+/** One erasure as the erasure log keeps it: when, and whose (hashed), or the whole workspace. */
+export interface ErasureEntry {
+  /** When the erasure ran (epoch ms): data sent before it is erased data. */
+  erasedAtMs: number;
+  /** `all`: every row of the workspace; else the person's hashed identifiers. */
+  kind: 'all' | 'person';
+  subscriberIdHashes: readonly string[];
+  emailHashes: readonly string[];
+}
+
+/** The erasures of a workspace (`@sluice/control` `ErasureLogStore`), as `events redrive` consults them. */
+export interface ErasureLog {
+  erasuresOf(workspaceId: string): Promise<readonly ErasureEntry[]>;
+}
+
+/** The person of an erasure entry, matched through the hashes. */
+export function personOfEntry(workspaceId: string, entry: ErasureEntry): ErasedPerson {
+  const ids = new Set(entry.subscriberIdHashes);
+  const emails = new Set(entry.emailHashes);
+  return {
+    hasSubscriberId: (id) => ids.has(erasureHash(workspaceId, 'subscriber', id)),
+    hasEmail: (email) => emails.has(erasureHash(workspaceId, 'email', email)),
+  };
+}
