@@ -95,6 +95,13 @@ export function checkStep(
 ): Violation[] {
   const violations: Violation[] = [];
   const violate = (check: Check, message: string) => violations.push({ check, exportRef: exp.ref, message });
+  // Row violations are counted per file and check, with the first row as the example.
+  const rowViolations = new Map<string, { check: Check; message: string; count: number }>();
+  const violateRow = (check: Check, key: string, message: string) => {
+    const entry = rowViolations.get(`${check} ${key}`);
+    if (entry) entry.count += 1;
+    else rowViolations.set(`${check} ${key}`, { check, message: `${key}: ${message}`, count: 1 });
+  };
   const seen = new Map<string, string>();
   const windows = new Map<string, FileWindow[]>();
 
@@ -145,16 +152,20 @@ export function checkStep(
         );
       }
       if (!mayDeliver(exp, file.dataset, row.recordedMs)) {
-        violate(
+        violateRow(
           'before-start',
-          `${key}: row ${id} recorded at ${iso(row.recordedMs)}, not after the export's or dataset's start ` +
+          key,
+          `row ${id} recorded at ${iso(row.recordedMs)}, not after the export's or dataset's start ` +
             `(${startsOf(exp, file.dataset)}) and in no backfill's range`,
         );
       }
       const other = seen.get(id);
-      if (other !== undefined) violate('exactly-once', `row ${id} is in ${other} and in ${key}`);
+      if (other !== undefined) violateRow('exactly-once', key, `row ${id} is also in ${other}`);
       seen.set(id, key);
     }
+  }
+  for (const { check, message, count } of rowViolations.values()) {
+    violate(check, count > 1 ? `${message} (and ${count - 1} more rows)` : message);
   }
   // Files that disappeared.
   for (const key of history.rows.keys()) {

@@ -17,6 +17,8 @@ const { values } = parseArgs({
     only: { type: 'string' },
     'shrink-seconds': { type: 'string', default: '600' },
     'tolerate-known': { type: 'boolean', default: false },
+    /** Fail on nothing: print every check each seed trips, with its first message. */
+    survey: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -43,7 +45,11 @@ async function main(): Promise<number> {
   const count = replay === undefined ? Number(values.seeds) : 1;
   const ops = Number(values.ops);
   const only = checksOf(values.only);
-  const tolerated = values['tolerate-known'] ? toleratedChecks() : undefined;
+  const tolerated = values.survey
+    ? new Set<Check>(CHECKS)
+    : values['tolerate-known']
+      ? toleratedChecks()
+      : undefined;
   const started = performance.now();
   let failures = 0;
   let totalOps = 0;
@@ -60,6 +66,12 @@ async function main(): Promise<number> {
       totalOps += result.ops;
       for (const [kind, n] of result.faults) faults.set(kind, (faults.get(kind) ?? 0) + n);
       const seen = [...new Set(result.violations.map((v) => v.check))];
+      if (values.survey) {
+        for (const check of seen) {
+          const first = result.violations.find((v) => v.check === check)!;
+          console.log(`  ${check}: after ${first.step}: ${first.message.slice(0, 400)}`);
+        }
+      }
       if (!result.failed) {
         console.log(
           `seed ${seed}: ok, ${result.ops} ops${seen.length ? ` (tolerated: ${seen.join(', ')})` : ''}`,

@@ -62,6 +62,8 @@ export interface Sim {
   steps: number;
   /** The operations run, in order. */
   executed: string[];
+  /** Rows in the exports' files once settled. */
+  delivered: number;
 }
 
 /** The violations that fail the schedule. */
@@ -485,7 +487,7 @@ const datasetsArb = fc.subarray([...EVENT_DATASETS], { minLength: 1 });
 const exportRef = fc.nat(7);
 
 /** The operations and their weights. */
-export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, Real>>[] {
+export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model, Real>>[] {
   const ws = fc.nat(WORKSPACES - 1);
   const ingest = fc
     .tuple(ws, fc.integer({ min: 1, max: 80 }), datasetArb)
@@ -537,31 +539,47 @@ export function commandArbitraries(): fc.Arbitrary<fc.AsyncCommand<Model, Real>>
       ),
     )
     .map(([ms, kind, fault]) => new Tick(kind === 'tick' ? ms : ms / 60, kind, fault));
+  const weighted = (weight: number, arbitrary: fc.Arbitrary<fc.AsyncCommand<Model, Real>>) => ({
+    weight,
+    arbitrary,
+  });
   return [
-    ingest,
-    ingest,
-    imports,
-    create,
-    create,
-    update,
-    tick,
-    tick,
-    tick,
-    tick,
-    tick,
-    fc.tuple(exportRef, fc.boolean()).map(([k, on]) => new SetEnabled(k, on)),
-    exportRef.map((k) => new RunNow(k)),
-    exportRef.map((k) => new Delete(k)),
-    fc
-      .tuple(
-        exportRef,
-        fc.option(fc.integer({ min: 1, max: 80 }), { nil: undefined, freq: 3 }),
-        fc.integer({ min: 1, max: 30 }),
-      )
-      .map(([k, ago, hours]) => new Backfill(k, ago, hours)),
-    exportRef.map((k) => new Cancel(k)),
-    fc.constant(new Compact()),
-    exportRef.map((k) => new Flood(k)),
+    weighted(8, ingest),
+    weighted(2, imports),
+    weighted(4, create),
+    weighted(3, update),
+    weighted(10, tick),
+    weighted(
+      2,
+      fc.tuple(exportRef, fc.boolean()).map(([k, on]) => new SetEnabled(k, on)),
+    ),
+    weighted(
+      1,
+      exportRef.map((k) => new RunNow(k)),
+    ),
+    weighted(
+      1,
+      exportRef.map((k) => new Delete(k)),
+    ),
+    weighted(
+      3,
+      fc
+        .tuple(
+          exportRef,
+          fc.option(fc.integer({ min: 1, max: 80 }), { nil: undefined, freq: 3 }),
+          fc.integer({ min: 1, max: 30 }),
+        )
+        .map(([k, ago, hours]) => new Backfill(k, ago, hours)),
+    ),
+    weighted(
+      1,
+      exportRef.map((k) => new Cancel(k)),
+    ),
+    weighted(1, fc.constant(new Compact())),
+    weighted(
+      1,
+      exportRef.map((k) => new Flood(k)),
+    ),
   ];
 }
 
@@ -597,6 +615,7 @@ export async function runSchedule(
     eventSeed: 0,
     steps: 0,
     executed: [],
+    delivered: 0,
   };
   sink(sim);
   try {
@@ -624,7 +643,9 @@ async function settle(sim: Sim): Promise<void> {
   }
   const manifests: Violation[] = [];
   for (const exp of sim.model.exports) {
-    manifests.push(...checkManifests(exp, await sim.world.bucket.snapshot(`${exp.prefix}/`)));
+    const objects = await sim.world.bucket.snapshot(`${exp.prefix}/`);
+    manifests.push(...checkManifests(exp, objects));
+    for (const object of objects.values()) sim.delivered += object.ids?.length ?? 0;
   }
   report(sim, `settling (${bound} ticks at most)`, [...missing, ...manifests]);
 }
@@ -674,6 +695,8 @@ export interface SeedResult {
   violations: (Violation & { step: string })[];
   ops: number;
   faults: Map<string, number>;
+  /** Rows in the exports' files at the end, over every export. */
+  delivered: number;
 }
 
 /**
@@ -748,5 +771,6 @@ function summary(
     violations: sim?.violations ?? [],
     ops: sim?.steps ?? 0,
     faults: sim?.model.faults ?? new Map(),
+    delivered: sim?.delivered ?? 0,
   };
 }
