@@ -31,6 +31,8 @@ export interface Violation {
   /** The export's simulation number. */
   exportRef: number;
   message: string;
+  /** The backfill whose rows are missing (`caught-up` only). */
+  backfillId?: string;
 }
 
 /** How far behind real time an export may be: the two-minute lag of the contract. */
@@ -259,7 +261,15 @@ export function missingRows(
   const available = (id: string, recordedMs: number) =>
     model.archived.has(id) || recordedMs > nowMs - retentionMs + DAY_MS;
   const missing = new Map<string, number>();
-  const expect = (why: string, dataset: EventDataset, fromMs: number, throughMs: number) => {
+  const backfillOf = new Map<string, string>();
+  const expect = (
+    why: string,
+    dataset: EventDataset,
+    fromMs: number,
+    throughMs: number,
+    backfillId?: string,
+  ) => {
+    if (backfillId !== undefined) backfillOf.set(why, backfillId);
     for (const [id, row] of model.rows) {
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
@@ -292,6 +302,7 @@ export function missingRows(
         dataset,
         backfill.fromMs - 1,
         Math.min(backfill.toMs - 1, backfill.createdMs - LAG_MS - FREQUENCY_MS[backfill.frequency]),
+        backfill.id,
       );
     }
   }
@@ -299,6 +310,7 @@ export function missingRows(
     check: 'caught-up' as const,
     exportRef: exp.ref,
     message: `${count} available rows not delivered after the settling ticks: ${why}`,
+    ...(backfillOf.has(why) ? { backfillId: backfillOf.get(why)! } : {}),
   }));
 }
 
