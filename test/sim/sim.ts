@@ -64,6 +64,8 @@ export interface Sim {
   executed: string[];
   /** Rows in the exports' files once settled. */
   delivered: number;
+  /** The operation running or last run; undefined once the schedule settles. */
+  current?: Op;
 }
 
 /** The violations that fail the schedule. */
@@ -118,6 +120,7 @@ abstract class Op implements fc.AsyncCommand<Model, Real> {
   }
   async run(_model: Model, sim: Real): Promise<void> {
     sim.steps += 1;
+    sim.current = this;
     sim.executed.push(this.toString());
     const started = performance.now();
     await this.apply(sim);
@@ -552,7 +555,7 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
     weighted(8, ingest),
     weighted(2, imports),
     weighted(4, create),
-    weighted(3, update),
+    weighted(5, update),
     weighted(10, tick),
     weighted(
       2,
@@ -567,7 +570,7 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
       exportRef.map((k) => new Delete(k)),
     ),
     weighted(
-      3,
+      4,
       fc
         .tuple(
           exportRef,
@@ -625,6 +628,7 @@ export async function runSchedule(
   sink(sim);
   try {
     await fc.asyncModelRun(() => ({ model: sim.model, real: sim }), commands);
+    delete sim.current;
     await settle(sim);
   } finally {
     await world.close();
@@ -711,30 +715,36 @@ export async function runSeed(
   ops: number,
   options: SimOptions & { path?: string; shrinkMs?: number },
 ): Promise<SeedResult> {
-  const schedule = scheduleOf(seed, ops);
+  // A replay's path is `<operations kept>:<fast-check's path>`.
+  const [cut, fcPath] = options.path?.includes('/') ? options.path.split('/') : [undefined, options.path];
+  let schedule = scheduleOf(seed, ops);
+  if (cut !== undefined) schedule = schedule.slice(0, Number(cut));
   let last: Sim | undefined;
   const keep = (sim: Sim) => {
     last = sim;
   };
   let error: Error | undefined;
-  if (options.path === undefined) {
+  if (fcPath === undefined) {
     try {
       await runSchedule(schedule, options, keep);
     } catch (thrown) {
       error = thrown as Error;
+      // What came after the failing operation cannot have caused it: shrink the prefix only.
+      const failedAt = last?.current ? schedule.indexOf(last.current) : -1;
+      if (failedAt >= 0) schedule = schedule.slice(0, failedAt + 1);
     }
   }
   let result = last;
   let numShrinks = 0;
-  if (options.path !== undefined || (error !== undefined && (options.shrinkMs ?? 0) > 0)) {
+  if (fcPath !== undefined || (error !== undefined && (options.shrinkMs ?? 0) > 0)) {
     const started = performance.now();
     let failedSim: Sim | undefined;
     const details = await fc.check(
       fc.asyncProperty(fc.subarray(schedule), async (commands) => {
         // The whole schedule is known to fail (unless replaying): not run twice.
-        if (options.path === undefined && commands.length === schedule.length) throw error;
+        if (fcPath === undefined && commands.length === schedule.length) throw error;
         // Out of shrinking time: this candidate counts as passing, so the smallest failure so far is kept.
-        if (performance.now() - started > (options.shrinkMs ?? 0) && options.path === undefined) return true;
+        if (performance.now() - started > (options.shrinkMs ?? 0) && fcPath === undefined) return true;
         try {
           await runSchedule(commands, options, keep);
           return true;
@@ -743,16 +753,19 @@ export async function runSeed(
           throw thrown;
         }
       }),
-      { seed, numRuns: 1, examples: [[schedule]], ...(options.path ? { path: options.path } : {}) },
+      { seed, numRuns: 1, examples: [[schedule]], ...(fcPath ? { path: fcPath } : {}) },
     );
     numShrinks = details.numShrinks;
     if (details.failed) {
       error = details.errorInstance as Error;
       result = failedSim ?? result;
-      return summary(seed, result, error, numShrinks, details.counterexamplePath ?? undefined);
+      const path = details.counterexamplePath
+        ? `${schedule.length}/${details.counterexamplePath}`
+        : undefined;
+      return summary(seed, result, error, numShrinks, path);
     }
     // A replay that passed, or a failure that did not recur: reported as it was.
-    if (options.path !== undefined) return summary(seed, last, undefined, 0, undefined);
+    if (fcPath !== undefined) return summary(seed, last, undefined, 0, undefined);
   }
   return summary(seed, result, error, numShrinks, undefined);
 }
