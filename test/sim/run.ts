@@ -80,7 +80,9 @@ async function main(): Promise<number> {
       }
       failures += 1;
       console.log(`seed ${seed}: FAILED after ${result.numShrinks} shrinks`);
-      console.log(`SLUICE_SIM_SEED=${seed}${result.path ? ` SLUICE_SIM_PATH=${result.path}` : ''}`);
+      console.log(
+        `SLUICE_SIM_SEED=${seed}${result.path ? ` SLUICE_SIM_PATH=${result.path}` : ''} npm run sim -- --ops ${ops}`,
+      );
       console.log(`schedule:\n  ${(result.schedule ?? '').split('\n').join('\n  ')}`);
       console.log(result.error ?? '');
     }
