@@ -74,7 +74,7 @@ async function main(): Promise<number> {
       }
       if (!result.failed) {
         console.log(
-          `seed ${seed}: ok, ${result.ops} ops${seen.length ? ` (tolerated: ${seen.join(', ')})` : ''}`,
+          `seed ${seed}: ok, ${result.ops} ops, ${result.delivered} rows delivered${seen.length ? ` (tolerated: ${seen.join(', ')})` : ''}`,
         );
         continue;
       }
