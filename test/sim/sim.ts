@@ -18,6 +18,7 @@ import { generateEvents } from '@sluice/eventlog';
 import fc from 'fast-check';
 import { advanceVirtualTime, setVirtualTime, virtualNow } from './clock.js';
 import { Model, type ModelExport } from './model.js';
+import { seedRandomBytes } from './random.js';
 import {
   BucketHistory,
   type Check,
@@ -609,10 +610,11 @@ export const SIM_EPOCH_MS = Date.UTC(2026, 2, 2, 9, 0, 0);
 /** Runs one schedule in a fresh world, settles it, and checks the end rules. Throws on a failing violation. */
 export async function runSchedule(
   commands: Iterable<fc.AsyncCommand<Model, Real>>,
-  options: SimOptions,
+  options: SimOptions & { seed: number },
   sink: (sim: Sim) => void = () => undefined,
 ): Promise<void> {
   setVirtualTime(SIM_EPOCH_MS);
+  seedRandomBytes(options.seed);
   const world = await createWorld(WORKSPACES);
   const sim: Sim = {
     world,
@@ -726,7 +728,7 @@ export async function runSeed(
   let error: Error | undefined;
   if (fcPath === undefined) {
     try {
-      await runSchedule(schedule, options, keep);
+      await runSchedule(schedule, { ...options, seed }, keep);
     } catch (thrown) {
       error = thrown as Error;
       // What came after the failing operation cannot have caused it: shrink the prefix only.
@@ -746,7 +748,7 @@ export async function runSeed(
         // Out of shrinking time: this candidate counts as passing, so the smallest failure so far is kept.
         if (performance.now() - started > (options.shrinkMs ?? 0) && fcPath === undefined) return true;
         try {
-          await runSchedule(commands, options, keep);
+          await runSchedule(commands, { ...options, seed }, keep);
           return true;
         } catch (thrown) {
           failedSim = last;

@@ -4,13 +4,13 @@
  * the local services (DynamoDB Local, s3rver, the local KMS) the tests use, under the virtual clock.
  * Faults go through the hooks the fault suites use: a Task interceptor, and the writer's bucket writer.
  */
-import { randomBytes } from 'node:crypto';
 import { S3Client } from '@aws-sdk/client-s3';
 import { CONTROL_TABLE } from '@sluice/core';
 import type { BucketWriterFactory } from '@sluice/engine';
 import type { EventLogWriter } from '@sluice/eventlog';
 import { ApiClient, recordedResponses } from '../helpers/api-client.js';
 import { BucketView } from './bucket.js';
+import { unseededRandomBytes } from './random.js';
 
 type Json = Record<string, unknown>;
 
@@ -74,7 +74,7 @@ export async function stopSimBucketServer(): Promise<void> {
 
 /** Builds a world with `workspaceCount` workspaces (process.env must hold the local services' variables). */
 export async function createWorld(workspaceCount: number): Promise<World> {
-  const runId = randomBytes(5).toString('hex');
+  const runId = unseededRandomBytes(5).toString('hex');
   const controlTable = `sluice-control-sim-${runId}`;
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
