@@ -1,0 +1,342 @@
+/**
+ * The oracle: the rules of "The export contract" (docs/internals.md) marked [oracle], checked from the bucket
+ * and the simulation's own record ({@link Model}) only.
+ */
+import {
+  EVENT_DATASETS,
+  type EventDataset,
+  EXPORT_FORMATS,
+  type ExportFormat,
+  FILE_EXTENSIONS,
+  FREQUENCY_MS,
+} from '@sluice/core';
+import type { BucketObjectView } from './bucket.js';
+import type { Model, ModelExport } from './model.js';
+
+/** The oracle's checks, as `known-defects.ts` names them. */
+export const CHECKS = [
+  'grid',
+  'recorded-time',
+  'format',
+  'before-start',
+  'exactly-once',
+  'shrink',
+  'manifest',
+  'caught-up',
+] as const;
+export type Check = (typeof CHECKS)[number];
+
+export interface Violation {
+  check: Check;
+  /** The export's simulation number. */
+  exportRef: number;
+  message: string;
+  /** The backfill whose rows are missing (`caught-up` only). */
+  backfillId?: string;
+}
+
+/** How far behind real time an export may be: the two-minute lag of the contract. */
+export const LAG_MS = 2 * 60_000;
+const DAY_MS = 86_400_000;
+
+const FORMAT_OF_EXTENSION = new Map<string, ExportFormat>(
+  EXPORT_FORMATS.map((format) => [FILE_EXTENSIONS[format], format]),
+);
+const EXTENSIONS = EXPORT_FORMATS.map((format) => FILE_EXTENSIONS[format].replace(/\./g, '\\.')).join('|');
+const DATASETS = EVENT_DATASETS.join('|');
+const DATA_KEY = new RegExp(
+  `/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/\\1-(\\d+)-(\\d+)-(\\d{4})(${EXTENSIONS})$`,
+);
+const MANIFEST_KEY = new RegExp(
+  `/_sluice/manifests/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/(\\d+)-(\\d+)\\.json$`,
+);
+
+/** A data file's window, parsed from its key. */
+interface FileWindow {
+  key: string;
+  dataset: EventDataset;
+  date: string;
+  fromMs: number;
+  toMs: number;
+  index: number;
+  format: ExportFormat;
+  window: string;
+}
+
+function parseDataKey(key: string): FileWindow | undefined {
+  const match = DATA_KEY.exec(key);
+  if (!match) return undefined;
+  const [, dataset, date, from, to, index, extension] = match;
+  return {
+    key,
+    dataset: dataset as EventDataset,
+    date: date!,
+    fromMs: Number(from),
+    toMs: Number(to),
+    index: Number(index),
+    format: FORMAT_OF_EXTENSION.get(extension!)!,
+    window: `${dataset}/${from}-${to}`,
+  };
+}
+
+/** What the oracle remembers of the bucket between steps: it never forgets a file or a row count. */
+export class BucketHistory {
+  /** Largest row count seen per data file or manifest. */
+  readonly rows = new Map<string, number>();
+  /** The format each window was first written in. */
+  readonly firstFormat = new Map<string, ExportFormat>();
+}
+
+/** The oracle's per-step checks of one export's objects. */
+export function checkStep(
+  model: Model,
+  exp: ModelExport,
+  objects: Map<string, BucketObjectView>,
+  history: BucketHistory,
+  nowMs: number,
+): Violation[] {
+  const violations: Violation[] = [];
+  const violate = (check: Check, message: string) => violations.push({ check, exportRef: exp.ref, message });
+  // Row violations are counted per file and check, with the first row as the example.
+  const rowViolations = new Map<string, { check: Check; message: string; count: number }>();
+  const violateRow = (check: Check, key: string, message: string) => {
+    const entry = rowViolations.get(`${check} ${key}`);
+    if (entry) entry.count += 1;
+    else rowViolations.set(`${check} ${key}`, { check, message: `${key}: ${message}`, count: 1 });
+  };
+  const seen = new Map<string, string>();
+  const windows = new Map<string, FileWindow[]>();
+
+  for (const [key, object] of objects) {
+    const file = parseDataKey(key);
+    const manifest = MANIFEST_KEY.test(key);
+    // Nothing shrinks: rows of a data file or a manifest.
+    const rows = file
+      ? (object.ids?.length ?? 0)
+      : manifest
+        ? Number((object.json as { rows?: number }).rows)
+        : undefined;
+    if (rows !== undefined) {
+      const before = history.rows.get(key);
+      if (before !== undefined && rows < before)
+        violate('shrink', `${key} went from ${before} rows to ${rows}`);
+      history.rows.set(key, Math.max(rows, before ?? 0));
+    }
+    if (!file) continue;
+    windows.set(file.window, [...(windows.get(file.window) ?? []), file]);
+    // Grid: one whole cell of a frequency the export has had; the date folder is the window's day.
+    const step = file.toMs - file.fromMs;
+    const onGrid = [...exp.frequencies].some(
+      (f) => FREQUENCY_MS[f] === step && (file.fromMs + 1) % step === 0,
+    );
+    if (!onGrid) {
+      violate(
+        'grid',
+        `${key}: window ${iso(file.fromMs)}–${iso(file.toMs)} is no cell of ${[...exp.frequencies].join('/')}`,
+      );
+    }
+    if (new Date(file.toMs).toISOString().slice(0, 10) !== file.date)
+      violate('grid', `${key}: wrong date folder`);
+    // Each row: known, of this workspace and dataset, recorded inside the window, after the start, once.
+    for (const id of object.ids ?? []) {
+      const row = model.rows.get(id);
+      if (row === undefined || row.workspace !== exp.workspace || row.dataset !== file.dataset) {
+        violate(
+          'recorded-time',
+          `${key}: row ${id} was never ingested into this workspace's ${file.dataset}`,
+        );
+        continue;
+      }
+      if (!(row.recordedMs > file.fromMs && row.recordedMs <= file.toMs)) {
+        violate(
+          'recorded-time',
+          `${key}: row ${id} recorded at ${iso(row.recordedMs)} is outside the window`,
+        );
+      }
+      if (!mayDeliver(exp, file.dataset, row.recordedMs)) {
+        violateRow(
+          'before-start',
+          key,
+          `row ${id} recorded at ${iso(row.recordedMs)}, not after the export's or dataset's start ` +
+            `(${startsOf(exp, file.dataset)}) and in no backfill's range`,
+        );
+      }
+      const other = seen.get(id);
+      if (other !== undefined) violateRow('exactly-once', key, `row ${id} is also in ${other}`);
+      seen.set(id, key);
+    }
+  }
+  for (const { check, message, count } of rowViolations.values()) {
+    violate(check, count > 1 ? `${message} (and ${count - 1} more rows)` : message);
+  }
+  // Files that disappeared.
+  for (const key of history.rows.keys()) {
+    if (key.startsWith(`${exp.prefix}/`) && !objects.has(key)) violate('shrink', `${key} was deleted`);
+  }
+  // Formats: one per window, the one it was first written in, which the export had when it was planned.
+  for (const [window, files] of windows) {
+    const formats = new Set(files.map((file) => file.format));
+    if (formats.size > 1) violate('format', `window ${window} has files in ${[...formats].join(' and ')}`);
+    const first = history.firstFormat.get(window);
+    const now = files[0]!.format;
+    if (first === undefined) {
+      const held = model.formatsDuring(exp, files[0]!.toMs + LAG_MS, nowMs);
+      if (!held.has(now)) {
+        violate(
+          'format',
+          `window ${window} was first written as ${now}; the export was ${[...held].join('/')}`,
+        );
+      }
+      history.firstFormat.set(window, now);
+    } else if (formats.has(first) === false || formats.size > 1) {
+      violate('format', `window ${window} was first written as ${first}, now has ${[...formats].join('/')}`);
+    }
+  }
+  return violations;
+}
+
+/** The checks of a settled bucket: each window's manifest lists exactly its files, with their SHA-256. */
+export function checkManifests(exp: ModelExport, objects: Map<string, BucketObjectView>): Violation[] {
+  const violations: Violation[] = [];
+  const violate = (message: string) => violations.push({ check: 'manifest', exportRef: exp.ref, message });
+  const files = new Map<string, FileWindow[]>();
+  for (const key of objects.keys()) {
+    const file = parseDataKey(key);
+    if (file) files.set(file.window, [...(files.get(file.window) ?? []), file]);
+  }
+  const manifests = new Set<string>();
+  for (const [key, object] of objects) {
+    const match = MANIFEST_KEY.exec(key);
+    if (!match) continue;
+    const window = `${match[1]}/${match[3]}-${match[4]}`;
+    manifests.add(window);
+    const doc = object.json as {
+      format?: string;
+      rows?: number;
+      files?: { key: string; rows: number; bytes: number; sha256: string }[];
+    };
+    const listed = doc.files ?? [];
+    const present = (files.get(window) ?? []).sort((a, b) => a.index - b.index);
+    if (listed.map((f) => f.key).join() !== present.map((f) => f.key).join()) {
+      violate(
+        `${key} lists [${listed.map((f) => f.key).join(', ')}], the bucket has [${present.map((f) => f.key).join(', ')}]`,
+      );
+    }
+    for (const entry of listed) {
+      const actual = objects.get(entry.key);
+      if (actual === undefined) continue;
+      if (
+        actual.sha256 !== entry.sha256 ||
+        actual.bytes !== entry.bytes ||
+        (actual.ids?.length ?? 0) !== entry.rows
+      ) {
+        violate(`${key}: ${entry.key} is not the file it lists (sha256, bytes or rows differ)`);
+      }
+    }
+    if (listed.reduce((sum, f) => sum + f.rows, 0) !== doc.rows)
+      violate(`${key}: rows is not the sum of its files`);
+    if (present[0] && doc.format !== present[0].format)
+      violate(`${key}: format ${doc.format}, files ${present[0].format}`);
+  }
+  for (const [window, list] of files) {
+    const rows = list.reduce((sum, file) => sum + (objects.get(file.key)?.ids?.length ?? 0), 0);
+    if (rows > 0 && !manifests.has(window)) violate(`window ${window} has ${rows} rows and no manifest`);
+  }
+  return violations;
+}
+
+/** The rows an export must have delivered once it has caught up, that are not in its files. */
+export function missingRows(
+  model: Model,
+  exp: ModelExport,
+  objects: Map<string, BucketObjectView>,
+  nowMs: number,
+  retentionMs: number,
+  backfillReported: (backfillId: string) => boolean,
+): Violation[] {
+  if (exp.deleted || !exp.enabled) return [];
+  const delivered = new Set<string>();
+  for (const object of objects.values()) for (const id of object.ids ?? []) delivered.add(id);
+  // Still available: archived, or in the hot log with a day to spare (the expiry horizon may be rounded to a day).
+  const available = (id: string, recordedMs: number) =>
+    model.archived.has(id) || recordedMs > nowMs - retentionMs + DAY_MS;
+  const missing = new Map<string, number>();
+  const backfillOf = new Map<string, string>();
+  const expect = (
+    why: string,
+    dataset: EventDataset,
+    fromMs: number,
+    throughMs: number,
+    backfillId?: string,
+  ) => {
+    if (backfillId !== undefined) backfillOf.set(why, backfillId);
+    for (const [id, row] of model.rows) {
+      if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
+      if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
+      if (!available(id, row.recordedMs)) continue;
+      missing.set(why, (missing.get(why) ?? 0) + 1);
+    }
+  };
+  const step = FREQUENCY_MS[exp.frequency];
+  for (const dataset of model.currentDatasets(exp)) {
+    const membership = exp.memberships.get(dataset)!.at(-1)!;
+    expect(
+      `${dataset} since ${iso(Math.max(exp.startMs, membership.addedMs))}`,
+      dataset,
+      Math.max(exp.startMs, membership.addedMs),
+      nowMs - LAG_MS - step,
+    );
+  }
+  for (const backfill of exp.backfills) {
+    if (backfill.cancelled || backfillReported(backfill.id)) continue;
+    for (const dataset of backfill.datasets) {
+      const membership = exp.memberships.get(dataset)?.at(-1);
+      if (
+        membership === undefined ||
+        membership.removedMs !== undefined ||
+        membership.addedMs > backfill.createdMs
+      )
+        continue;
+      expect(
+        `backfill ${backfill.id} of ${dataset}`,
+        dataset,
+        backfill.fromMs - 1,
+        Math.min(backfill.toMs - 1, backfill.createdMs - LAG_MS - FREQUENCY_MS[backfill.frequency]),
+        backfill.id,
+      );
+    }
+  }
+  return [...missing].map(([why, count]) => ({
+    check: 'caught-up' as const,
+    exportRef: exp.ref,
+    message: `${count} available rows not delivered after the settling ticks: ${why}`,
+    ...(backfillOf.has(why) ? { backfillId: backfillOf.get(why)! } : {}),
+  }));
+}
+
+/** Whether the contract lets this export deliver a row of `dataset` recorded at `recordedMs`. */
+function mayDeliver(exp: ModelExport, dataset: EventDataset, recordedMs: number): boolean {
+  const inMembership =
+    recordedMs > exp.startMs &&
+    (exp.memberships.get(dataset) ?? []).some(
+      (m) => recordedMs > m.addedMs && (m.removedMs === undefined || recordedMs <= m.removedMs),
+    );
+  if (inMembership) return true;
+  // A backfill delivers the grid cells holding its range.
+  return exp.backfills.some((b) => {
+    if (!b.datasets.includes(dataset)) return false;
+    const step = FREQUENCY_MS[b.frequency];
+    const from = Math.floor(b.fromMs / step) * step;
+    const to = Math.ceil(b.toMs / step) * step;
+    return recordedMs >= from && recordedMs < to;
+  });
+}
+
+function startsOf(exp: ModelExport, dataset: EventDataset): string {
+  const added = (exp.memberships.get(dataset) ?? []).map((m) => iso(m.addedMs)).join(', ');
+  return `start ${iso(exp.startMs)}, added ${added}`;
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
