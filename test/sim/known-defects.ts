@@ -25,12 +25,6 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     what: "rows recorded before an export's or dataset's start are exported",
     checks: ['before-start'],
   },
-  { defect: '22.6', what: 'backfill starvation behind a paused export’s queue', checks: ['caught-up'] },
-  {
-    defect: '22.7',
-    what: 'Commit reschedules on UTC-aligned slots: daily exports a day late',
-    checks: ['caught-up'],
-  },
   {
     defect: '22.11',
     what: 'a frequency change writes an off-grid window; a backfill after it duplicates rows',

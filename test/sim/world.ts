@@ -144,6 +144,8 @@ export async function createWorld(workspaceCount: number): Promise<World> {
         explicitRecordedAt: {
           refuseAtOrBehind: new control.ControlExportPositions({ tableName: controlTable }),
         },
+        // An hour imported into after it ended is archived again by the next compaction.
+        lateHours: new control.ArchiveCursorStore({ tableName: controlTable }),
         retentionSeconds: retentionMs / 1000,
         metrics: quiet,
       }),
