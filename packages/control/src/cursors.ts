@@ -39,7 +39,11 @@ export interface PlannedSpan {
   /** The grid step the span is cut at; absent for a single window planned by an older version. */
   stepMs?: number;
   runId: string;
-  /** The format its files are written in, fixed when planned; JSON lines when absent (planned before formats). */
+  /**
+   * The format its files are written in, fixed when planned. Absent on a span stored without it (a span a
+   * partial run's Commit stored before Commit kept formats, or one planned before formats existed): the
+   * planner reads it as the destination's format, which it was planned with unless the format changed since.
+   */
   format?: FileFormat;
 }
 
@@ -174,13 +178,9 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   for (const entry of planned) {
     const runId = typeof entry.runId === 'string' ? entry.runId : '';
     if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
-      const span: PlannedSpan = {
-        fromMs: entry.fromMs,
-        toMs: entry.toMs,
-        runId,
-        format: fileFormatOf(entry),
-      };
+      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId };
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
+      if (entry.format !== undefined) span.format = fileFormatOf(entry);
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
       cursor.plannedSnapshot = { date: entry.date, runId, format: fileFormatOf(entry) };

@@ -1,4 +1,5 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
+import type { FileFormat } from './file-format.js';
 
 /**
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
@@ -137,6 +138,8 @@ export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
  */
 export interface Span extends Window {
   stepMs?: number;
+  /** The file format its windows are written in, fixed when first planned (the engine sets it). */
+  format?: FileFormat;
 }
 
 /** The windows of a span, in order. */
@@ -197,7 +200,8 @@ export function planEventSpans(input: EventPlanInput): EventPlan {
   const kept = stale.slice(index).map(copySpan);
   if (kept.length === 0) {
     const spanEnd = gridPointAtOrBefore(input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS), stepMs);
-    const windows = splitAtBoundaries(end, Math.min(limit, Math.max(spanEnd, end)), stepMs);
+    const to = Math.min(limit, Math.max(spanEnd, end));
+    const windows = splitAtBoundaries(end, to, stepMs);
     spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs));
     end = spans.at(-1)?.toMs ?? end;
   }
@@ -220,9 +224,12 @@ function groupWindows(windows: readonly Window[], count: number, stepMs: number)
 }
 
 function copySpan(span: Span): Span {
-  return span.stepMs === undefined
-    ? { fromMs: span.fromMs, toMs: span.toMs }
-    : { fromMs: span.fromMs, toMs: span.toMs, stepMs: span.stepMs };
+  return {
+    fromMs: span.fromMs,
+    toMs: span.toMs,
+    ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
+    ...(span.format !== undefined ? { format: span.format } : {}),
+  };
 }
 
 /**

@@ -271,7 +271,7 @@ export function planDatasets(
         return {
           ...span,
           runId: before?.runId ?? runId,
-          format: before !== undefined ? fileFormatOf(before.format) : currentFormat,
+          format: before?.format ?? currentFormat,
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {

@@ -1,0 +1,221 @@
+import { randomUUID } from 'node:crypto';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BackfillStore,
+  ControlStore,
+  cursorSk,
+  documentClient,
+  workspacePk,
+  CursorStore,
+  LeaseStore,
+  RunStateStore,
+  RunStore,
+} from '@sluice/control';
+import {
+  type Backfill,
+  backfillRange,
+  DAY_MS,
+  type Destination,
+  type EventDataset,
+  type FileFormat,
+  HOUR_MS,
+  newDestination,
+  startOfUtcDay,
+} from '@sluice/core';
+import { EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { commitRun } from './commit.js';
+import { createBucketWriterFactory, type EngineDeps } from './deps.js';
+import {
+  LOCAL_BUCKET,
+  LOCAL_S3_ENDPOINT,
+  listKeys,
+  listManifestKeys,
+  readBytes,
+} from './local-bucket.test-support.js';
+import type { RunTrigger, WindowResult } from './payloads.js';
+import { claimAndPlan } from './plan.js';
+import { writeWindow } from './write.js';
+
+/**
+ * The engine's contract where features meet (docs/internals.md, "The export contract"), each case against the
+ * local services: the production writer on s3rver, the stores on DynamoDB Local, on a given clock.
+ */
+
+const MINUTE_MS = 60_000;
+const controlStore = new ControlStore(controlTable);
+const sealer = new SecretSealer(kmsKey);
+const backfills = new BackfillStore(controlTable);
+const workspaceId = `ws_${randomUUID()}`;
+/** A UTC midnight two days ago: the test data lies in the day after it. */
+const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
+/** Email events of the test, by recorded time. */
+const EMAIL_FROM = DAY0;
+const EMAIL_TO = DAY0 + 10 * HOUR_MS;
+const EMAIL_ROWS = 600;
+/** The clock of most runs: every hour of the data is complete and older than the lag. */
+const NOW = DAY0 + 12 * HOUR_MS;
+const RETENTION_MS = 35 * DAY_MS;
+const recorded: number[] = [];
+
+function deps(nowMs = NOW, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
+  return {
+    controlStore,
+    cursors: new CursorStore(controlTable),
+    leases: new LeaseStore(controlTable),
+    runs: new RunStore(controlTable),
+    runState: new RunStateStore(controlTable),
+    backfills,
+    sealer,
+    // The event log as it is at `nowMs`: rows older than their retention are gone.
+    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
+    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
+    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
+    now: () => new Date(nowMs),
+    ...overrides,
+  };
+}
+
+/** A destination of this suite (an access key on the local bucket), stored. */
+async function createDestination(
+  options: { startFromMs?: number; datasets?: Destination['datasets']; fileFormat?: FileFormat } & Partial<
+    Pick<Destination, 'frequency'>
+  > = {},
+): Promise<Destination> {
+  const id = `exp_${randomUUID().replaceAll('-', '')}`;
+  const startFrom = new Date(options.startFromMs ?? EMAIL_FROM - MINUTE_MS).toISOString();
+  const destination: Destination = {
+    ...newDestination({
+      workspaceId,
+      id,
+      name: 'Contract test',
+      provider: 's3',
+      bucket: LOCAL_BUCKET,
+      region: 'us-east-1',
+      endpoint: LOCAL_S3_ENDPOINT,
+      pathPrefix: `contract-test/${id}`,
+      accessKeyId: 'S3RVER',
+      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
+      datasets: options.datasets ?? ['email_events'],
+      frequency: options.frequency ?? 'hourly',
+      startFrom,
+      fileFormat: options.fileFormat,
+      now: new Date(Date.parse(startFrom)),
+    }),
+    status: 'idle',
+    manualRunQueued: false,
+  };
+  return controlStore.createDestination(destination);
+}
+
+/** One ExportRun in-process (claim, every writer, commit) at `nowMs`. */
+async function runOnce(
+  destination: Pick<Destination, 'id'>,
+  nowMs = NOW,
+  overrides: Partial<EngineDeps> = {},
+  trigger: RunTrigger = 'schedule',
+) {
+  const planned = await claimAndPlan(
+    { workspaceId, destinationId: destination.id, trigger, executionId: randomUUID() },
+    deps(nowMs, overrides),
+  );
+  if (planned.outcome !== 'planned' || planned.run === undefined) return undefined;
+  const results: WindowResult[] = [];
+  for (const item of planned.items ?? []) {
+    results.push(await writeWindow({ run: planned.run, item }, deps(nowMs, overrides)));
+  }
+  const committed = await commitRun({ run: planned.run, results }, deps(nowMs, overrides));
+  return { run: planned.run, items: planned.items ?? [], results, committed };
+}
+
+/** Runs until the export (or the backfill) has nothing left to do now, as Dispatch would. */
+async function runUntilDone(
+  destination: Pick<Destination, 'id'>,
+  nowMs = NOW,
+  overrides: Partial<EngineDeps> = {},
+  trigger: RunTrigger = 'schedule',
+) {
+  const runs = [];
+  for (let i = 0; i < 40; i++) {
+    const run = await runOnce(destination, nowMs, overrides, trigger);
+    if (run === undefined) break;
+    runs.push(run);
+    if (!run.committed.runAgain) break;
+  }
+  return runs;
+}
+
+/** Data keys below the destination's prefix, without it. */
+async function dataKeys(destination: Destination): Promise<string[]> {
+  return (await listKeys(destination.pathPrefix)).map((key) => key.slice(destination.pathPrefix.length + 1));
+}
+
+beforeAll(async () => {
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
+  const events = [
+    ...generateEvents({
+      count: EMAIL_ROWS,
+      workspaceId,
+      seed: 7,
+      from: EMAIL_FROM,
+      to: EMAIL_TO - 1,
+      mix: { email_events: 1 },
+    }),
+  ] as unknown as Record<string, unknown>[];
+  for (const event of events) recorded.push(Date.parse(String(event.recorded_at)));
+  const result = await writer.ingestEvents(workspaceId, events);
+  expect(result.invalid).toEqual([]);
+}, 120_000);
+
+afterAll(() => undefined);
+
+describe('a window keeps the format it was first planned with', () => {
+  it('a Parquet export whose runs run out of time writes every window as Parquet (defect 21.2)', async () => {
+    // Prepare: a Parquet export with no run budget: each writer writes one file, then stops (partial)
+    const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
+
+    // Act
+    const runs = await runUntilDone(destination, NOW, {
+      settings: { runBudgetMs: 0, eventRetentionMs: RETENTION_MS },
+    });
+
+    // Assess: several runs, each hourly window one Parquet file, every manifest Parquet
+    expect(runs.length).toBeGreaterThan(1);
+    const keys = await dataKeys(destination);
+    expect(keys).toHaveLength(10);
+    expect(keys.filter((key) => !key.endsWith('.parquet'))).toEqual([]);
+    for (const key of await listManifestKeys(destination.pathPrefix)) {
+      expect(JSON.parse((await readBytes(key)).toString()).format, key).toBe('parquet');
+    }
+  }, 120_000);
+
+  it('reads a span stored without its format (by an older Commit) as the Parquet it was planned with', async () => {
+    // Prepare: the cursor an older Commit left after a partial run: planned spans with no format
+    const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
+    await documentClient.send(
+      new PutCommand({
+        TableName: controlTable.tableName,
+        Item: {
+          PK: workspacePk(workspaceId),
+          SK: cursorSk(destination.id, 'email_events'),
+          dataset: 'email_events',
+          exportedThroughMs: DAY0 - 1,
+          planned: [{ fromMs: DAY0 - 1, toMs: DAY0 + 4 * HOUR_MS - 1, stepMs: HOUR_MS, runId: 'run_old' }],
+        },
+      }),
+    );
+
+    // Act
+    await runUntilDone(destination);
+
+    // Assess
+    const keys = await dataKeys(destination);
+    expect(keys).toHaveLength(10);
+    expect(keys.filter((key) => !key.endsWith('.parquet'))).toEqual([]);
+  }, 120_000);
+});
+
+export { backfillRange, type Backfill, type EventDataset, recorded };
