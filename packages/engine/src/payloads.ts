@@ -54,6 +54,11 @@ export type WorkItem =
       toMs: number;
       stepMs?: number;
       format?: FileFormat;
+      /**
+       * The export's (or the dataset's) exact start, when it lies inside the span's first window: rows
+       * recorded at or before it are not exported, and that window's files keep the grid window's name.
+       */
+      startMs?: number;
     }
   | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat };
 

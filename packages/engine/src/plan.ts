@@ -32,14 +32,27 @@ export function runIdOf(executionId: string): string {
 }
 
 /**
- * Where an event dataset's export starts when its cursor has never been committed: the start of the grid
- * cell holding the dataset's start (`datasetStartedAt`, else `startFrom`), so every window is a whole cell.
+ * The exact start of an event dataset's export: the time it was added (`datasetStartedAt`), else
+ * `startFrom`, else the creation time. No row recorded at or before it is exported.
  */
-export function datasetStartMs(destination: Destination, dataset: Dataset): number {
+export function exactStartMs(destination: Destination, dataset: Dataset): number {
   const started = destination.datasetStartedAt[dataset] ?? destination.startFrom;
   const parsed = Date.parse(started);
-  const ms = Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
-  return gridStartOf(ms, gridStepMs(destination.frequency));
+  return Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
+}
+
+/**
+ * Where an event dataset's cursor starts when it has never been committed: the start of the grid cell
+ * holding its exact start ({@link exactStartMs}), so the first window keeps the grid window's name; the
+ * writer leaves out that window's rows recorded at or before the exact start ({@link withStart}).
+ */
+export function datasetStartMs(destination: Destination, dataset: Dataset): number {
+  return gridStartOf(exactStartMs(destination, dataset), gridStepMs(destination.frequency));
+}
+
+/** An event item with the dataset's exact start when the start lies after the item's first window opens. */
+export function withStart<T extends { fromMs: number }>(item: T, startMs: number): T & { startMs?: number } {
+  return startMs > item.fromMs ? { ...item, startMs } : item;
 }
 
 /** The cursor position of an event dataset: committed `exportedThroughMs`, or the dataset's start. */
@@ -276,7 +289,8 @@ export function planDatasets(
       });
       for (const span of planned.slice(0, plan.spans.length)) {
         const { runId: _planner, ...work } = span;
-        items.push({ dataset, kind: 'events', ...work, format: span.format ?? currentFormat });
+        const item = { dataset, kind: 'events' as const, ...work, format: span.format ?? currentFormat };
+        items.push(withStart(item, exactStartMs(destination, dataset)));
       }
       const unchanged =
         !moved &&
