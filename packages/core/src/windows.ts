@@ -201,6 +201,13 @@ export function planEventSpans(input: EventPlanInput): EventPlan {
   if (kept.length === 0) {
     const spanEnd = gridPointAtOrBefore(input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS), stepMs);
     const to = Math.min(limit, Math.max(spanEnd, end));
+    // After a change to a coarser frequency, the old grid's cell first ends at a boundary of the new one.
+    const align = alignmentOf(end, stepMs);
+    // `to` is a point of the new grid, so it is at or after the boundary when it is after `end`.
+    if (align !== undefined && to >= align.toMs) {
+      spans.push({ fromMs: end, toMs: align.toMs, stepMs: align.stepMs });
+      end = align.toMs;
+    }
     const windows = splitAtBoundaries(end, to, stepMs);
     spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs));
     end = spans.at(-1)?.toMs ?? end;
@@ -230,6 +237,22 @@ function copySpan(span: Span): Span {
     ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
     ...(span.format !== undefined ? { format: span.format } : {}),
   };
+}
+
+/** The grid steps of the frequencies, finest first: each divides the next, so a coarser grid point is on every finer grid. */
+const STEPS = Object.values(FREQUENCY_MS).sort((a, b) => a - b);
+
+/**
+ * Windows continuing from `endMs` when it is not a point of the `stepMs` grid (the frequency became
+ * coarser since the windows before it were planned): cells of the coarsest grid `endMs` lies on, through
+ * the next point of the `stepMs` grid, so no window is ever off a grid and the new grid starts on its own
+ * boundary. Undefined when `endMs` is on the grid (or on no grid at all: a cursor of an older version).
+ */
+export function alignmentOf(endMs: number, stepMs: number): { stepMs: number; toMs: number } | undefined {
+  if ((endMs + 1) % stepMs === 0) return undefined;
+  const finer = STEPS.filter((step) => step < stepMs && (endMs + 1) % step === 0).at(-1);
+  if (finer === undefined) return undefined;
+  return { stepMs: finer, toMs: gridPointAtOrBefore(endMs, stepMs) + stepMs };
 }
 
 /**

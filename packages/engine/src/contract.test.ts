@@ -34,6 +34,7 @@ import {
   listKeys,
   listManifestKeys,
   readBytes,
+  readLines,
 } from './local-bucket.test-support.js';
 import type { RunTrigger, WindowResult } from './payloads.js';
 import { claimAndPlan } from './plan.js';
@@ -218,4 +219,93 @@ describe('a window keeps the format it was first planned with', () => {
   }, 120_000);
 });
 
-export { backfillRange, type Backfill, type EventDataset, recorded };
+/** The recorded times of every row under the prefix (JSON lines), with the windows their files name. */
+async function exportedRows(destination: Destination): Promise<{ recordedMs: number; key: string }[]> {
+  const rows = [];
+  for (const key of await listKeys(destination.pathPrefix)) {
+    for (const line of await readLines(key)) {
+      rows.push({ recordedMs: Date.parse(JSON.parse(line).recorded_at), key });
+    }
+  }
+  return rows;
+}
+
+describe('an export starts exactly at its start', () => {
+  it('exports no row recorded at or before startFrom, and the first file keeps the grid window name (defect 21.15)', async () => {
+    // Prepare: a start that is the recorded time of a row inside an hourly window (that row is left out too)
+    const sorted = [...recorded].sort((a, b) => a - b);
+    const startFromMs = sorted[Math.floor(sorted.length / 3)] as number;
+    const destination = await createDestination({ startFromMs });
+
+    // Act
+    await runUntilDone(destination);
+
+    // Assess: exactly the rows after the start; the first file named for the whole grid window
+    const rows = await exportedRows(destination);
+    expect(rows.length).toBe(sorted.filter((ms) => ms > startFromMs).length);
+    expect(rows.filter((row) => row.recordedMs <= startFromMs)).toEqual([]);
+    const firstWindowFrom = Math.floor(startFromMs / HOUR_MS) * HOUR_MS - 1;
+    expect(rows.map((row) => row.key).sort()[0]).toContain(
+      `email_events-${firstWindowFrom}-${firstWindowFrom + HOUR_MS}-0000`,
+    );
+  }, 120_000);
+
+  it('a dataset added (back) starts at the time it was added, inside a 5-minute window', async () => {
+    // Prepare: an every_5_minutes export whose email_events were added 3 seconds after a row of theirs
+    const sorted = [...recorded].sort((a, b) => a - b);
+    const addedMs = (sorted[100] as number) + 3_000;
+    const destination = await createDestination({ frequency: 'every_5_minutes' });
+    await controlStore.updateDestination(
+      workspaceId,
+      destination.id,
+      { datasetStartedAt: { email_events: new Date(addedMs).toISOString() } },
+      { bumpConfigVersion: false, now: new Date(NOW), clearCursorsOf: ['email_events'] },
+    );
+
+    // Act
+    await runUntilDone(destination);
+
+    // Assess
+    const rows = await exportedRows(destination);
+    expect(rows.filter((row) => row.recordedMs <= addedMs)).toEqual([]);
+    expect(rows.length).toBe(sorted.filter((ms) => ms > addedMs).length);
+  }, 120_000);
+});
+
+/** The `(fromMs, toMs]` a file key names. */
+function windowOfKey(key: string): { fromMs: number; toMs: number } {
+  const [, fromMs, toMs] = (/-(\d+)-(\d+)-\d{4}\./.exec(key) ?? []).map(Number);
+  return { fromMs: fromMs as number, toMs: toMs as number };
+}
+
+/** True when a window is one cell of the grid of `stepMs`. */
+const isCell = (window: { fromMs: number; toMs: number }, stepMs: number) =>
+  (window.fromMs + 1) % stepMs === 0 && window.toMs - window.fromMs === stepMs;
+
+describe('a frequency change', () => {
+  it('from hourly to daily finishes the day on the hourly grid, then writes daily cells: never an off-grid window (defect 22.11)', async () => {
+    // Prepare: an hourly export up to date at 05:05, then daily
+    const destination = await createDestination();
+    await runUntilDone(destination, DAY0 + 5 * HOUR_MS + 5 * MINUTE_MS);
+    await controlStore.updateDestination(
+      workspaceId,
+      destination.id,
+      { frequency: 'daily' },
+      { bumpConfigVersion: false, now: new Date(NOW) },
+    );
+
+    // Act: the day after, every hour of the first day is older than the lag
+    await runUntilDone(destination, DAY0 + DAY_MS + 10 * MINUTE_MS);
+
+    // Assess: every file is an hourly cell (the old grid, through midnight) or a daily cell, every row once
+    const keys = await dataKeys(destination);
+    const windows = keys.map(windowOfKey);
+    expect(windows.filter((w) => !isCell(w, HOUR_MS) && !isCell(w, DAY_MS))).toEqual([]);
+    expect(windows.filter((w) => isCell(w, HOUR_MS))).toHaveLength(10);
+    expect((await exportedRows(destination)).length).toBe(EMAIL_ROWS);
+    const cursor = (await new CursorStore(controlTable).get(workspaceId, destination.id)).get('email_events');
+    expect(cursor?.exportedThroughMs).toBe(DAY0 + DAY_MS - 1);
+  }, 120_000);
+});
+
+export { backfillRange, type Backfill, type EventDataset };
