@@ -1,5 +1,5 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
-import type { FileFormat } from './file-format.js';
+import { type FileFormat, sameFileFormat } from './file-format.js';
 
 /**
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
@@ -253,6 +253,107 @@ export function alignmentOf(endMs: number, stepMs: number): { stepMs: number; to
   const finer = STEPS.filter((step) => step < stepMs && (endMs + 1) % step === 0).at(-1);
   if (finer === undefined) return undefined;
   return { stepMs: finer, toMs: gridPointAtOrBefore(endMs, stepMs) + stepMs };
+}
+
+/**
+ * The grid step and file format an event dataset's windows were first planned with, from `fromMs` (a grid
+ * point) up to the next era's start. The cursor keeps them, so a backfill rewrites a delivered window under
+ * the names, grid and format it was delivered with.
+ */
+export interface Era {
+  fromMs: number;
+  stepMs: number;
+  format: FileFormat;
+}
+
+/**
+ * The eras after planning `spans` (in order): a span whose step or format differs from the era holding its
+ * start begins a new era there (eras after it, planned again differently, end). Spans without a step or a
+ * format (planned by older versions) change nothing. Pure.
+ */
+export function erasAfterPlanning(eras: readonly Era[], spans: readonly Span[]): Era[] {
+  const result = [...eras];
+  for (const span of spans) {
+    if (span.stepMs === undefined || span.format === undefined) continue;
+    const holding = result.filter((era) => era.fromMs <= span.fromMs).at(-1);
+    if (holding?.stepMs === span.stepMs && sameFileFormat(holding.format, span.format)) continue;
+    while ((result.at(-1)?.fromMs ?? Number.NEGATIVE_INFINITY) >= span.fromMs) result.pop();
+    result.push({ fromMs: span.fromMs, stepMs: span.stepMs, format: span.format });
+  }
+  return result;
+}
+
+/**
+ * The eras of a dataset's whole history: the stored ones before `plannedEndMs` (where the regular export's
+ * planned windows end), then the grid it continues on from there ({@link alignmentOf}) and the current step
+ * and format. The first era also covers all time before it. Pure.
+ */
+export function historyEras(
+  stored: readonly Era[],
+  plannedEndMs: number,
+  current: { stepMs: number; format: FileFormat },
+): Era[] {
+  const eras = stored.filter((era) => era.fromMs < plannedEndMs);
+  const align = alignmentOf(plannedEndMs, current.stepMs);
+  if (align !== undefined) eras.push({ fromMs: plannedEndMs, stepMs: align.stepMs, format: current.format });
+  eras.push({ fromMs: align?.toMs ?? plannedEndMs, ...current });
+  return eras.map((era, index) => (index === 0 ? { ...era, fromMs: Number.NEGATIVE_INFINITY } : era));
+}
+
+/** The first grid point at or after `ms`. */
+export function gridPointAtOrAfter(ms: number, stepMs: number): number {
+  const before = gridPointAtOrBefore(ms, stepMs);
+  return before === ms ? ms : before + stepMs;
+}
+
+/**
+ * The windows of `(fromMs, toMs]` as the regular export delivers them: each part cut on the grid of the era
+ * holding it (its first window from the grid point at or before `fromMs`, its last to the one at or after
+ * `toMs`), in order, each with its era's step and format. Pure.
+ */
+export function windowsOfEras(
+  fromMs: number,
+  toMs: number,
+  eras: readonly Era[],
+): (Window & { stepMs: number; format: FileFormat })[] {
+  const windows: (Window & { stepMs: number; format: FileFormat })[] = [];
+  let position = fromMs;
+  for (const [index, era] of eras.entries()) {
+    const eraEnd = eras[index + 1]?.fromMs ?? Number.POSITIVE_INFINITY;
+    if (position >= toMs) break;
+    if (eraEnd <= position) continue;
+    const from = gridPointAtOrBefore(Math.max(position, era.fromMs), era.stepMs);
+    const to = gridPointAtOrAfter(Math.min(toMs, eraEnd), era.stepMs);
+    for (const window of splitAtBoundaries(from, to, era.stepMs)) {
+      windows.push({ ...window, stepMs: era.stepMs, format: era.format });
+    }
+    position = Math.max(position, to);
+  }
+  return windows;
+}
+
+/**
+ * Groups consecutive windows of one step and format each into at most about `count` spans (a span never
+ * mixes steps or formats). Pure.
+ */
+export function groupEraWindows(
+  windows: readonly (Window & { stepMs: number; format: FileFormat })[],
+  count: number,
+): Span[] {
+  const runs: (Window & { stepMs: number; format: FileFormat })[][] = [];
+  for (const window of windows) {
+    const last = runs.at(-1)?.at(-1);
+    if (last !== undefined && last.stepMs === window.stepMs && sameFileFormat(last.format, window.format)) {
+      runs.at(-1)?.push(window);
+    } else runs.push([window]);
+  }
+  const spans: Span[] = [];
+  for (const run of runs) {
+    const first = run[0] as (typeof run)[number];
+    const share = Math.max(1, Math.floor((count * run.length) / windows.length));
+    for (const span of groupWindows(run, share, first.stepMs)) spans.push({ ...span, format: first.format });
+  }
+  return spans;
 }
 
 /**

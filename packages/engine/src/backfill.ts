@@ -1,18 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import type { BackfillCommit } from '@sluice/control';
+import type { BackfillCommit, CursorState } from '@sluice/control';
 import {
   type Backfill,
   backfillRetryDelayMs,
   chunkEndAfter,
+  type Dataset,
+  type Destination,
   type EventDataset,
-  FREQUENCIES,
+  earliestAvailableMs,
+  fileFormatOf,
   gridStepMs,
+  groupEraWindows,
+  historyEras,
+  isEventDataset,
   MAX_BACKFILL_CHUNK_ATTEMPTS,
-  planEventSpans,
+  MAX_SPANS_PER_DATASET,
+  windowsOfEras,
 } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError, describeFailure } from './errors.js';
 import type {
+  BackfillSkip,
   ClaimAndPlanInput,
   ClaimAndPlanOutput,
   CommitInput,
@@ -27,7 +35,7 @@ import type {
   WorkItem,
 } from './payloads.js';
 import type { StepFunctionsError } from './errors.js';
-import { LEASE_DURATION_MS, runIdOf } from './plan.js';
+import { eventCursorMs, exactStartMs, LEASE_DURATION_MS, runIdOf, withStart } from './plan.js';
 
 /**
  * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the
@@ -42,35 +50,80 @@ import { LEASE_DURATION_MS, runIdOf } from './plan.js';
 /** The most due backfills one Dispatch execution examines. */
 export const DISPATCH_BACKFILL_PAGE = 100;
 
-/** The frequency whose grid step a backfill was cut at (the destination's frequency at creation). */
-function frequencyOfStep(stepMs: number, fallback: (typeof FREQUENCIES)[number]) {
-  return FREQUENCIES.find((frequency) => gridStepMs(frequency) === stepMs) ?? fallback;
+/** What a backfill run writes, and the windows it skips ({@link RunRef.backfillSkipped}). */
+export interface BackfillPlan {
+  items: WorkItem[];
+  skipped: BackfillSkip[];
 }
 
 /**
  * The spans a run of `backfill` writes: per dataset, from where it is done to the end of its current chunk
- * (at most seven days), cut and grouped exactly as the regular export plans its windows. Pure.
+ * (at most seven days), cut exactly as the regular export delivered (or will deliver) those windows: each
+ * part on the grid and in the format of its era ({@link historyEras}: the eras the dataset's cursor keeps,
+ * then where the regular export continues), grouped into spans of one step and format. Windows before the
+ * dataset's exact start hold nothing to export; windows that start before `availableFromMs` (per dataset:
+ * rows recorded after it are still available) lost rows: neither is written, both are skipped (the second reported),
+ * so a delivered file is never replaced by one with fewer rows. The window holding the start leaves out the
+ * rows at or before it, as the regular export does. Pure.
  */
 export function planBackfillItems(
   backfill: Backfill,
-  frequency: (typeof FREQUENCIES)[number],
-  nowMs: number,
-): WorkItem[] {
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  availableFromMs: (dataset: EventDataset) => number,
+): BackfillPlan {
   const { range } = backfill;
   const items: WorkItem[] = [];
+  const skipped: BackfillSkip[] = [];
+  const current = { stepMs: gridStepMs(destination.frequency), format: fileFormatOf(destination) };
   for (const dataset of backfill.datasets) {
     const done = backfill.doneThroughMs[dataset] ?? range.fromMs;
     if (done >= range.toMs) continue;
-    const plan = planEventSpans({
-      cursorMs: done,
-      planned: [],
-      nowMs,
-      frequency: frequencyOfStep(range.stepMs, frequency),
-      maxSpanMs: chunkEndAfter(range, done) - done,
-    });
-    for (const span of plan.spans) items.push({ dataset, kind: 'events', ...span });
+    const cursor = cursors.get(dataset);
+    const plannedEnd = cursor?.plannedSpans.at(-1)?.toMs ?? eventCursorMs(destination, cursor, dataset);
+    const eras = historyEras(cursor?.eras ?? [], plannedEnd, current);
+    const windows = windowsOfEras(done, chunkEndAfter(range, done), eras);
+    const startMs = exactStartMs(destination, dataset);
+    const available = availableFromMs(dataset);
+    let first = 0;
+    for (const window of windows) {
+      if (window.toMs > startMs && window.fromMs >= available) break;
+      first++;
+    }
+    if (first > 0) {
+      const lost = windows.slice(0, first).filter((window) => window.toMs > startMs);
+      const [from, to] = [lost[0], lost.at(-1)];
+      skipped.push({
+        dataset,
+        throughMs: (windows[first - 1] as (typeof windows)[number]).toMs,
+        ...(from !== undefined && to !== undefined
+          ? { expired: { fromMs: Math.max(from.fromMs, startMs), toMs: to.toMs } }
+          : {}),
+      });
+    }
+    for (const span of groupEraWindows(windows.slice(first), MAX_SPANS_PER_DATASET)) {
+      items.push(withStart({ dataset, kind: 'events' as const, ...span }, startMs));
+    }
   }
-  return items;
+  return { items, skipped };
+}
+
+/** The note a backfill shows (`error`) for windows it skipped because they lost rows. */
+export function backfillExpiredNote(skipped: readonly BackfillSkip[], retentionMs: number): string | null {
+  const parts = skipped.flatMap((skip) =>
+    skip.expired === undefined
+      ? []
+      : [
+          `${skip.dataset} from ${new Date(skip.expired.fromMs + 1).toISOString()} to ${new Date(skip.expired.toMs).toISOString()}`,
+        ],
+  );
+  if (parts.length === 0) return null;
+  const days = Math.round((retentionMs / 86_400_000) * 10) / 10;
+  return (
+    `Not backfilled: rows recorded ${parts.join('; ')}. Some rows of those windows left the event log ` +
+    `(kept ${days} days) before this backfill reached them, and a file already delivered is never ` +
+    'replaced by one with fewer rows.'
+  );
 }
 
 /**
@@ -102,6 +155,20 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     now,
   );
   if (slot === undefined) return { outcome: 'skipped', reason: 'lease_held' };
+  const cursors = await deps.cursors.get(workspaceId, destinationId);
+  const available = new Map<EventDataset, number>();
+  for (const dataset of backfill.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    const archive = await deps.archiveCoverage.get(workspaceId, dataset);
+    // Rows recorded after this are still there (at or after the earliest available instant).
+    available.set(dataset, earliestAvailableMs(nowMs, deps.settings.eventRetentionMs, archive) - 1);
+  }
+  const plan = planBackfillItems(
+    backfill,
+    destination,
+    cursors,
+    (dataset) => available.get(dataset) ?? nowMs,
+  );
   const run: RunRef = {
     workspaceId,
     destinationId,
@@ -111,8 +178,9 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     configVersion: destination.configVersion,
     deadlineMs: nowMs + deps.settings.runBudgetMs,
     backfillId: backfill.id,
+    ...(plan.skipped.length > 0 ? { backfillSkipped: plan.skipped } : {}),
   };
-  return { outcome: 'planned', run, items: planBackfillItems(backfill, destination.frequency, nowMs) };
+  return { outcome: 'planned', run, items: plan.items };
 }
 
 /**
@@ -124,10 +192,13 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
 export function backfillDoneAfter(
   backfill: Backfill,
   results: readonly ItemResult[],
+  skipped: readonly BackfillSkip[] = [],
 ): Backfill['doneThroughMs'] {
   const done: Backfill['doneThroughMs'] = { ...backfill.doneThroughMs };
   for (const dataset of backfill.datasets) {
     let position = done[dataset] ?? backfill.range.fromMs;
+    // Windows the plan skipped (before the start, or that lost rows) come first: the backfill moves over them.
+    for (const skip of skipped) if (skip.dataset === dataset) position = Math.max(position, skip.throughMs);
     const spans = results
       .filter((r): r is WindowResult => r.status !== 'failed' && r.dataset === dataset && r.kind === 'events')
       .sort((a, b) => (a.fromMs ?? 0) - (b.fromMs ?? 0));
@@ -219,7 +290,10 @@ async function settleBackfillRun(
     await deps.backfills.release(fence);
     return { status: 'stopped', runAgain: false };
   }
-  const doneThroughMs = backfillDoneAfter(backfill, results);
+  const doneThroughMs = backfillDoneAfter(backfill, results, run.backfillSkipped);
+  const note = backfillExpiredNote(run.backfillSkipped ?? [], deps.settings.eventRetentionMs);
+  // A note of skipped windows stays shown until a failure replaces it (after a success, `attempts` is 0).
+  const kept = note ?? (backfill.attempts === 0 ? backfill.error : null);
   const reached = reachedBeyond(backfill, doneThroughMs);
   const stopped = results.some((result) => result.status === 'stopped');
   const complete = backfill.datasets.every(
@@ -228,7 +302,7 @@ async function settleBackfillRun(
   let commit: BackfillCommit;
   if (failure !== undefined) {
     const attempts = backfill.attempts + 1;
-    const message = describeFailure(failure);
+    const message = [describeFailure(failure), note].filter((part) => part !== null).join(' ');
     commit =
       attempts >= MAX_BACKFILL_CHUNK_ATTEMPTS
         ? { doneThroughMs, reached, status: 'failed', attempts, error: message, dueAt: null }
@@ -241,14 +315,14 @@ async function settleBackfillRun(
             dueAt: new Date(now.getTime() + backfillRetryDelayMs(attempts)).toISOString(),
           };
   } else if (complete) {
-    commit = { doneThroughMs, reached, status: 'succeeded', attempts: 0, error: null, dueAt: null };
+    commit = { doneThroughMs, reached, status: 'succeeded', attempts: 0, error: kept, dueAt: null };
   } else {
     commit = {
       doneThroughMs,
       reached,
       status: 'running',
       attempts: 0,
-      error: null,
+      error: kept,
       dueAt: now.toISOString(),
     };
   }

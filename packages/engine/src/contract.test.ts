@@ -308,4 +308,111 @@ describe('a frequency change', () => {
   }, 120_000);
 });
 
-export { backfillRange, type Backfill, type EventDataset };
+/** Stores a backfill as the API does: `[fromMs, toMs)` cut on the destination's grid, queued. */
+async function createBackfill(
+  destination: Destination,
+  fromMs: number,
+  toMs: number,
+  nowMs: number,
+  datasets: EventDataset[] = ['email_events'],
+): Promise<string> {
+  const iso = new Date(nowMs).toISOString();
+  const stored = await controlStore.getDestination(workspaceId, destination.id);
+  const backfill: Backfill = {
+    id: `bf_${Math.floor(nowMs).toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    workspaceId,
+    destinationId: destination.id,
+    status: 'queued',
+    fullHistory: false,
+    datasets,
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    range: backfillRange(fromMs, toMs, stored?.frequency ?? destination.frequency, nowMs),
+    doneThroughMs: {},
+    reached: Object.fromEntries(datasets.map((dataset) => [dataset, {}])),
+    progress: Object.fromEntries(datasets.map((dataset) => [dataset, { rows: 0, files: 0, bytes: 0 }])),
+    attempts: 0,
+    error: null,
+    createdAt: iso,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: iso,
+  };
+  expect(await backfills.create(backfill)).toBe('created');
+  return backfill.id;
+}
+
+/** Every object under the prefix (data and manifests), with its bytes. */
+async function snapshotOf(destination: Destination): Promise<Map<string, Buffer>> {
+  const objects = new Map<string, Buffer>();
+  for (const key of [
+    ...(await listKeys(destination.pathPrefix)),
+    ...(await listManifestKeys(destination.pathPrefix)),
+  ]) {
+    objects.set(key, await readBytes(key));
+  }
+  return objects;
+}
+
+describe('a backfill rewrites a window as it was delivered', () => {
+  it('never replaces a delivered file with fewer rows: a window that lost rows is skipped and reported (defects 21.1, 22.10)', async () => {
+    // Prepare: a daily export delivers the first day whole
+    const destination = await createDestination({ frequency: 'daily' });
+    await runUntilDone(destination, DAY0 + DAY_MS + 10 * MINUTE_MS);
+    const delivered = await snapshotOf(destination);
+    expect(delivered.size).toBe(2);
+    // 35 days and 5 hours later the rows of the day's first 5 hours have left the event log
+    const later = DAY0 + RETENTION_MS + 5 * HOUR_MS;
+
+    // Act: a backfill from the earliest available row through the end of that day
+    const id = await createBackfill(destination, later - RETENTION_MS, DAY0 + DAY_MS, later);
+    await runUntilDone(destination, later, {}, 'backfill');
+
+    // Assess: the day's file and manifest as delivered; the backfill done, the lost window reported
+    expect(await snapshotOf(destination)).toEqual(delivered);
+    const backfill = await backfills.get(workspaceId, destination.id, id);
+    expect(backfill?.status).toBe('succeeded');
+    expect(backfill?.error).toMatch(/Not backfilled: rows recorded email_events from .* left the event log/);
+  }, 120_000);
+
+  it('in the format and on the grid it was first delivered with, across a format and a frequency change (defects 21.3, 22.11)', async () => {
+    // Prepare: a Parquet hourly export delivers hours 0-5; then JSON lines, daily; the regular export
+    // finishes the day on the hourly grid in JSON lines
+    const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
+    await runUntilDone(destination, DAY0 + 5 * HOUR_MS + 5 * MINUTE_MS);
+    await controlStore.updateDestination(
+      workspaceId,
+      destination.id,
+      { frequency: 'daily', format: 'jsonl', compression: 'gzip' },
+      { bumpConfigVersion: false, now: new Date(NOW) },
+    );
+    const nextDay = DAY0 + DAY_MS + 10 * MINUTE_MS;
+    await runUntilDone(destination, nextDay);
+    const delivered = await dataKeys(destination);
+    expect(delivered.filter((key) => key.endsWith('.parquet'))).toHaveLength(5);
+    expect(delivered.filter((key) => key.endsWith('.jsonl.gz'))).toHaveLength(5);
+    const before = await snapshotOf(destination);
+
+    // Act: a backfill of the whole day, cut on the daily grid the export has now
+    const id = await createBackfill(destination, DAY0, DAY0 + DAY_MS, nextDay);
+    await runUntilDone(destination, nextDay, {}, 'backfill');
+
+    // Assess: the same names (no daily file, no second format), the JSON lines files the same bytes, every
+    // manifest of the same format and rows
+    expect((await backfills.get(workspaceId, destination.id, id))?.status).toBe('succeeded');
+    expect(await dataKeys(destination)).toEqual(delivered);
+    const after = await snapshotOf(destination);
+    expect([...after.keys()]).toEqual([...before.keys()]);
+    for (const [key, bytes] of before) {
+      if (key.endsWith('.jsonl.gz')) expect(after.get(key)?.equals(bytes), key).toBe(true);
+      if (key.includes('/_sluice/manifests/')) {
+        const { format, files } = JSON.parse(bytes.toString());
+        const again = JSON.parse((after.get(key) as Buffer).toString());
+        expect([again.format, again.files.map((f: { rows: number }) => f.rows)], key).toEqual([
+          format,
+          files.map((f: { rows: number }) => f.rows),
+        ]);
+      }
+    }
+  }, 120_000);
+});

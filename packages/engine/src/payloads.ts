@@ -38,6 +38,20 @@ export interface RunRef {
    * `leaseToken`) and count files into it, never into the regular cursors or runs.
    */
   backfillId?: string;
+  /**
+   * A backfill's run: the windows its plan skipped, per dataset, through `throughMs`: those before the
+   * dataset's start (nothing to export) and those that lost rows to the event log's retention (`expired`:
+   * never rewritten with fewer rows, reported). Commit moves the backfill over them.
+   */
+  backfillSkipped?: BackfillSkip[];
+}
+
+/** See {@link RunRef.backfillSkipped}. */
+export interface BackfillSkip {
+  dataset: EventDataset;
+  throughMs: number;
+  /** `(fromMs, toMs]` of recorded time not exported because its windows lost rows. */
+  expired?: { fromMs: number; toMs: number };
 }
 
 /**

@@ -5,8 +5,9 @@ import {
   type Destination,
   type EventDataset,
   earliestAvailableMs,
+  erasAfterPlanning,
   fileFormatOf,
-  gridPointAtOrBefore,
+  gridPointAtOrAfter,
   gridStartOf,
   gridStepMs,
   isEventDataset,
@@ -64,7 +65,10 @@ export function eventCursorMs(
   return cursor?.exportedThroughMs ?? datasetStartMs(destination, dataset);
 }
 
-/** Rows that left the event log before this export wrote them: `(fromMs, toMs]` of recorded time. */
+/**
+ * Rows not exported because they, or rows of the same windows, left the event log before this export wrote
+ * them: `(fromMs, toMs]` of recorded time, whole windows (a window that lost rows is never written).
+ */
 export interface ExpiredSpan {
   dataset: EventDataset;
   fromMs: number;
@@ -80,7 +84,8 @@ export function expiredNote(spans: readonly ExpiredSpan[], retentionMs: number):
   );
   return (
     `Rows recorded ${parts.join('; ')} left the event log (kept ${days} days) before this export wrote ` +
-    'them: the export was paused or failing for longer than that. They cannot be exported; the export continues after them.'
+    'them, in whole or in part: the export was paused or failing for longer than that. They cannot be exported ' +
+    '(a window that lost rows is not written); the export continues after them.'
   );
 }
 
@@ -204,10 +209,7 @@ async function archiveCoverageBehind(
   nowMs: number,
   deps: EngineDeps,
 ): Promise<Map<EventDataset, ArchiveCoverage>> {
-  const horizon = gridPointAtOrBefore(
-    nowMs - deps.settings.eventRetentionMs,
-    gridStepMs(destination.frequency),
-  );
+  const horizon = nowMs - deps.settings.eventRetentionMs;
   const archives = new Map<EventDataset, ArchiveCoverage>();
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
@@ -219,10 +221,12 @@ async function archiveCoverageBehind(
 }
 
 /**
- * Where the rows of an event dataset are still available from, on the grid: the hot log's retention horizon,
- * or the archive's start when the archive reaches the hot log (no hour lost between them). An archive that
- * stopped before the hot log's horizon (its compaction failed for longer than the retention: alarmed) is not
- * used: the rows between them are gone.
+ * Where whole windows of an event dataset are still available from: the first grid point at or after the
+ * earliest available row ({@link earliestAvailableMs}: the hot log's retention horizon, or the archive's
+ * start when the archive reaches the hot log; an archive that stopped before the hot log's horizon, its
+ * compaction failing for longer than the retention, alarmed, is not used: the rows between them are gone).
+ * A window that starts before it has lost rows: it is never written, so a delivered file is never replaced
+ * by one with fewer rows, and its rows are reported instead.
  */
 export function availableFromMs(
   nowMs: number,
@@ -230,7 +234,8 @@ export function availableFromMs(
   stepMs: number,
   archive: ArchiveCoverage | undefined,
 ): number {
-  return gridPointAtOrBefore(earliestAvailableMs(nowMs, retentionMs, archive), stepMs);
+  // Rows recorded at or after the earliest available instant are there: windows from the point before it.
+  return gridPointAtOrAfter(earliestAvailableMs(nowMs, retentionMs, archive) - 1, stepMs);
 }
 
 /** What {@link planDatasets} decided. */
@@ -292,8 +297,11 @@ export function planDatasets(
         const item = { dataset, kind: 'events' as const, ...work, format: span.format ?? currentFormat };
         items.push(withStart(item, exactStartMs(destination, dataset)));
       }
+      const eras = erasAfterPlanning(cursor?.eras ?? [], planned);
+      const erasChanged = JSON.stringify(eras) !== JSON.stringify(cursor?.eras ?? []);
       const unchanged =
         !moved &&
+        !erasChanged &&
         planned.length === stored.length &&
         planned.every((s, i) => s.fromMs === stored[i]?.fromMs && s.toMs === stored[i]?.toMs);
       if (!unchanged) {
@@ -302,6 +310,7 @@ export function planDatasets(
           expected: positionOf(cursor),
           ...(moved ? { next: { exportedThroughMs: cursorMs } } : {}),
           plannedSpans: planned,
+          ...(erasChanged ? { eras } : {}),
         });
       }
     } else {
