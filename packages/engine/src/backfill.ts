@@ -35,7 +35,7 @@ import type {
   WorkItem,
 } from './payloads.js';
 import type { StepFunctionsError } from './errors.js';
-import { eventCursorMs, exactStartMs, LEASE_DURATION_MS, runIdOf, withStart } from './plan.js';
+import { eventCursorMs, LEASE_DURATION_MS, runIdOf } from './plan.js';
 
 /**
  * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the
@@ -60,11 +60,10 @@ export interface BackfillPlan {
  * The spans a run of `backfill` writes: per dataset, from where it is done to the end of its current chunk
  * (at most seven days), cut exactly as the regular export delivered (or will deliver) those windows: each
  * part on the grid and in the format of its era ({@link historyEras}: the eras the dataset's cursor keeps,
- * then where the regular export continues), grouped into spans of one step and format. Windows before the
- * dataset's exact start hold nothing to export; windows that start before `availableFromMs` (per dataset:
- * rows recorded after it are still available) lost rows: neither is written, both are skipped (the second reported),
- * so a delivered file is never replaced by one with fewer rows. The window holding the start leaves out the
- * rows at or before it, as the regular export does. Pure.
+ * then where the regular export continues), grouped into spans of one step and format. A backfill exports
+ * every row of its windows, also before the export's start (it is a request for that history). Windows that
+ * start before `availableFromMs` (per dataset: rows recorded after it are still available) lost rows: they
+ * are skipped and reported, so a delivered file is never replaced by one with fewer rows. Pure.
  */
 export function planBackfillItems(
   backfill: Backfill,
@@ -83,26 +82,15 @@ export function planBackfillItems(
     const plannedEnd = cursor?.plannedSpans.at(-1)?.toMs ?? eventCursorMs(destination, cursor, dataset);
     const eras = historyEras(cursor?.eras ?? [], plannedEnd, current);
     const windows = windowsOfEras(done, chunkEndAfter(range, done), eras);
-    const startMs = exactStartMs(destination, dataset);
     const available = availableFromMs(dataset);
-    let first = 0;
-    for (const window of windows) {
-      if (window.toMs > startMs && window.fromMs >= available) break;
-      first++;
+    const first = windows.findIndex((window) => window.fromMs >= available);
+    const lost = first === -1 ? windows : windows.slice(0, first);
+    const [from, to] = [lost[0], lost.at(-1)];
+    if (from !== undefined && to !== undefined) {
+      skipped.push({ dataset, throughMs: to.toMs, expired: { fromMs: from.fromMs, toMs: to.toMs } });
     }
-    if (first > 0) {
-      const lost = windows.slice(0, first).filter((window) => window.toMs > startMs);
-      const [from, to] = [lost[0], lost.at(-1)];
-      skipped.push({
-        dataset,
-        throughMs: (windows[first - 1] as (typeof windows)[number]).toMs,
-        ...(from !== undefined && to !== undefined
-          ? { expired: { fromMs: Math.max(from.fromMs, startMs), toMs: to.toMs } }
-          : {}),
-      });
-    }
-    for (const span of groupEraWindows(windows.slice(first), MAX_SPANS_PER_DATASET)) {
-      items.push(withStart({ dataset, kind: 'events' as const, ...span }, startMs));
+    for (const span of groupEraWindows(windows.slice(lost.length), MAX_SPANS_PER_DATASET)) {
+      items.push({ dataset, kind: 'events' as const, ...span });
     }
   }
   return { items, skipped };

@@ -39,9 +39,8 @@ export interface RunRef {
    */
   backfillId?: string;
   /**
-   * A backfill's run: the windows its plan skipped, per dataset, through `throughMs`: those before the
-   * dataset's start (nothing to export) and those that lost rows to the event log's retention (`expired`:
-   * never rewritten with fewer rows, reported). Commit moves the backfill over them.
+   * A backfill's run: the windows its plan skipped, per dataset, through `throughMs`: those that lost rows to
+   * the event log's retention (never rewritten with fewer rows; reported). Commit moves the backfill over them.
    */
   backfillSkipped?: BackfillSkip[];
 }
