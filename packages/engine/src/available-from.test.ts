@@ -5,8 +5,8 @@ const HOUR = 3_600_000;
 const NOW = Date.UTC(2026, 11, 3, 12, 0, 0);
 
 describe('availableFromMs: how far back an export can still read', () => {
-  it('is the first grid point at or after the hot log horizon without an archive: the window holding it lost rows', () => {
-    expect(availableFromMs(NOW, 5 * HOUR + 60_000, HOUR, undefined)).toBe(NOW - 5 * HOUR - 1);
+  it('is the hot log horizon (on the grid) without an archive', () => {
+    expect(availableFromMs(NOW, 5 * HOUR + 60_000, HOUR, undefined)).toBe(NOW - 6 * HOUR - 1);
   });
 
   it('is the archive start (on the grid) when the archive reaches the hot log', () => {

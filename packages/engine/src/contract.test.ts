@@ -354,6 +354,28 @@ async function snapshotOf(destination: Destination): Promise<Map<string, Buffer>
   return objects;
 }
 
+describe('expired rows are reported', () => {
+  it('to the retention horizon itself, not rounded down to the grid: a daily export behind by 35 days and 5 hours (defect 22.10)', async () => {
+    // Prepare: a daily export from the day's midnight that never ran; 35 days and 5 hours after
+    const destination = await createDestination({ frequency: 'daily', startFromMs: DAY0 });
+    const later = DAY0 + RETENTION_MS + 5 * HOUR_MS;
+    const reported: { fromMs: number; toMs: number }[] = [];
+    const metrics = {
+      recordRun: () => undefined,
+      recordExpiredRows: (figures: { fromMs: number; toMs: number }) => reported.push(figures),
+    };
+
+    // Act
+    const run = await runOnce(destination, later, { metrics });
+
+    // Assess: the first 5 hours of the day reported; the day written with the rows left
+    expect(reported).toEqual([expect.objectContaining({ fromMs: DAY0 - 1, toMs: DAY0 + 5 * HOUR_MS - 1 })]);
+    const rows = await exportedRows(destination);
+    expect(rows.length).toBe(recorded.filter((ms) => ms >= DAY0 + 5 * HOUR_MS).length);
+    expect(run?.committed.status).toBe('succeeded');
+  }, 120_000);
+});
+
 describe('a backfill rewrites a window as it was delivered', () => {
   it('never replaces a delivered file with fewer rows: a window that lost rows is skipped and reported (defects 21.1, 22.10)', async () => {
     // Prepare: a daily export delivers the first day whole

@@ -293,8 +293,8 @@ describe('the fault matrix', () => {
     expect(committed.status).toBe('succeeded');
     const lost = expired.filter((f) => f.destinationId === destination.id);
     expect(lost).toEqual([
-      // Through the end of the window holding the horizon (NOW - 1 hour): that window lost rows, so is not written.
-      expect.objectContaining({ dataset: 'custom_events', fromMs: START - 1, toMs: MIDNIGHT - 1 }),
+      // Through the horizon itself (NOW - 1 hour), not rounded down to the grid.
+      expect.objectContaining({ dataset: 'custom_events', fromMs: START - 1, toMs: NOW - HOUR_MS - 1 }),
     ]);
     const record = await runStore.get(runKeyOf(run));
     expect(record?.error).toMatch(/custom_events from .* left the event log/);

@@ -7,7 +7,7 @@ import {
   earliestAvailableMs,
   erasAfterPlanning,
   fileFormatOf,
-  gridPointAtOrAfter,
+  gridPointAtOrBefore,
   gridStartOf,
   gridStepMs,
   isEventDataset,
@@ -65,10 +65,7 @@ export function eventCursorMs(
   return cursor?.exportedThroughMs ?? datasetStartMs(destination, dataset);
 }
 
-/**
- * Rows not exported because they, or rows of the same windows, left the event log before this export wrote
- * them: `(fromMs, toMs]` of recorded time, whole windows (a window that lost rows is never written).
- */
+/** Rows that left the event log before this export wrote them: `(fromMs, toMs]` of recorded time. */
 export interface ExpiredSpan {
   dataset: EventDataset;
   fromMs: number;
@@ -84,8 +81,7 @@ export function expiredNote(spans: readonly ExpiredSpan[], retentionMs: number):
   );
   return (
     `Rows recorded ${parts.join('; ')} left the event log (kept ${days} days) before this export wrote ` +
-    'them, in whole or in part: the export was paused or failing for longer than that. They cannot be exported ' +
-    '(a window that lost rows is not written); the export continues after them.'
+    'them: the export was paused or failing for longer than that. They cannot be exported; the export continues after them.'
   );
 }
 
@@ -221,12 +217,10 @@ async function archiveCoverageBehind(
 }
 
 /**
- * Where whole windows of an event dataset are still available from: the first grid point at or after the
- * earliest available row ({@link earliestAvailableMs}: the hot log's retention horizon, or the archive's
- * start when the archive reaches the hot log; an archive that stopped before the hot log's horizon, its
- * compaction failing for longer than the retention, alarmed, is not used: the rows between them are gone).
- * A window that starts before it has lost rows: it is never written, so a delivered file is never replaced
- * by one with fewer rows, and its rows are reported instead.
+ * Where the rows of an event dataset are still available from, on the grid: the hot log's retention horizon,
+ * or the archive's start when the archive reaches the hot log (no hour lost between them). An archive that
+ * stopped before the hot log's horizon (its compaction failed for longer than the retention: alarmed) is not
+ * used: the rows between them are gone.
  */
 export function availableFromMs(
   nowMs: number,
@@ -234,8 +228,7 @@ export function availableFromMs(
   stepMs: number,
   archive: ArchiveCoverage | undefined,
 ): number {
-  // Rows recorded at or after the earliest available instant are there: windows from the point before it.
-  return gridPointAtOrAfter(earliestAvailableMs(nowMs, retentionMs, archive) - 1, stepMs);
+  return gridPointAtOrBefore(earliestAvailableMs(nowMs, retentionMs, archive), stepMs);
 }
 
 /** What {@link planDatasets} decided. */
@@ -276,9 +269,15 @@ export function planDatasets(
       let cursorMs = eventCursorMs(destination, cursor, dataset);
       let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
       const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset));
+      // Rows recorded at or before this are gone: reported exactly, not rounded to the grid. The window
+      // holding it was never delivered (the cursor is before it): it is written with the rows left.
+      const lostThroughMs = earliestAvailableMs(nowMs, retentionMs, archives.get(dataset)) - 1;
       const moved = cursorMs < horizon;
+      // Reported once: when the cursor moves, or when the window holding the horizon is first planned.
+      if (cursorMs < lostThroughMs && (moved || stored.length === 0)) {
+        expired.push({ dataset, fromMs: cursorMs, toMs: lostThroughMs });
+      }
       if (moved) {
-        expired.push({ dataset, fromMs: cursorMs, toMs: horizon });
         cursorMs = horizon;
         stored = [];
       }
