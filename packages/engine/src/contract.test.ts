@@ -193,6 +193,27 @@ describe('a window keeps the format it was first planned with', () => {
     }
   }, 120_000);
 
+  it('keeps Parquet for the windows planned before a change to JSON lines, through partial runs', async () => {
+    // Prepare: a Parquet export's first run plans every window and runs out of time; then JSON lines
+    const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
+    const tight = { settings: { runBudgetMs: 0, eventRetentionMs: RETENTION_MS } };
+    expect((await runOnce(destination, NOW, tight))?.committed.runAgain).toBe(true);
+    await controlStore.updateDestination(
+      workspaceId,
+      destination.id,
+      { format: 'jsonl', compression: 'gzip' },
+      { bumpConfigVersion: false, now: new Date(NOW) },
+    );
+
+    // Act
+    await runUntilDone(destination, NOW, tight);
+
+    // Assess: every window was planned as Parquet, so every file is
+    const keys = await dataKeys(destination);
+    expect(keys).toHaveLength(10);
+    expect(keys.filter((key) => !key.endsWith('.parquet'))).toEqual([]);
+  }, 120_000);
+
   it('reads a span stored without its format (by an older Commit) as the Parquet it was planned with', async () => {
     // Prepare: the cursor an older Commit left after a partial run: planned spans with no format
     const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
