@@ -1,5 +1,5 @@
 import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { type Dataset, DATASETS, type FileFormat, fileFormatOf, isDataset } from '@sluice/core';
+import { type Dataset, DATASETS, type Era, type FileFormat, fileFormatOf, isDataset } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -39,7 +39,11 @@ export interface PlannedSpan {
   /** The grid step the span is cut at; absent for a single window planned by an older version. */
   stepMs?: number;
   runId: string;
-  /** The format its files are written in, fixed when planned; JSON lines when absent (planned before formats). */
+  /**
+   * The format its files are written in, fixed when planned. Absent on a span stored without it (a span a
+   * partial run's Commit stored before Commit kept formats, or one planned before formats existed): the
+   * planner reads it as the destination's format, which it was planned with unless the format changed since.
+   */
   format?: FileFormat;
 }
 
@@ -62,6 +66,11 @@ export interface CursorState {
   plannedSpans: PlannedSpan[];
   /** Subscribers: the snapshot planned and not complete. */
   plannedSnapshot?: PlannedSnapshot;
+  /**
+   * Events: the grid step and format windows were first planned with, era by era (`@sluice/core` `Era`);
+   * empty or absent on a cursor stored before eras were kept.
+   */
+  eras?: Era[];
 }
 
 /** The value a cursor write expects to find, and the value it writes. */
@@ -80,6 +89,8 @@ export interface CursorWrite {
   /** The new planned work: spans for events, at most one snapshot for subscribers. */
   plannedSpans?: PlannedSpan[];
   plannedSnapshot?: PlannedSnapshot | null;
+  /** The eras, when planning changed them. */
+  eras?: Era[];
 }
 
 /**
@@ -166,21 +177,23 @@ export interface ProgressCount {
 }
 
 function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
-  const cursor: CursorState = { dataset, plannedSpans: [] };
+  const eras: Era[] = [];
+  const cursor: CursorState = { dataset, plannedSpans: [], eras };
   if (item === undefined) return cursor;
+  for (const era of Array.isArray(item.eras) ? (item.eras as Item[]) : []) {
+    if (typeof era.fromMs === 'number' && typeof era.stepMs === 'number') {
+      eras.push({ fromMs: era.fromMs, stepMs: era.stepMs, format: fileFormatOf(era) });
+    }
+  }
   if (typeof item.exportedThroughMs === 'number') cursor.exportedThroughMs = item.exportedThroughMs;
   if (typeof item.snapshotDate === 'string') cursor.snapshotDate = item.snapshotDate;
   const planned = Array.isArray(item.planned) ? (item.planned as Item[]) : [];
   for (const entry of planned) {
     const runId = typeof entry.runId === 'string' ? entry.runId : '';
     if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
-      const span: PlannedSpan = {
-        fromMs: entry.fromMs,
-        toMs: entry.toMs,
-        runId,
-        format: fileFormatOf(entry),
-      };
+      const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId };
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
+      if (entry.format !== undefined) span.format = fileFormatOf(entry);
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
       cursor.plannedSnapshot = { date: entry.date, runId, format: fileFormatOf(entry) };
@@ -432,6 +445,11 @@ export class CursorStore {
         const { date, runId, format } = write.plannedSnapshot;
         planned.push({ date, runId, ...(format !== undefined ? format : {}) });
       }
+    }
+    if (write.eras !== undefined) {
+      names['#eras'] = 'eras';
+      values[':eras'] = write.eras.map(({ fromMs, stepMs, format }) => ({ fromMs, stepMs, ...format }));
+      sets.push('#eras = :eras');
     }
     if (touchesPlanned) {
       names['#planned'] = 'planned';

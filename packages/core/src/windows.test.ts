@@ -345,3 +345,37 @@ describe('planning and commits under any sequence of runs, failures, pauses and 
     );
   });
 });
+
+describe('planEventSpans after a frequency change', () => {
+  it('continues a cursor off the new grid on the coarsest grid it lies on, up to a boundary of the new grid', () => {
+    // Prepare: an every_5_minutes cursor at 10:05, the export now daily
+    const cursorMs = D + 10 * HOUR_MS + 5 * 60_000 - 1;
+    // Act
+    const plan = planEventSpans({
+      cursorMs,
+      planned: [],
+      nowMs: D + 2 * DAY_MS + HOUR_MS,
+      frequency: 'daily',
+    });
+    // Assess: the coarsest grid 10:05 lies on is the 5-minute one: its cells to midnight, then whole days
+    const windows = plan.spans.flatMap(spanWindows);
+    expect(plan.spans[0]).toEqual({ fromMs: cursorMs, toMs: D + DAY_MS - 1, stepMs: 5 * 60_000 });
+    expect(windows.filter((w) => w.toMs <= D + DAY_MS - 1)).toHaveLength((14 * 60 - 5) / 5);
+    expect(windows.filter((w) => w.fromMs >= D + DAY_MS - 1)).toEqual([
+      { fromMs: D + DAY_MS - 1, toMs: D + 2 * DAY_MS - 1 },
+    ]);
+    expect(windows.every((w) => (w.fromMs + 1) % (5 * 60_000) === 0)).toBe(true);
+  });
+
+  it('from hourly to daily: hourly cells to midnight, nothing off a grid', () => {
+    const cursorMs = D + 10 * HOUR_MS - 1;
+    const plan = planEventSpans({ cursorMs, planned: [], nowMs: D + DAY_MS + HOUR_MS, frequency: 'daily' });
+    expect(plan.spans).toEqual([{ fromMs: cursorMs, toMs: D + DAY_MS - 1, stepMs: HOUR_MS }]);
+  });
+
+  it('waits for the boundary when the new grid has none yet older than the lag', () => {
+    const cursorMs = D + 10 * HOUR_MS - 1;
+    const plan = planEventSpans({ cursorMs, planned: [], nowMs: D + 20 * HOUR_MS, frequency: 'daily' });
+    expect(plan.spans).toEqual([]);
+  });
+});

@@ -1,4 +1,5 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
+import { type FileFormat, sameFileFormat } from './file-format.js';
 
 /**
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
@@ -137,6 +138,8 @@ export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
  */
 export interface Span extends Window {
   stepMs?: number;
+  /** The file format its windows are written in, fixed when first planned (the engine sets it). */
+  format?: FileFormat;
 }
 
 /** The windows of a span, in order. */
@@ -197,7 +200,15 @@ export function planEventSpans(input: EventPlanInput): EventPlan {
   const kept = stale.slice(index).map(copySpan);
   if (kept.length === 0) {
     const spanEnd = gridPointAtOrBefore(input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS), stepMs);
-    const windows = splitAtBoundaries(end, Math.min(limit, Math.max(spanEnd, end)), stepMs);
+    const to = Math.min(limit, Math.max(spanEnd, end));
+    // After a change to a coarser frequency, the old grid's cell first ends at a boundary of the new one.
+    const align = alignmentOf(end, stepMs);
+    // `to` is a point of the new grid, so it is at or after the boundary when it is after `end`.
+    if (align !== undefined && to >= align.toMs) {
+      spans.push({ fromMs: end, toMs: align.toMs, stepMs: align.stepMs });
+      end = align.toMs;
+    }
+    const windows = splitAtBoundaries(end, to, stepMs);
     spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs));
     end = spans.at(-1)?.toMs ?? end;
   }
@@ -220,9 +231,129 @@ function groupWindows(windows: readonly Window[], count: number, stepMs: number)
 }
 
 function copySpan(span: Span): Span {
-  return span.stepMs === undefined
-    ? { fromMs: span.fromMs, toMs: span.toMs }
-    : { fromMs: span.fromMs, toMs: span.toMs, stepMs: span.stepMs };
+  return {
+    fromMs: span.fromMs,
+    toMs: span.toMs,
+    ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
+    ...(span.format !== undefined ? { format: span.format } : {}),
+  };
+}
+
+/** The grid steps of the frequencies, finest first: each divides the next, so a coarser grid point is on every finer grid. */
+const STEPS = Object.values(FREQUENCY_MS).sort((a, b) => a - b);
+
+/**
+ * Windows continuing from `endMs` when it is not a point of the `stepMs` grid (the frequency became
+ * coarser since the windows before it were planned): cells of the coarsest grid `endMs` lies on, through
+ * the next point of the `stepMs` grid, so no window is ever off a grid and the new grid starts on its own
+ * boundary. Undefined when `endMs` is on the grid (or on no grid at all: a cursor of an older version).
+ */
+export function alignmentOf(endMs: number, stepMs: number): { stepMs: number; toMs: number } | undefined {
+  if ((endMs + 1) % stepMs === 0) return undefined;
+  const finer = STEPS.filter((step) => step < stepMs && (endMs + 1) % step === 0).at(-1);
+  if (finer === undefined) return undefined;
+  return { stepMs: finer, toMs: gridPointAtOrBefore(endMs, stepMs) + stepMs };
+}
+
+/**
+ * The grid step and file format an event dataset's windows were first planned with, from `fromMs` (a grid
+ * point) up to the next era's start. The cursor keeps them, so a backfill rewrites a delivered window under
+ * the names, grid and format it was delivered with.
+ */
+export interface Era {
+  fromMs: number;
+  stepMs: number;
+  format: FileFormat;
+}
+
+/**
+ * The eras after planning `spans` (in order): a span whose step or format differs from the era holding its
+ * start begins a new era there (eras after it, planned again differently, end). Spans without a step or a
+ * format (planned by older versions) change nothing. Pure.
+ */
+export function erasAfterPlanning(eras: readonly Era[], spans: readonly Span[]): Era[] {
+  const result = [...eras];
+  for (const span of spans) {
+    if (span.stepMs === undefined || span.format === undefined) continue;
+    const holding = result.filter((era) => era.fromMs <= span.fromMs).at(-1);
+    if (holding?.stepMs === span.stepMs && sameFileFormat(holding.format, span.format)) continue;
+    while ((result.at(-1)?.fromMs ?? Number.NEGATIVE_INFINITY) >= span.fromMs) result.pop();
+    result.push({ fromMs: span.fromMs, stepMs: span.stepMs, format: span.format });
+  }
+  return result;
+}
+
+/**
+ * The eras of a dataset's whole history: the stored ones before `plannedEndMs` (where the regular export's
+ * planned windows end), then the grid it continues on from there ({@link alignmentOf}) and the current step
+ * and format. The first era also covers all time before it. Pure.
+ */
+export function historyEras(
+  stored: readonly Era[],
+  plannedEndMs: number,
+  current: { stepMs: number; format: FileFormat },
+): Era[] {
+  const eras = stored.filter((era) => era.fromMs < plannedEndMs);
+  const align = alignmentOf(plannedEndMs, current.stepMs);
+  if (align !== undefined) eras.push({ fromMs: plannedEndMs, stepMs: align.stepMs, format: current.format });
+  eras.push({ fromMs: align?.toMs ?? plannedEndMs, ...current });
+  return eras.map((era, index) => (index === 0 ? { ...era, fromMs: Number.NEGATIVE_INFINITY } : era));
+}
+
+/** The first grid point at or after `ms`. */
+export function gridPointAtOrAfter(ms: number, stepMs: number): number {
+  const before = gridPointAtOrBefore(ms, stepMs);
+  return before === ms ? ms : before + stepMs;
+}
+
+/**
+ * The windows of `(fromMs, toMs]` as the regular export delivers them: each part cut on the grid of the era
+ * holding it (its first window from the grid point at or before `fromMs`, its last to the one at or after
+ * `toMs`), in order, each with its era's step and format. Pure.
+ */
+export function windowsOfEras(
+  fromMs: number,
+  toMs: number,
+  eras: readonly Era[],
+): (Window & { stepMs: number; format: FileFormat })[] {
+  const windows: (Window & { stepMs: number; format: FileFormat })[] = [];
+  let position = fromMs;
+  for (const [index, era] of eras.entries()) {
+    const eraEnd = eras[index + 1]?.fromMs ?? Number.POSITIVE_INFINITY;
+    if (position >= toMs) break;
+    if (eraEnd <= position) continue;
+    const from = gridPointAtOrBefore(Math.max(position, era.fromMs), era.stepMs);
+    const to = gridPointAtOrAfter(Math.min(toMs, eraEnd), era.stepMs);
+    for (const window of splitAtBoundaries(from, to, era.stepMs)) {
+      windows.push({ ...window, stepMs: era.stepMs, format: era.format });
+    }
+    position = Math.max(position, to);
+  }
+  return windows;
+}
+
+/**
+ * Groups consecutive windows of one step and format each into at most about `count` spans (a span never
+ * mixes steps or formats). Pure.
+ */
+export function groupEraWindows(
+  windows: readonly (Window & { stepMs: number; format: FileFormat })[],
+  count: number,
+): Span[] {
+  const runs: (Window & { stepMs: number; format: FileFormat })[][] = [];
+  for (const window of windows) {
+    const last = runs.at(-1)?.at(-1);
+    if (last !== undefined && last.stepMs === window.stepMs && sameFileFormat(last.format, window.format)) {
+      runs.at(-1)?.push(window);
+    } else runs.push([window]);
+  }
+  const spans: Span[] = [];
+  for (const run of runs) {
+    const first = run[0] as (typeof run)[number];
+    const share = Math.max(1, Math.floor((count * run.length) / windows.length));
+    for (const span of groupWindows(run, share, first.stepMs)) spans.push({ ...span, format: first.format });
+  }
+  return spans;
 }
 
 /**

@@ -1,4 +1,5 @@
-import type { Backfill } from '@sluice/core';
+import type { CursorState } from '@sluice/control';
+import { type Backfill, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { backfillDoneAfter, planBackfillItems, reachedBeyond } from './backfill.js';
 import type { ItemResult, WindowResult } from './payloads.js';
@@ -31,6 +32,30 @@ function backfill(overrides: Partial<Backfill> = {}): Backfill {
   };
 }
 
+function destination(overrides: Partial<Destination> = {}): Destination {
+  return {
+    ...newDestination({
+      workspaceId: 'ws',
+      id: 'exp_1',
+      name: 'Backfill',
+      provider: 's3',
+      bucket: 'acme',
+      region: 'us-east-1',
+      endpoint: null,
+      pathPrefix: '',
+      accessKeyId: 'AKIA',
+      secret: { encryptedDataKey: '', iv: '', ciphertext: '', tag: '' },
+      datasets: ['email_events', 'custom_events'],
+      frequency: 'hourly',
+      startFrom: new Date(FROM - DAY_MS).toISOString(),
+      now: new Date(FROM - DAY_MS),
+    }),
+    ...overrides,
+  };
+}
+const NO_CURSORS = new Map<CursorState['dataset'], CursorState>();
+const ALL_AVAILABLE = () => Number.NEGATIVE_INFINITY;
+
 describe('planBackfillItems', () => {
   it('plans the current 7-day chunk of each dataset as spans of grid windows, from where it is done', () => {
     // Prepare
@@ -40,7 +65,7 @@ describe('planBackfillItems', () => {
     });
 
     // Act
-    const items = planBackfillItems(b, 'hourly', Date.parse('2026-12-03T00:00:00.000Z'));
+    const { items } = planBackfillItems(b, destination(), NO_CURSORS, ALL_AVAILABLE);
 
     // Assess: email_events the first chunk in 8 spans; custom_events the rest, 3 days, in 8 spans
     const email = items.filter((item) => item.dataset === 'email_events');
@@ -54,7 +79,84 @@ describe('planBackfillItems', () => {
 
   it('plans nothing for a dataset already done', () => {
     const b = backfill({ doneThroughMs: { email_events: FROM + 10 * DAY_MS } });
-    expect(planBackfillItems(b, 'hourly', Date.now())).toEqual([]);
+    expect(planBackfillItems(b, destination(), NO_CURSORS, ALL_AVAILABLE)).toEqual({
+      items: [],
+      skipped: [],
+    });
+  });
+
+  it('plans each window in the format and on the grid it was delivered with, from the eras the cursor keeps', () => {
+    // Prepare: JSON lines, daily for the first 3 days; Parquet, hourly from then on; now the export is
+    // Parquet zstd hourly and its cursor is through day 5
+    const parquet = { format: 'parquet', compression: 'snappy' } as const;
+    const cursors = new Map<CursorState['dataset'], CursorState>([
+      [
+        'email_events',
+        {
+          dataset: 'email_events',
+          exportedThroughMs: FROM + 5 * DAY_MS,
+          plannedSpans: [],
+          eras: [
+            { fromMs: FROM, stepMs: DAY_MS, format: { format: 'jsonl', compression: 'gzip' } },
+            { fromMs: FROM + 3 * DAY_MS, stepMs: HOUR_MS, format: parquet },
+          ],
+        },
+      ],
+    ]);
+    const b = backfill({
+      range: { fromMs: FROM + 2 * DAY_MS + 5 * HOUR_MS, toMs: FROM + 6 * DAY_MS, stepMs: HOUR_MS },
+    });
+    // Act
+    const { items } = planBackfillItems(
+      b,
+      destination({ format: 'parquet', compression: 'zstd' }),
+      cursors,
+      ALL_AVAILABLE,
+    );
+    // Assess: day 2 whole (daily, JSON lines), days 3-4 hourly Parquet snappy, day 5 the current format
+    expect(items[0]).toMatchObject({
+      fromMs: FROM + 2 * DAY_MS,
+      toMs: FROM + 3 * DAY_MS,
+      stepMs: DAY_MS,
+      format: { format: 'jsonl' },
+    });
+    expect(
+      items
+        .filter(
+          (item) =>
+            item.kind === 'events' && item.toMs <= FROM + 5 * DAY_MS && item.fromMs >= FROM + 3 * DAY_MS,
+        )
+        .every(
+          (item) =>
+            item.format?.compression === 'snappy' && item.kind === 'events' && item.stepMs === HOUR_MS,
+        ),
+    ).toBe(true);
+    expect(items.at(-1)).toMatchObject({
+      toMs: FROM + 6 * DAY_MS,
+      stepMs: HOUR_MS,
+      format: { compression: 'zstd' },
+    });
+  });
+
+  it('skips the windows that lost rows, and reports them', () => {
+    // Prepare: rows are available from hour 40 and a half
+    const b = backfill();
+    // Act
+    const plan = planBackfillItems(
+      b,
+      destination({ datasets: ['email_events'] }),
+      NO_CURSORS,
+      () => FROM + 40 * HOUR_MS + 30 * 60_000,
+    );
+    // Assess: the backfill goes on after hour 41; hours 0 to 41 reported
+    expect(plan.skipped).toEqual([
+      {
+        dataset: 'email_events',
+        throughMs: FROM + 41 * HOUR_MS,
+        expired: { fromMs: FROM, toMs: FROM + 41 * HOUR_MS },
+      },
+    ]);
+    expect(plan.items[0]).toMatchObject({ fromMs: FROM + 41 * HOUR_MS });
   });
 });
 

@@ -1,18 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import type { BackfillCommit } from '@sluice/control';
+import type { BackfillCommit, CursorState } from '@sluice/control';
 import {
   type Backfill,
   backfillRetryDelayMs,
   chunkEndAfter,
+  type Dataset,
+  type Destination,
   type EventDataset,
-  FREQUENCIES,
+  earliestAvailableMs,
+  fileFormatOf,
   gridStepMs,
+  groupEraWindows,
+  historyEras,
+  isEventDataset,
   MAX_BACKFILL_CHUNK_ATTEMPTS,
-  planEventSpans,
+  MAX_SPANS_PER_DATASET,
+  windowsOfEras,
 } from '@sluice/core';
 import type { EngineDeps } from './deps.js';
 import { describeFailure } from './errors.js';
 import type {
+  BackfillSkip,
   ClaimAndPlanInput,
   ClaimAndPlanOutput,
   CommitInput,
@@ -26,7 +34,7 @@ import type {
   WorkItem,
 } from './payloads.js';
 import type { StepFunctionsError } from './errors.js';
-import { LEASE_DURATION_MS, runIdOf } from './plan.js';
+import { eventCursorMs, LEASE_DURATION_MS, runIdOf } from './plan.js';
 
 /**
  * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the
@@ -38,35 +46,68 @@ import { LEASE_DURATION_MS, runIdOf } from './plan.js';
  * once, so a long backfill is a chain of short runs, resumable after any failure.
  */
 
-/** The frequency whose grid step a backfill was cut at (the destination's frequency at creation). */
-function frequencyOfStep(stepMs: number, fallback: (typeof FREQUENCIES)[number]) {
-  return FREQUENCIES.find((frequency) => gridStepMs(frequency) === stepMs) ?? fallback;
+/** What a backfill run writes, and the windows it skips ({@link RunRef.backfillSkipped}). */
+export interface BackfillPlan {
+  items: WorkItem[];
+  skipped: BackfillSkip[];
 }
 
 /**
  * The spans a run of `backfill` writes: per dataset, from where it is done to the end of its current chunk
- * (at most seven days), cut and grouped exactly as the regular export plans its windows. Pure.
+ * (at most seven days), cut exactly as the regular export delivered (or will deliver) those windows: each
+ * part on the grid and in the format of its era ({@link historyEras}: the eras the dataset's cursor keeps,
+ * then where the regular export continues), grouped into spans of one step and format. A backfill exports
+ * every row of its windows, also before the export's start (it is a request for that history). Windows that
+ * start before `availableFromMs` (per dataset: rows recorded after it are still available) lost rows: they
+ * are skipped and reported, so a delivered file is never replaced by one with fewer rows. Pure.
  */
 export function planBackfillItems(
   backfill: Backfill,
-  frequency: (typeof FREQUENCIES)[number],
-  nowMs: number,
-): WorkItem[] {
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  availableFromMs: (dataset: EventDataset) => number,
+): BackfillPlan {
   const { range } = backfill;
   const items: WorkItem[] = [];
+  const skipped: BackfillSkip[] = [];
+  const current = { stepMs: gridStepMs(destination.frequency), format: fileFormatOf(destination) };
   for (const dataset of backfill.datasets) {
     const done = backfill.doneThroughMs[dataset] ?? range.fromMs;
     if (done >= range.toMs) continue;
-    const plan = planEventSpans({
-      cursorMs: done,
-      planned: [],
-      nowMs,
-      frequency: frequencyOfStep(range.stepMs, frequency),
-      maxSpanMs: chunkEndAfter(range, done) - done,
-    });
-    for (const span of plan.spans) items.push({ dataset, kind: 'events', ...span });
+    const cursor = cursors.get(dataset);
+    const plannedEnd = cursor?.plannedSpans.at(-1)?.toMs ?? eventCursorMs(destination, cursor, dataset);
+    const eras = historyEras(cursor?.eras ?? [], plannedEnd, current);
+    const windows = windowsOfEras(done, chunkEndAfter(range, done), eras);
+    const available = availableFromMs(dataset);
+    const first = windows.findIndex((window) => window.fromMs >= available);
+    const lost = first === -1 ? windows : windows.slice(0, first);
+    const [from, to] = [lost[0], lost.at(-1)];
+    if (from !== undefined && to !== undefined) {
+      skipped.push({ dataset, throughMs: to.toMs, expired: { fromMs: from.fromMs, toMs: to.toMs } });
+    }
+    for (const span of groupEraWindows(windows.slice(lost.length), MAX_SPANS_PER_DATASET)) {
+      items.push({ dataset, kind: 'events' as const, ...span });
+    }
   }
-  return items;
+  return { items, skipped };
+}
+
+/** The note a backfill shows (`error`) for windows it skipped because they lost rows. */
+export function backfillExpiredNote(skipped: readonly BackfillSkip[], retentionMs: number): string | null {
+  const parts = skipped.flatMap((skip) =>
+    skip.expired === undefined
+      ? []
+      : [
+          `${skip.dataset} from ${new Date(skip.expired.fromMs + 1).toISOString()} to ${new Date(skip.expired.toMs).toISOString()}`,
+        ],
+  );
+  if (parts.length === 0) return null;
+  const days = Math.round((retentionMs / 86_400_000) * 10) / 10;
+  return (
+    `Not backfilled: rows recorded ${parts.join('; ')}. Some rows of those windows left the event log ` +
+    `(kept ${days} days) before this backfill reached them, and a file already delivered is never ` +
+    'replaced by one with fewer rows.'
+  );
 }
 
 /**
@@ -98,6 +139,20 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     now,
   );
   if (slot === undefined) return { outcome: 'skipped', reason: 'lease_held' };
+  const cursors = await deps.cursors.get(workspaceId, destinationId);
+  const available = new Map<EventDataset, number>();
+  for (const dataset of backfill.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    const archive = await deps.archiveCoverage.get(workspaceId, dataset);
+    // Rows recorded after this are still there (at or after the earliest available instant).
+    available.set(dataset, earliestAvailableMs(nowMs, deps.settings.eventRetentionMs, archive) - 1);
+  }
+  const plan = planBackfillItems(
+    backfill,
+    destination,
+    cursors,
+    (dataset) => available.get(dataset) ?? nowMs,
+  );
   const run: RunRef = {
     workspaceId,
     destinationId,
@@ -107,8 +162,9 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     configVersion: destination.configVersion,
     deadlineMs: nowMs + deps.settings.runBudgetMs,
     backfillId: backfill.id,
+    ...(plan.skipped.length > 0 ? { backfillSkipped: plan.skipped } : {}),
   };
-  return { outcome: 'planned', run, items: planBackfillItems(backfill, destination.frequency, nowMs) };
+  return { outcome: 'planned', run, items: plan.items };
 }
 
 /**
@@ -120,10 +176,13 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
 export function backfillDoneAfter(
   backfill: Backfill,
   results: readonly ItemResult[],
+  skipped: readonly BackfillSkip[] = [],
 ): Backfill['doneThroughMs'] {
   const done: Backfill['doneThroughMs'] = { ...backfill.doneThroughMs };
   for (const dataset of backfill.datasets) {
     let position = done[dataset] ?? backfill.range.fromMs;
+    // Windows the plan skipped (before the start, or that lost rows) come first: the backfill moves over them.
+    for (const skip of skipped) if (skip.dataset === dataset) position = Math.max(position, skip.throughMs);
     const spans = results
       .filter((r): r is WindowResult => r.status !== 'failed' && r.dataset === dataset && r.kind === 'events')
       .sort((a, b) => (a.fromMs ?? 0) - (b.fromMs ?? 0));
@@ -215,7 +274,10 @@ async function settleBackfillRun(
     await deps.backfills.release(fence);
     return { status: 'stopped', runAgain: false };
   }
-  const doneThroughMs = backfillDoneAfter(backfill, results);
+  const doneThroughMs = backfillDoneAfter(backfill, results, run.backfillSkipped);
+  const note = backfillExpiredNote(run.backfillSkipped ?? [], deps.settings.eventRetentionMs);
+  // A note of skipped windows stays shown until a failure replaces it (after a success, `attempts` is 0).
+  const kept = note ?? (backfill.attempts === 0 ? backfill.error : null);
   const reached = reachedBeyond(backfill, doneThroughMs);
   const stopped = results.some((result) => result.status === 'stopped');
   const complete = backfill.datasets.every(
@@ -224,7 +286,7 @@ async function settleBackfillRun(
   let commit: BackfillCommit;
   if (failure !== undefined) {
     const attempts = backfill.attempts + 1;
-    const message = describeFailure(failure);
+    const message = [describeFailure(failure), note].filter((part) => part !== null).join(' ');
     commit =
       attempts >= MAX_BACKFILL_CHUNK_ATTEMPTS
         ? { doneThroughMs, reached, status: 'failed', attempts, error: message, dueAt: null }
@@ -237,14 +299,14 @@ async function settleBackfillRun(
             dueAt: new Date(now.getTime() + backfillRetryDelayMs(attempts)).toISOString(),
           };
   } else if (complete) {
-    commit = { doneThroughMs, reached, status: 'succeeded', attempts: 0, error: null, dueAt: null };
+    commit = { doneThroughMs, reached, status: 'succeeded', attempts: 0, error: kept, dueAt: null };
   } else {
     commit = {
       doneThroughMs,
       reached,
       status: 'running',
       attempts: 0,
-      error: null,
+      error: kept,
       dueAt: now.toISOString(),
     };
   }

@@ -203,7 +203,15 @@ describe('an export run end to end on the local services', () => {
     const { run, items, results, committed } = await runOnce(destination);
     // Assess: the plan
     expect(items).toEqual<WorkItem[]>([
-      { dataset: 'email_events', kind: 'events', ...BEFORE, stepMs: HOUR_MS, format: JSONL_GZIP },
+      // The start is the first instant of the first window: a row recorded exactly then is left out.
+      {
+        dataset: 'email_events',
+        kind: 'events',
+        ...BEFORE,
+        stepMs: HOUR_MS,
+        format: JSONL_GZIP,
+        startMs: START,
+      },
       { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS, format: JSONL_GZIP },
       { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER, format: JSONL_GZIP },
     ]);

@@ -293,7 +293,8 @@ describe('the fault matrix', () => {
     expect(committed.status).toBe('succeeded');
     const lost = expired.filter((f) => f.destinationId === destination.id);
     expect(lost).toEqual([
-      expect.objectContaining({ dataset: 'custom_events', fromMs: START - 1, toMs: MIDNIGHT - HOUR_MS - 1 }),
+      // Through the horizon itself (NOW - 1 hour), not rounded down to the grid.
+      expect.objectContaining({ dataset: 'custom_events', fromMs: START - 1, toMs: NOW - HOUR_MS - 1 }),
     ]);
     const record = await runStore.get(runKeyOf(run));
     expect(record?.error).toMatch(/custom_events from .* left the event log/);

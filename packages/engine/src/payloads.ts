@@ -38,6 +38,19 @@ export interface RunRef {
    * `leaseToken`) and count files into it, never into the regular cursors or runs.
    */
   backfillId?: string;
+  /**
+   * A backfill's run: the windows its plan skipped, per dataset, through `throughMs`: those that lost rows to
+   * the event log's retention (never rewritten with fewer rows; reported). Commit moves the backfill over them.
+   */
+  backfillSkipped?: BackfillSkip[];
+}
+
+/** See {@link RunRef.backfillSkipped}. */
+export interface BackfillSkip {
+  dataset: EventDataset;
+  throughMs: number;
+  /** `(fromMs, toMs]` of recorded time not exported because its windows lost rows. */
+  expired?: { fromMs: number; toMs: number };
 }
 
 /**
@@ -54,6 +67,11 @@ export type WorkItem =
       toMs: number;
       stepMs?: number;
       format?: FileFormat;
+      /**
+       * The export's (or the dataset's) exact start, when it lies inside the span's first window: rows
+       * recorded at or before it are not exported, and that window's files keep the grid window's name.
+       */
+      startMs?: number;
     }
   | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat };
 

@@ -95,3 +95,30 @@ describe('planDatasets and the file format', () => {
     expect(next.items.find((item) => item.kind === 'snapshot')?.format).toEqual(JSONL_GZIP);
   });
 });
+
+describe('planDatasets and spans stored without a format', () => {
+  it('reads a stored span without a format (one an older Commit stored) as the destination format, not JSON lines', () => {
+    // Prepare: a span an older Commit kept after a partial run of a Parquet export, without its format
+    const cursors = new Map<CursorState['dataset'], CursorState>([
+      [
+        'email_events',
+        {
+          dataset: 'email_events',
+          exportedThroughMs: DAY - 1,
+          plannedSpans: [{ fromMs: DAY - 1, toMs: DAY + 2 * HOUR_MS - 1, stepMs: HOUR_MS, runId: 'run_0' }],
+        },
+      ],
+    ]);
+    // Act
+    const plan = planDatasets(
+      destination({ format: 'parquet', compression: 'zstd', datasets: ['email_events'] }),
+      cursors,
+      'run_1',
+      NOW,
+      RETENTION_MS,
+    );
+    // Assess: the stored span and the new ones, all Parquet as the export was when they were planned
+    expect(plan.items[0]).toMatchObject({ fromMs: DAY - 1, toMs: DAY + 2 * HOUR_MS - 1, format: ZSTD });
+    expect(plan.items.every((item) => item.format?.format === 'parquet')).toBe(true);
+  });
+});

@@ -5,6 +5,7 @@ import {
   type Destination,
   type EventDataset,
   earliestAvailableMs,
+  erasAfterPlanning,
   fileFormatOf,
   gridPointAtOrBefore,
   gridStartOf,
@@ -32,14 +33,27 @@ export function runIdOf(executionId: string): string {
 }
 
 /**
- * Where an event dataset's export starts when its cursor has never been committed: the start of the grid
- * cell holding the dataset's start (`datasetStartedAt`, else `startFrom`), so every window is a whole cell.
+ * The exact start of an event dataset's export: the time it was added (`datasetStartedAt`), else
+ * `startFrom`, else the creation time. No row recorded at or before it is exported.
  */
-export function datasetStartMs(destination: Destination, dataset: Dataset): number {
+export function exactStartMs(destination: Destination, dataset: Dataset): number {
   const started = destination.datasetStartedAt[dataset] ?? destination.startFrom;
   const parsed = Date.parse(started);
-  const ms = Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
-  return gridStartOf(ms, gridStepMs(destination.frequency));
+  return Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
+}
+
+/**
+ * Where an event dataset's cursor starts when it has never been committed: the start of the grid cell
+ * holding its exact start ({@link exactStartMs}), so the first window keeps the grid window's name; the
+ * writer leaves out that window's rows recorded at or before the exact start ({@link withStart}).
+ */
+export function datasetStartMs(destination: Destination, dataset: Dataset): number {
+  return gridStartOf(exactStartMs(destination, dataset), gridStepMs(destination.frequency));
+}
+
+/** An event item with the dataset's exact start when the start lies after the item's first window opens. */
+export function withStart<T extends { fromMs: number }>(item: T, startMs: number): T & { startMs?: number } {
+  return startMs > item.fromMs ? { ...item, startMs } : item;
 }
 
 /** The cursor position of an event dataset: committed `exportedThroughMs`, or the dataset's start. */
@@ -192,10 +206,7 @@ async function archiveCoverageBehind(
   nowMs: number,
   deps: EngineDeps,
 ): Promise<Map<EventDataset, ArchiveCoverage>> {
-  const horizon = gridPointAtOrBefore(
-    nowMs - deps.settings.eventRetentionMs,
-    gridStepMs(destination.frequency),
-  );
+  const horizon = nowMs - deps.settings.eventRetentionMs;
   const archives = new Map<EventDataset, ArchiveCoverage>();
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
@@ -259,9 +270,15 @@ export function planDatasets(
       let cursorMs = eventCursorMs(destination, cursor, dataset);
       let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
       const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset));
+      // Rows recorded at or before this are gone: reported exactly, not rounded to the grid. The window
+      // holding it was never delivered (the cursor is before it): it is written with the rows left.
+      const lostThroughMs = earliestAvailableMs(nowMs, retentionMs, archives.get(dataset)) - 1;
       const moved = cursorMs < horizon;
+      // Reported once: when the cursor moves, or when the window holding the horizon is first planned.
+      if (cursorMs < lostThroughMs && (moved || stored.length === 0)) {
+        expired.push({ dataset, fromMs: cursorMs, toMs: lostThroughMs });
+      }
       if (moved) {
-        expired.push({ dataset, fromMs: cursorMs, toMs: horizon });
         cursorMs = horizon;
         stored = [];
       }
@@ -272,15 +289,19 @@ export function planDatasets(
         return {
           ...span,
           runId: before?.runId ?? runId,
-          format: before !== undefined ? fileFormatOf(before.format) : currentFormat,
+          format: before?.format ?? currentFormat,
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {
         const { runId: _planner, ...work } = span;
-        items.push({ dataset, kind: 'events', ...work, format: span.format ?? currentFormat });
+        const item = { dataset, kind: 'events' as const, ...work, format: span.format ?? currentFormat };
+        items.push(withStart(item, exactStartMs(destination, dataset)));
       }
+      const eras = erasAfterPlanning(cursor?.eras ?? [], planned);
+      const erasChanged = JSON.stringify(eras) !== JSON.stringify(cursor?.eras ?? []);
       const unchanged =
         !moved &&
+        !erasChanged &&
         planned.length === stored.length &&
         planned.every((s, i) => s.fromMs === stored[i]?.fromMs && s.toMs === stored[i]?.toMs);
       if (!unchanged) {
@@ -289,6 +310,7 @@ export function planDatasets(
           expected: positionOf(cursor),
           ...(moved ? { next: { exportedThroughMs: cursorMs } } : {}),
           plannedSpans: planned,
+          ...(erasChanged ? { eras } : {}),
         });
       }
     } else {

@@ -304,9 +304,9 @@ export async function writeWindow(
         await lines?.close();
         const window = windows[index] as (typeof windows)[number];
         const from = progress[index]?.lastKey;
-        lines = new LineCursor(
-          deps.eventSource.readWindow(run.workspaceId, dataset, window.fromMs, item.toMs, from),
-        );
+        // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
+        const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
+        lines = new LineCursor(deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from));
         return lines;
       };
       try {
