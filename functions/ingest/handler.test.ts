@@ -181,6 +181,7 @@ describe('ingest keeps and counts what it refuses', () => {
   const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
   const writer = new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' });
   const rejected = new DynamoRejectedEvents(controlTable);
+  const erasures = new ErasureLogStore(controlTable);
   function counting() {
     const figures: BusEventFigures[] = [];
     const metrics: IngestMetrics = { refusedBehindExport: () => {}, busEvent: (f) => figures.push(f) };
@@ -238,7 +239,7 @@ describe('ingest keeps and counts what it refuses', () => {
       ...kept!,
       event: { ...kept!.event, detail: { workspaceId, events: [{ ...bad, event_name: 'fixed' }] } },
     });
-    const summary = await redriveRejected(rejected, writer, logger, { workspaceId });
+    const summary = await redriveRejected(rejected, writer, logger, { workspaceId, erasures });
 
     // Assess: written, judged by when it was sent, and removed
     expect(summary).toMatchObject({ rejections: 1, redriven: 1, written: { events: 1 }, stillRejected: [] });
@@ -266,7 +267,7 @@ describe('ingest keeps and counts what it refuses', () => {
 
     // Act
     await ingest(event);
-    const summary = await redriveRejected(rejected, writer, logger, { workspaceId });
+    const summary = await redriveRejected(rejected, writer, logger, { workspaceId, erasures });
     const listed = [];
     for await (const rejection of rejected.list(workspaceId)) listed.push(rejection);
 

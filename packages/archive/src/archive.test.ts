@@ -4,6 +4,7 @@ import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ArchiveCursorStore, archiveCursorSk, ErasureLogStore, workspacePk } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
 import {
+  DynamoRejectedEvents,
   type EventPage,
   EventLogReader,
   EventLogWriter,
@@ -196,6 +197,7 @@ describe('erasure', () => {
       ...eventTables,
       archive,
       erasureLog: new ErasureLogStore(controlTable),
+      rejected: new DynamoRejectedEvents(controlTable),
       hotRetentionMs: RETENTION_MS,
       now: () => nowMs,
     });

@@ -4,6 +4,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { ArchiveCursorStore, ErasureLogStore } from '@sluice/control';
 import { EVENT_DATASETS, type EventDataset, erasureHash } from '@sluice/core';
 import {
+  DynamoRejectedEvents,
   EventLogReader,
   EventLogWriter,
   generateEvents,
@@ -44,6 +45,7 @@ const eraser = new Eraser({
   ...eventTables,
   archive,
   erasureLog,
+  rejected: new DynamoRejectedEvents(controlTable),
   hotRetentionMs: RETENTION_MS,
   now: () => NOW,
 });
@@ -298,5 +300,108 @@ describe('a redrive after an erasure', () => {
     expect(await ids(workspaceId, 'custom_events')).toEqual(['ce_cat_later', 'ce_dog']);
     expect(await ids(workspaceId, 'sms_events')).toEqual([]);
     expect(await ids(gone, 'custom_events')).toEqual([]);
+  });
+});
+
+describe('erasure of the rejected events', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  const other = `ws_${randomUUID()}`;
+  const rejected = new DynamoRejectedEvents({ ...controlTable, now: () => NOW });
+  const sent = new Date(NOW - 10 * MINUTE).toISOString();
+  const bus = (ws: string, detailType: string, detail: Row) => ({
+    id: randomUUID(),
+    source: workspaceSource(ws),
+    'detail-type': detailType,
+    time: sent,
+    detail: { workspaceId: ws, ...detail },
+  });
+  const custom = (id: string, fields: Row) => ({
+    dataset: 'custom_events',
+    id,
+    event_name: 'order.paid',
+    occurred_at: 'yesterday',
+    ...fields,
+  });
+  const kept = async (ws: string) => {
+    const all = [];
+    for await (const rejection of rejected.list(ws)) all.push(rejection);
+    return all;
+  };
+
+  it('rewrites the workspace’s rejections without the person’s rows and their reasons, deletes those left empty; --all deletes the rest', async () => {
+    // Prepare: Dee's id and address, linked in the subscribers table; rejections holding her rows, in this
+    // workspace, in another one, and under `-` (an envelope that named no workspace)
+    const subscriber = [...generateSubscribers({ workspaceId, count: 1 })].map((row) => ({
+      ...row,
+      id: 'sub_dee',
+      email: 'dee@example.com',
+    }));
+    expect((await writerAt(NOW - HOUR).upsertSubscribers(workspaceId, subscriber)).accepted).toBe(1);
+    await rejected.put({
+      workspaceId,
+      kind: 'rows',
+      event: bus(workspaceId, 'sluice.events', {
+        events: [
+          custom('ce_dee', { subscriber_id: 'sub_dee' }),
+          custom('ce_eve', { subscriber_id: 'sub_eve' }),
+          custom('ce_dee_props', { properties: { email: 'DEE@example.com' } }),
+        ],
+      }),
+      reasons: [
+        'events[0]: occurred_at: one',
+        'events[1]: occurred_at: two',
+        'events[2]: occurred_at: three',
+      ],
+    });
+    await rejected.put({
+      workspaceId,
+      kind: 'envelope',
+      event: bus(workspaceId, 'sluice.subscribers', {
+        upsert: [{ id: 'sub_dee', email: 'dee@example.com' }],
+      }),
+      reasons: ['upsert: refused'],
+    });
+    const otherEvent = bus(other, 'sluice.events', {
+      events: [custom('ce_other', { email: 'dee@example.com' })],
+    });
+    await rejected.put({ workspaceId: other, kind: 'envelope', event: otherEvent, reasons: ['refused'] });
+    const nowhere = {
+      ...bus('-', 'sluice.events', { events: [custom('ce_nowhere', { subscriber_id: 'sub_dee' })] }),
+      source: 'elsewhere',
+      detail: { events: [custom('ce_nowhere', { subscriber_id: 'sub_dee', email: 'dee@example.com' })] },
+    };
+    await rejected.put({
+      workspaceId: '-',
+      kind: 'envelope',
+      event: nowhere,
+      reasons: ['workspaceId: missing'],
+    });
+    const nowhereKept = async () => (await kept('-')).filter((r) => r.event.id === nowhere.id);
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'email', email: 'Dee@example.com' });
+
+    // Assess: Eve's row stays, with her reason renumbered; the other workspace's and `-` are not touched
+    expect(report).toMatchObject({ rejectedRows: 3, rejectedRewritten: 1, rejectedDeleted: 1 });
+    const left = await kept(workspaceId);
+    expect(left.map((r) => [r.kind, r.event.detail, r.reasons])).toEqual([
+      [
+        'rows',
+        { workspaceId, events: [custom('ce_eve', { subscriber_id: 'sub_eve' })] },
+        ['events[0]: occurred_at: two'],
+      ],
+    ]);
+    expect((await kept(other)).map((r) => r.event)).toEqual([otherEvent]);
+    expect((await nowhereKept()).map((r) => r.event)).toEqual([nowhere]);
+
+    // Act: `-` reached by its own erasure; then the whole workspace
+    await eraser.erase('-', { kind: 'subscriber', subscriberId: 'sub_dee' });
+    const all = await eraser.erase(workspaceId, { kind: 'all' });
+
+    // Assess
+    expect(await nowhereKept()).toEqual([]);
+    expect(all).toMatchObject({ rejectedRows: 1, rejectedRewritten: 0, rejectedDeleted: 1 });
+    expect(await kept(workspaceId)).toEqual([]);
+    expect(await kept(other)).toHaveLength(1);
   });
 });

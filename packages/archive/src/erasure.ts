@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import {
   EVENT_DATASETS,
+  type ErasureLog,
   type EventDataset,
   eventRowBelongsTo,
   InvalidInputError,
@@ -18,6 +19,7 @@ import {
   assertWorkspaceId,
   batchWrite,
   DEFAULT_PAGE_LIMIT,
+  type DynamoRejectedEvents,
   EVENT_SHARDS,
   eventPk,
   MAX_RECORDED_AHEAD_MS,
@@ -49,6 +51,11 @@ export interface ErasureReport {
   archiveRows: number;
   /** Object versions removed, so no earlier version keeps the rows. */
   archiveVersionsDeleted: number;
+  /** Rows (events and subscriber upserts) removed from the workspace's rejected events. */
+  rejectedRows: number;
+  /** Rejected events rewritten without the rows, and deleted (nothing left). */
+  rejectedRewritten: number;
+  rejectedDeleted: number;
 }
 
 /** Options of {@link Eraser}. */
@@ -57,8 +64,15 @@ export interface EraserOptions {
   eventsTable: string;
   subscribersTable: string;
   archive: ArchiveBucket;
-  /** Where the erasure is recorded before anything is deleted (`@sluice/control` `ErasureLogStore`). */
-  erasureLog: { record(workspaceId: string, input: ErasureRecordInput, now?: Date): Promise<unknown> };
+  /**
+   * Where the erasure is recorded before anything is deleted, and what the rejected events are rewritten by
+   * (`@sluice/control` `ErasureLogStore`).
+   */
+  erasureLog: ErasureLog & {
+    record(workspaceId: string, input: ErasureRecordInput, now?: Date): Promise<unknown>;
+  };
+  /** What ingestion refused, kept for a redrive (`@sluice/eventlog` `DynamoRejectedEvents`). */
+  rejected: Pick<DynamoRejectedEvents, 'eraseErased'>;
   /** How long the hot log keeps rows: the hours searched there. */
   hotRetentionMs: number;
   /** @default Date.now */
@@ -87,8 +101,8 @@ export function assertErasureTarget(target: ErasureTarget): void {
 /**
  * Erasure (an operator command: `sluice erase`): deletes a person's rows (by subscriber id or e-mail), or all of
  * a workspace's rows, from the hot event log, the subscribers table and the event archive, after recording the
- * erasure in the erasure log (which `events redrive` consults, so the ingest dead-letter queue never writes the
- * person back).
+ * erasure in the erasure log (which `events redrive` and `events rejected redrive` consult, so neither the ingest
+ * dead-letter queue nor the rejected events write the person back).
  * 1. Who: the target's id or address, and what the subscribers table and the person's email events link to it
  *    (a subscriber's e-mail addresses, an address's subscriber ids), so the rows of every event dataset are
  *    found: `eventRowBelongsTo` of `@sluice/core` (subscriber id, `email`, `properties.email`).
@@ -99,6 +113,10 @@ export function assertErasureTarget(target: ErasureTarget): void {
  *    under the same prefix) read and rewritten without the rows (deleted when none is left), then their older
  *    versions removed, so the bucket's versioning keeps no copy.
  * 4. The subscribers table: the person's items (by id or address), or all of them.
+ * 5. The rejected events (what ingestion refused, kept 14 days for `events rejected redrive`): each rewritten
+ *    without the rows of the people the erasure log (now holding this erasure) names, or deleted when nothing
+ *    is left (every one, for the whole workspace). Rejections kept under `-` (the envelope named no workspace)
+ *    are no workspace's and are left alone: `erase --workspace -` reaches them.
  * Files already delivered to customers' buckets are theirs and are not touched. The hot log goes first, so a
  * compaction running at the same time archives no erased row it had not read before; running the command
  * again after the next compaction settles that race (it reports 0 when nothing is left).
@@ -126,6 +144,9 @@ export class Eraser {
       archiveObjectsDeleted: 0,
       archiveRows: 0,
       archiveVersionsDeleted: 0,
+      rejectedRows: 0,
+      rejectedRewritten: 0,
+      rejectedDeleted: 0,
     };
     if (target.kind === 'all') {
       await this.options.erasureLog.record(workspaceId, { kind: 'all' }, startedAt);
@@ -134,6 +155,7 @@ export class Eraser {
         await this.eraseArchive(workspaceId, dataset, () => true, report);
       }
       report.subscribers = await this.eraseSubscribers(workspaceId, () => true);
+      await this.eraseRejected(workspaceId, report);
       return report;
     }
     const person = new KnownPerson(
@@ -176,7 +198,16 @@ export class Eraser {
       recorded.subscriberIds.length + recorded.emails.length
     )
       await this.options.erasureLog.record(workspaceId, { kind: 'person', ...known }, startedAt);
+    await this.eraseRejected(workspaceId, report);
     return report;
+  }
+
+  /** Rewrites the rejected events without what the erasure log (now holding this erasure) says was erased. */
+  private async eraseRejected(workspaceId: string, report: ErasureReport): Promise<void> {
+    const done = await this.options.rejected.eraseErased(workspaceId, this.options.erasureLog);
+    report.rejectedRows += done.erased.events + done.erased.subscribers;
+    report.rejectedRewritten += done.rewritten;
+    report.rejectedDeleted += done.deleted;
   }
 
   /** Adds to `person` the ids and addresses of the subscribers table's items that are theirs. */

@@ -98,7 +98,7 @@ export interface RedriveSummary {
   /** Messages left in the queue: not a bus event, or the write failed again. */
   left: { messageId: string; reason: string }[];
   /** Left out because an erasure that ran after they were sent removed them: events, subscriber upserts. */
-  erased: { events: number; subscribers: number };
+  erased: ErasedCounts;
 }
 
 /** Options of {@link redriveDeadLetters}. */
@@ -167,19 +167,27 @@ export async function redriveDeadLetters(
   return summary;
 }
 
+/** Rows left out as erased: events, subscriber upserts. */
+export interface ErasedCounts {
+  events: number;
+  subscribers: number;
+}
+
 /**
- * The bus event without what erasures that ran after it was sent removed: undefined when nothing is left to
- * write (an erasure of the workspace, or every row erased). Counts what it leaves out in `erased`.
+ * The bus event without what the workspace's erasures that ran after it was sent removed: undefined when
+ * nothing is left to write (an erasure of the workspace, or every row erased). Counts what it leaves out in
+ * `erased`. The one filter of erased data for every redrive (`events redrive`, `events rejected redrive`) and
+ * for the rejected events an erasure rewrites. `cache` holds the log's entries per workspace for one pass;
+ * `workspaceId` defaults to the detail's (a stored rejection gives the workspace it is kept under).
  */
-async function withoutErased(
+export async function withoutErased(
   event: BusEvent,
   log: ErasureLog,
   cache: Map<string, Promise<readonly ErasureEntry[]>>,
-  erased: RedriveSummary['erased'],
+  erased: ErasedCounts,
+  workspaceId: unknown = isRecord(event.detail) ? event.detail.workspaceId : undefined,
 ): Promise<BusEvent | undefined> {
-  const detail = isRecord(event.detail) ? event.detail : undefined;
-  const workspaceId = detail?.workspaceId;
-  if (detail === undefined || typeof workspaceId !== 'string' || workspaceId === '') return event;
+  if (typeof workspaceId !== 'string' || workspaceId === '') return event;
   let entries = cache.get(workspaceId);
   if (entries === undefined) {
     entries = log.erasuresOf(workspaceId);
@@ -189,6 +197,7 @@ async function withoutErased(
   const sentAtMs = event.time === undefined ? Number.NaN : Date.parse(event.time);
   const after = (await entries).filter((entry) => !(entry.erasedAtMs < sentAtMs));
   if (after.length === 0) return event;
+  const detail = isRecord(event.detail) ? event.detail : {};
   const events = Array.isArray(detail.events) ? detail.events : [];
   const upsert = Array.isArray(detail.upsert) ? detail.upsert : [];
   if (after.some((entry) => entry.kind === 'all')) {

@@ -11,10 +11,15 @@
  *   its detail, and `reasons[i]` says why row i was refused.
  * Both hold a bus event, so a redrive is the ingest path again ({@link redriveRejected}). The key follows from
  * the bus event, so a retried invocation writes the same item again.
+ *
+ * Erased data is neither kept nor written back: `sluice erase` rewrites the workspace's rejections without the
+ * erased rows ({@link DynamoRejectedEvents.eraseErased}), and a redrive leaves out what the erasure log says was
+ * erased after the bus event was sent; both through `withoutErased` (`redrive.ts`), as `events redrive` does.
  */
 import { randomUUID } from 'node:crypto';
 import {
   type AttributeValue,
+  ConditionalCheckFailedException,
   DeleteItemCommand,
   type DynamoDBClient,
   PutItemCommand,
@@ -22,8 +27,10 @@ import {
   paginateScan,
 } from '@aws-sdk/client-dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { ErasureEntry, ErasureLog } from '@sluice/core';
 import { type BusEvent, type BusIngestResult, type BusWriter, ingestBusEvent } from './bus.js';
 import { defaultEventLogClient } from './client.js';
+import { type ErasedCounts, withoutErased } from './redrive.js';
 
 /** Days a rejected event is kept (the ingest dead-letter queue's retention). */
 export const REJECTED_RETENTION_DAYS = 14;
@@ -164,6 +171,59 @@ export class DynamoRejectedEvents implements RejectedEventSink {
     }
   }
 
+  /**
+   * Erasure (`@sluice/archive` `Eraser`, once the erasure is in the log): rewrites each rejection of the workspace
+   * without the rows the log's erasures removed ({@link withoutErased}, the filter of every redrive), and the
+   * reasons of those rows; deletes a rejection with nothing left (every rejection after an erasure of the whole
+   * workspace). Expired items that TTL has not yet removed too. A rejection a redrive removed meanwhile stays
+   * removed.
+   */
+  async eraseErased(workspaceId: string, erasures: ErasureLog): Promise<RejectedErasure> {
+    const result: RejectedErasure = { rewritten: 0, deleted: 0, erased: { events: 0, subscribers: 0 } };
+    const cache = new Map<string, Promise<readonly ErasureEntry[]>>();
+    const pages = paginateQuery(
+      { client: this.client },
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': { S: `${REJECTED_PK_PREFIX}${workspaceId}` } },
+      },
+    );
+    for await (const page of pages) {
+      for (const item of page.Items ?? []) {
+        const rejection = fromItem(item);
+        const kept = await withoutErased(rejection.event, erasures, cache, result.erased, workspaceId);
+        if (kept === rejection.event) continue;
+        if (kept === undefined) {
+          await this.delete(rejection);
+          result.deleted++;
+          continue;
+        }
+        const reasons =
+          rejection.kind === 'rows'
+            ? reasonsOfKept(rejection.event, kept, rejection.reasons)
+            : rejection.reasons;
+        try {
+          await this.client.send(
+            new PutItemCommand({
+              TableName: this.tableName,
+              Item: {
+                ...item,
+                event: { S: JSON.stringify(kept) },
+                reasons: { L: reasons.map((reason) => ({ S: reason })) },
+              },
+              ConditionExpression: 'attribute_exists(PK)',
+            }),
+          );
+          result.rewritten++;
+        } catch (error) {
+          if (!(error instanceof ConditionalCheckFailedException)) throw error;
+        }
+      }
+    }
+    return result;
+  }
+
   /** Removes a rejection (once its bus event was ingested again). */
   async delete(rejection: Pick<StoredRejection, 'workspaceId' | 'id'>): Promise<void> {
     await this.client.send(
@@ -173,6 +233,34 @@ export class DynamoRejectedEvents implements RejectedEventSink {
       }),
     );
   }
+}
+
+/** What {@link DynamoRejectedEvents.eraseErased} did. */
+export interface RejectedErasure {
+  /** Rejections rewritten without the erased rows, and deleted (nothing left). */
+  rewritten: number;
+  deleted: number;
+  /** Rows removed: events, subscriber upserts. */
+  erased: ErasedCounts;
+}
+
+/**
+ * The reasons of a `rows` rejection (`<field>[<i>]: <reason>`) for the rows `after` kept of `before`'s,
+ * renumbered: a removed row's reason goes with it.
+ */
+function reasonsOfKept(before: BusEvent, after: BusEvent, reasons: readonly string[]): string[] {
+  const rowsOf = (event: BusEvent, field: string): unknown =>
+    (event.detail as Record<string, unknown>)[field];
+  return reasons.flatMap((reason) => {
+    const match = /^(\w+)\[(\d+)\]: /.exec(reason);
+    if (match === null) return [reason];
+    const [prefix, field = '', index] = match;
+    const from = rowsOf(before, field);
+    const to = rowsOf(after, field);
+    if (from === to || !Array.isArray(from) || !Array.isArray(to)) return [reason];
+    const at = to.indexOf(from[Number(index)]);
+    return at === -1 ? [] : [`${field}[${at}]: ${reason.slice(prefix.length)}`];
+  });
 }
 
 function fromItem(item: Record<string, AttributeValue>): StoredRejection {
@@ -190,7 +278,7 @@ function fromItem(item: Record<string, AttributeValue>): StoredRejection {
 export interface RejectedRedriveSummary {
   /** Rejections read. */
   rejections: number;
-  /** Rejections whose bus event went through the ingest path again, and were removed. */
+  /** Rejections whose bus event went through the ingest path again (or was all erased), and were removed. */
   redriven: number;
   /** Events and subscriber changes written by the redrive. */
   written: { events: number; subscribers: number };
@@ -198,19 +286,28 @@ export interface RejectedRedriveSummary {
   stillRejected: { workspaceId: string; id: string; reasons: string[] }[];
   /** Rejections whose write failed (kept as they were). */
   left: { workspaceId: string; id: string; reason: string }[];
+  /** Left out because an erasure that ran after they were sent removed them: events, subscriber upserts. */
+  erased: ErasedCounts;
 }
 
 /**
  * Ingests stored rejections again, through `ingest` (the ingest function's path, {@link ingestBusEvent}, with
  * this store as its sink): what is still refused is stored again with its reasons (the same bus event and kind
  * keep their id), and a rejection is removed once nothing of it is refused under its own id. Lateness is
- * judged from when the producer sent the bus event, as for the dead-letter queue.
+ * judged from when the producer sent the bus event, as for the dead-letter queue. Erased data is never
+ * written back: what erasures that ran after the bus event was sent removed is left out first
+ * ({@link withoutErased}, as `events redrive` does), and a rejection with nothing left is removed.
  */
 export async function redriveRejected(
   store: DynamoRejectedEvents,
   writer: BusWriter,
   logger: Logger,
-  options: { workspaceId?: string; id?: string } = {},
+  options: {
+    /** The erasure log (`@sluice/control` `ErasureLogStore`): required, so no redrive writes erased data back. */
+    erasures: ErasureLog;
+    workspaceId?: string;
+    id?: string;
+  },
 ): Promise<RejectedRedriveSummary> {
   const summary: RejectedRedriveSummary = {
     rejections: 0,
@@ -218,7 +315,9 @@ export async function redriveRejected(
     written: { events: 0, subscribers: 0 },
     stillRejected: [],
     left: [],
+    erased: { events: 0, subscribers: 0 },
   };
+  const erasuresByWorkspace = new Map<string, Promise<readonly ErasureEntry[]>>();
   const all: StoredRejection[] = [];
   for await (const rejection of store.list(options.workspaceId)) {
     if (options.id === undefined || rejection.id === options.id) all.push(rejection);
@@ -237,7 +336,19 @@ export async function redriveRejected(
     };
     let result: BusIngestResult;
     try {
-      result = await ingestBusEvent(writer, rejection.event, logger, { rejected: sink });
+      const event = await withoutErased(
+        rejection.event,
+        options.erasures,
+        erasuresByWorkspace,
+        summary.erased,
+        rejection.workspaceId,
+      );
+      if (event === undefined) {
+        await store.delete(rejection);
+        summary.redriven++;
+        continue;
+      }
+      result = await ingestBusEvent(writer, event, logger, { rejected: sink });
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       summary.left.push({

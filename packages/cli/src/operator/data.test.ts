@@ -219,6 +219,67 @@ describe('events rejected', () => {
     expect(await customEventIdsOfLastMinute(workspaceId)).toEqual(['ce_x']);
   });
 
+  it('redrive leaves out the rows of a person erased after the bus event was sent, and removes what is left empty', async () => {
+    // Prepare: rejections sent a minute ago (stored after the erasure ran, as a refusal racing it would be), and
+    // an erasure of Fay recorded in the erasure log of DynamoDB Local
+    const workspaceId = `ws_${randomUUID()}`;
+    const rejected = new DynamoRejectedEvents(controlTable);
+    const sentAt = new Date(Date.now() - 60_000).toISOString();
+    const row = (id: string, fields: object) => ({
+      dataset: 'custom_events',
+      id,
+      event_name: 'x',
+      occurred_at: sentAt,
+      ...fields,
+    });
+    const event = (events: unknown[]) => ({
+      id: randomUUID(),
+      'detail-type': 'sluice.events',
+      source: workspaceSource(workspaceId),
+      time: sentAt,
+      detail: { workspaceId, events },
+    });
+    await new ErasureLogStore(controlTable).record(workspaceId, {
+      kind: 'person',
+      subscriberIds: ['sub_fay'],
+      emails: ['fay@example.com'],
+    });
+    const reasons = ['events[0]: was refused', 'events[1]: was refused'];
+    await rejected.put({
+      workspaceId,
+      kind: 'rows',
+      event: event([
+        row('ce_fay', { subscriber_id: 'sub_fay' }),
+        row('ce_gus', { subscriber_id: 'sub_gus' }),
+      ]),
+      reasons,
+    });
+    await rejected.put({
+      workspaceId,
+      kind: 'rows',
+      event: event([row('ce_fay_props', { properties: { email: 'FAY@example.com' } })]),
+      reasons: reasons.slice(0, 1),
+    });
+    const { run, out } = createCli(rejected);
+
+    // Act
+    await run('events rejected redrive', ['--workspace', workspaceId, '--json']);
+
+    // Assess: only Gus's row is written; both rejections are removed
+    expect(JSON.parse(out[0]!)).toMatchObject({
+      rejections: 2,
+      redriven: 2,
+      written: { events: 1 },
+      erased: { events: 2, subscribers: 0 },
+      stillRejected: [],
+      left: [],
+    });
+    expect(await customEventIdsOfLastMinute(workspaceId)).toEqual(['ce_gus']);
+    out.length = 0;
+    await run('events rejected list', ['--workspace', workspaceId]);
+    expect(out).toEqual(['0 rejections']);
+  });
+
   it('through `npm run sluice`: lists from the control table the environment names', async () => {
     // Prepare
     const workspaceId = `ws_${randomUUID()}`;
@@ -261,6 +322,7 @@ describe('events rejected', () => {
       err: (line) => err.push(line),
       writer: () => new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       rejected: () => rejected,
+      erasures: () => new ErasureLogStore(controlTable),
       env: {},
     });
     const run = (name: string, args: string[]) => list.find((c) => c.name === name)!.run(args);

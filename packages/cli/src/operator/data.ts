@@ -79,7 +79,7 @@ export interface DataCommandDeps {
   env?: Readonly<Record<string, string | undefined>>;
   /** Rejected events. @default the control table of the environment */
   rejected?: () => DynamoRejectedEvents;
-  /** The erasure log `events redrive` consults. @default the control table's (`ErasureLogStore`) */
+  /** The erasure log `events redrive` and `events rejected redrive` consult. @default the control table's (`ErasureLogStore`) */
   erasures?: () => ErasureLog;
 }
 
@@ -220,6 +220,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
   const rejectedStore =
     deps.rejected ?? (() => new DynamoRejectedEvents({ tableName: readCliTables(env).control.tableName }));
+  const erasureLog = () => deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control);
   /** Bus events are written the ingest function's way: recorded at this clock. */
   const busWriter = () =>
     deps.writer?.() ??
@@ -324,7 +325,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
           // What the ingest rules refuse is kept with its reasons (`events rejected list`), not only reported.
           rejected: rejectedStore(),
           // Erasures that ran after a message was sent take the erased people's rows out of it.
-          erasures: deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control),
+          erasures: erasureLog(),
           ...(maxMessages === undefined ? {} : { maxMessages }),
         },
       );
@@ -394,6 +395,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         throw new CliUsageError('--id needs --workspace (ids are per workspace: `events rejected list`)');
       }
       const summary = await redriveRejected(rejectedStore(), busWriter(), silentLogger, {
+        erasures: erasureLog(),
         ...(values.workspace === undefined ? {} : { workspaceId: values.workspace }),
         ...(values.id === undefined ? {} : { id: values.id }),
       });

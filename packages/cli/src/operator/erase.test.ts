@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { ArchiveBucket, ArchiveCompactor, archiveHourKey, createArchiveClient } from '@sluice/archive';
 import { ArchiveCursorStore } from '@sluice/control';
-import { EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
+import {
+  DynamoRejectedEvents,
+  EventLogReader,
+  EventLogWriter,
+  generateEvents,
+  workspaceSource,
+} from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables } from '../../../../test/helpers/tables.js';
 import { CliUsageError } from './command.js';
@@ -56,13 +62,27 @@ describe('erase', () => {
       hotRetentionMs: 24 * HOUR,
     }).compactDataset(workspaceId, 'sms_events');
     expect(await archivedLines(workspaceId)).toHaveLength(60);
+    // One of the subscriber's rows that ingestion refused, kept in the control table.
+    const refused = { ...events[0], subscriber_id: 'sub_gone', occurred_at: 'yesterday' };
+    await new DynamoRejectedEvents(controlTable).put({
+      workspaceId,
+      kind: 'rows',
+      event: {
+        id: randomUUID(),
+        source: workspaceSource(workspaceId),
+        'detail-type': 'sluice.events',
+        time: new Date(H).toISOString(),
+        detail: { workspaceId, events: [refused] },
+      },
+      reasons: ['events[0]: occurred_at: not a time'],
+    });
   });
 
   it('is a command of the CLI', () => {
     expect(commands.map((command) => command.name)).toEqual(['erase']);
   });
 
-  it("deletes a subscriber's rows from the event log and the archive and says so", async () => {
+  it("deletes a subscriber's rows from the event log, the archive and the rejected events and says so", async () => {
     const { run, lines } = erase();
     await run(['--workspace', workspaceId, '--subscriber', 'sub_gone']);
     expect(lines).toEqual([
@@ -70,6 +90,7 @@ describe('erase', () => {
       '  event log: 5 rows deleted',
       '  subscribers table: 0 items deleted',
       '  archive: 5 rows removed; 1 objects rewritten, 0 deleted (of 1 read); 0 object versions removed',
+      '  rejected events: 1 rows removed; 0 rewritten, 1 deleted',
       'Files already delivered to customers are not touched.',
     ]);
     expect(await reader.countWindow(workspaceId, 'sms_events', H - 1, H + HOUR)).toBe(55);

@@ -1,7 +1,7 @@
 /**
  * `erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]`: deletes a subscriber's
- * rows (by subscriber id or e-mail) or all of a workspace's rows from the hot event log, the subscribers table
- * and the event archive (`@sluice/archive` `Eraser`), and prints what it removed. Files already delivered to
+ * rows (by subscriber id or e-mail) or all of a workspace's rows from the hot event log, the subscribers table,
+ * the event archive and the rejected events (`@sluice/archive` `Eraser`), and prints what it removed. Files already delivered to
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
 import { DAY_MS } from '@sluice/core';
@@ -15,6 +15,7 @@ import {
   Eraser,
 } from '@sluice/archive';
 import { ErasureLogStore } from '@sluice/control';
+import { DynamoRejectedEvents } from '@sluice/eventlog';
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
@@ -58,6 +59,8 @@ export function formatErasure(report: ErasureReport): string[] {
     `  archive: ${report.archiveRows} rows removed; ${report.archiveObjectsRewritten} objects rewritten, ` +
       `${report.archiveObjectsDeleted} deleted (of ${report.archiveObjectsRead} read); ` +
       `${report.archiveVersionsDeleted} object versions removed`,
+    `  rejected events: ${report.rejectedRows} rows removed; ${report.rejectedRewritten} rewritten, ` +
+      `${report.rejectedDeleted} deleted`,
     'Files already delivered to customers are not touched.',
   ];
 }
@@ -103,6 +106,7 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
             ...tables.events,
             archive: new ArchiveBucket({ bucket, client: s3 }),
             erasureLog: new ErasureLogStore(tables.control),
+            rejected: new DynamoRejectedEvents({ tableName: tables.control.tableName, client }),
             hotRetentionMs: retentionDays * DAY_MS,
           }).erase(values.workspace, target);
           if (values.json) out(JSON.stringify(report));
