@@ -207,7 +207,7 @@ export class StatelessStack extends Stack {
         reason:
           "sts:AssumeRole only, on customers' own roles (role destinations): they live in any customer's " +
           "account, named by the customer at run time; each role's trust policy admits this function's role " +
-          "only with the destination's external ID (docs/deploy.md).",
+          "only with the destination's external ID (docs/customer-buckets.md).",
       });
     };
 
@@ -514,7 +514,7 @@ export class StatelessStack extends Stack {
     new CfnOutput(this, 'RoleAssumerArns', {
       value: [apiFunction.role!.roleArn, writerFunction.role!.roleArn].join(','),
       description:
-        "The roles that assume customers' roles (API connection test, writer): the aws:PrincipalArn of the trust policy in docs/deploy.md",
+        "The roles that assume customers' roles (API connection test, writer): the aws:PrincipalArn of the trust policy in docs/customer-buckets.md",
     });
     new CfnOutput(this, 'EventLogRetentionDays', {
       value: String(settings.eventLogRetentionDays),

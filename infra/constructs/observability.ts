@@ -103,7 +103,7 @@ export function engineMetric(
 
 /**
  * The alarm topic, the alarms and the dashboard. Each alarm notifies the topic when it fires and when it
- * recovers; `docs/deploy.md` says what each one means and what to do.
+ * recovers; `docs/runbook.md` says what each one means and what to do.
  */
 export class SluiceObservability extends Construct {
   /** Alarm notifications (and recoveries). */
@@ -229,7 +229,7 @@ export class SluiceObservability extends Construct {
       SluiceRunFailures: failedRuns('sluice').createAlarm(this, 'SluiceRunFailures', {
         alarmDescription:
           "Export runs failed for Sluice's own reasons (database, KMS, timeouts, unclassified errors) in 2 of " +
-          'the last 3 five-minute periods. Customer-caused failures are not counted. See docs/deploy.md.',
+          'the last 3 five-minute periods. Customer-caused failures are not counted. See docs/runbook.md.',
         threshold: 1,
         evaluationPeriods: 3,
         datapointsToAlarm: 2,
@@ -238,7 +238,7 @@ export class SluiceObservability extends Construct {
       }),
       ExportRunTimeouts: runsTimedOut.createAlarm(this, 'ExportRunTimeouts', {
         alarmDescription:
-          'ExportRun executions timed out or were aborted: they end without recording a failure. See docs/deploy.md.',
+          'ExportRun executions timed out or were aborted: they end without recording a failure. See docs/runbook.md.',
         threshold: 1,
         evaluationPeriods: 1,
         comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -306,7 +306,7 @@ export class SluiceObservability extends Construct {
       IngestDeadLetters: deadLetters.createAlarm(this, 'IngestDeadLetters', {
         alarmDescription:
           'Bus events that ingestion could not write are waiting in the ingest dead-letter queue: ' +
-          'fix the cause, then run `sluice events redrive` (docs/deploy.md).',
+          'fix the cause, then run `sluice events redrive` (docs/runbook.md).',
         threshold: 1,
         evaluationPeriods: 1,
         comparisonOperator: alarm.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,

@@ -585,7 +585,7 @@ describe('stateless stack: workflows, schedule and ingestion', () => {
 });
 
 describe('stateless stack: alarms and outputs', () => {
-  it('has the alarms of docs/deploy.md, each notifying the topic when it fires and when it recovers', () => {
+  it('has the alarms of docs/runbook.md, each notifying the topic when it fires and when it recovers', () => {
     // Act
     const alarms = built.stateless.observability.alarms;
     const topicId = logicalIdOf(built.stateless.observability.alarmTopic);

@@ -15,7 +15,7 @@ export interface DynamoDbLocalOptions {
    * Keep the in-memory database in this file (an SQLite file in DynamoDB Local's own format): restored from it
    * before the server reports ready, written to it every `snapshotIntervalMs` when something changed and when
    * the server stops. Each snapshot goes to `<file>.tmp`, is synced, and replaces the file in one rename. Without
-   * it the database dies with the process. See README, "Local ingest", for what a crash can lose.
+   * it the database dies with the process. See docs/local.md, "Local storage", for what a crash can lose.
    */
   snapshotFile?: string;
   /**

@@ -11,7 +11,7 @@ export const LOCAL_JSON = join(STATE_DIR, 'local.json');
 /** The internal environment of a running `npm start`, for the CLI. */
 export const RUNTIME_JSON = join(STATE_DIR, 'runtime.json');
 
-/** `.sluice/local.json`, exactly as documented in the README. */
+/** `.sluice/local.json`, exactly as documented in docs/local.md. */
 export interface LocalJson {
   apiUrl: string;
   apiKey: string;

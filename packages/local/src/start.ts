@@ -161,7 +161,7 @@ async function main(): Promise<void> {
     const services: LocalServices = await startLocalServices({
       dataDir,
       ports: { dynamodb: ports.dynamodb, s3: ports.s3, kms: ports.kms },
-      // DynamoDB in memory, kept in a snapshot file: README, "Local ingest", says what a crash can lose.
+      // DynamoDB in memory, kept in a snapshot file: docs/local.md, "Local storage", says what a crash can lose.
       inMemory: false,
       // The snapshots written while running go to the log file; the rest (restored, failed) to the terminal.
       log: (line) => (line.startsWith('DynamoDB: snapshot written') ? console.log(line) : print(`  ${line}`)),

@@ -58,7 +58,7 @@ import { createLogger, type ErasureLog } from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
-/** Writer calls running at once (chosen by `npm run bench`, README "Local ingest"). */
+/** Writer calls running at once (chosen by `npm run bench`, docs/performance.md "Local ingest"). */
 export const CALLS_IN_FLIGHT = 2;
 
 /** What the data commands need, injectable for tests. */
