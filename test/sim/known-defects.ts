@@ -12,25 +12,7 @@ export interface KnownDefect {
   checks: Check[];
 }
 
-export const KNOWN_DEFECTS: readonly KnownDefect[] = [
-  { defect: '21.1', what: 'backfills overwrite delivered files with fewer rows', checks: ['shrink'] },
-  {
-    defect: '21.2',
-    what: 'Parquet exports switch to JSON lines after a partial run',
-    checks: ['format', 'manifest'],
-  },
-  { defect: '21.3', what: "backfills ignore the export's format", checks: ['format', 'manifest'] },
-  {
-    defect: '21.15',
-    what: "rows recorded before an export's or dataset's start are exported",
-    checks: ['before-start'],
-  },
-  {
-    defect: '22.11',
-    what: 'a frequency change writes an off-grid window; a backfill after it duplicates rows',
-    checks: ['grid', 'exactly-once'],
-  },
-];
+export const KNOWN_DEFECTS: readonly KnownDefect[] = [];
 
 /** The checks the fixed-seed test tolerates. */
 export function toleratedChecks(): ReadonlySet<Check> {
