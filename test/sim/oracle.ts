@@ -83,7 +83,7 @@ function parseDataKey(key: string): FileWindow | undefined {
 export class BucketHistory {
   /** Largest row count seen per data file or manifest. */
   readonly rows = new Map<string, number>();
-  /** The format each window was first written in. */
+  /** The format each window was first written in, by `<export prefix>/<window>` (the bucket holds every export). */
   readonly firstFormat = new Map<string, ExportFormat>();
 }
 
@@ -177,7 +177,7 @@ export function checkStep(
   for (const [window, files] of windows) {
     const formats = new Set(files.map((file) => file.format));
     if (formats.size > 1) violate('format', `window ${window} has files in ${[...formats].join(' and ')}`);
-    const first = history.firstFormat.get(window);
+    const first = history.firstFormat.get(`${exp.prefix}/${window}`);
     const now = files[0]!.format;
     if (first === undefined) {
       const held = model.formatsDuring(exp, files[0]!.toMs + LAG_MS, nowMs);
@@ -187,7 +187,7 @@ export function checkStep(
           `window ${window} was first written as ${now}; the export was ${[...held].join('/')}`,
         );
       }
-      history.firstFormat.set(window, now);
+      history.firstFormat.set(`${exp.prefix}/${window}`, now);
     } else if (formats.has(first) === false || formats.size > 1) {
       violate('format', `window ${window} was first written as ${first}, now has ${[...formats].join('/')}`);
     }

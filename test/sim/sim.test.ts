@@ -139,6 +139,18 @@ describe('the oracle', () => {
     ]);
   });
 
+  it("keeps each export's first formats apart: another export's window of the same name is not this one's", () => {
+    const { model, exp } = modelWithExport();
+    const other: ModelExport = { ...exp, ref: 1, prefix: 'q', formats: [{ sinceMs: T0, format: 'parquet' }] };
+    model.exports.push(other);
+    const history = new BucketHistory();
+    const window = file(T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['b']);
+    const asParquet = { ...window, key: window.key.replace(/^p\//, 'q/').replace('.jsonl.gz', '.parquet') };
+    expect(checkStep(model, exp, bucketOf(window), history, now)).toEqual([]);
+    expect(checkStep(model, other, bucketOf(asParquet), history, now)).toEqual([]);
+    expect(checkStep(model, exp, bucketOf(window), history, now)).toEqual([]);
+  });
+
   it('names a manifest that does not list the files present with their SHA-256', () => {
     const { exp } = modelWithExport();
     const data = file(T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['b']);
