@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type ContractHarness,
   startContractHarness,
@@ -166,13 +166,19 @@ describe('GET and DELETE /data-exports/{id}/backfills', () => {
     const id = await newExport();
     const now = Date.now();
     const ids: string[] = [];
-    for (let i = 3; i >= 1; i--) {
-      const created = await ws.client.post(`/data-exports/${id}/backfills`, {
-        from: iso(now - (i + 1) * HOUR_MS),
-        to: iso(now - i * HOUR_MS),
-      });
-      ids.push(created.body.backfill!.id);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+    // A given clock, one millisecond apart per backfill: ids sort by creation time.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      for (let i = 3; i >= 1; i--) {
+        vi.setSystemTime(now + 4 - i);
+        const created = await ws.client.post(`/data-exports/${id}/backfills`, {
+          from: iso(now - (i + 1) * HOUR_MS),
+          to: iso(now - i * HOUR_MS),
+        });
+        ids.push(created.body.backfill!.id);
+      }
+    } finally {
+      vi.useRealTimers();
     }
 
     // Act

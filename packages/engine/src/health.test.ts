@@ -173,12 +173,21 @@ describe('destination failing and recovered notices, on DynamoDB Local and the l
   });
 
   it('decides the transition once, and publishes it once, when failures are recorded at the same moment', async () => {
-    // Prepare: a bus that answers slowly, so the other writers finish while the notice is in flight
+    // Prepare: a bus that answers only once the other writers have finished (or a second notice is sent),
+    // so the notice is in flight while they record theirs
     const destination = await createDestination();
     const denied = caught('BucketAccessDenied', 'Access denied.');
+    let finished = 0;
+    let publishing = 0;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => {
+      answer = resolve;
+    });
     const slow: NoticePublisher = {
       publish: async (notice) => {
-        await new Promise((resolve) => setTimeout(resolve, 300));
+        publishing += 1;
+        if (publishing > 1) answer();
+        await answered;
         await publisher.publish(notice);
       },
     };
@@ -186,7 +195,12 @@ describe('destination failing and recovered notices, on DynamoDB Local and the l
     // Act
     await Promise.all(
       [0, 1, 2].map(() =>
-        recordFailure({ workspaceId, destinationId: destination.id, error: denied }, deps(slow)),
+        recordFailure({ workspaceId, destinationId: destination.id, error: denied }, deps(slow)).finally(
+          () => {
+            finished += 1;
+            if (finished === 2) answer();
+          },
+        ),
       ),
     );
 
