@@ -56,6 +56,8 @@ const STORED: Record<StoredField, true> = {
   frequency: true,
   format: true,
   compression: true,
+  layout: true,
+  schedule: true,
   isEnabled: true,
   status: true,
   configVersion: true,

@@ -1,4 +1,4 @@
-import type { EventDataset, FileFormat } from '@sluice/core';
+import type { EventDataset, FileFormat, Layout } from '@sluice/core';
 import type { StepFunctionsError } from './errors.js';
 
 /**
@@ -66,7 +66,11 @@ export type WorkItem =
       fromMs: number;
       toMs: number;
       stepMs?: number;
+      /** The grid's shift (`Span.phaseMs`); absent: 0. */
+      phaseMs?: number;
       format?: FileFormat;
+      /** The layout the windows were planned with; absent: `date`. */
+      layout?: Layout;
       /**
        * The export's (or the dataset's) exact start, when it lies inside the span's first window: rows
        * recorded at or before it are not exported, and that window's files keep the grid window's name.
