@@ -246,7 +246,7 @@ describe('the run_hour layout', () => {
       range: backfillRange(DAY0, DAY0 + 10 * HOUR_MS, 'hourly', DAY0 + 13 * HOUR_MS),
       doneThroughMs: {},
       reached: { sms_events: {} },
-      progress: { sms_events: { rows: 0, files: 0, bytes: 0 } },
+      progress: Object.fromEntries([['sms_events', { rows: 0, files: 0, bytes: 0 }]]),
       attempts: 0,
       error: null,
       createdAt: iso,
