@@ -7,6 +7,7 @@ export * from './windows.js';
 export * from './slots.js';
 export * from './layout.js';
 export * from './run-hour.js';
+export * from './recipes.js';
 export * from './file-format.js';
 export * from './parquet-schema.js';
 export * from './manifest.js';
