@@ -58,6 +58,7 @@ const STORED: Record<StoredField, true> = {
   compression: true,
   layout: true,
   schedule: true,
+  schemaWritten: true,
   isEnabled: true,
   status: true,
   configVersion: true,

@@ -98,6 +98,8 @@ export interface Destination extends BucketLocation {
   layout?: Layout;
   /** The chosen run time (hourly and daily); absent or null: the spread slot of its id. */
   schedule?: Schedule | null;
+  /** `schemaKeyOf` of the schema objects last written beside the data (`_sluice/schema/`); absent: none. */
+  schemaWritten?: string;
   isEnabled: boolean;
   status: DestinationStatus;
   /** Bumped on every change of location or credentials; a running export stops when it changes. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Dataset, isEventDataset } from './datasets.js';
 import type { ExportFormat } from './file-format.js';
 import { withPrefix } from './layout.js';
@@ -350,6 +351,25 @@ export function schemaDocument(
       duckdb: ENGINE_TYPES.duckdb[column.type],
     })),
   };
+}
+
+/**
+ * What the schema objects of an export depend on (its prefix, layout, format and datasets), as a short hash:
+ * the engine writes them again when it differs from the one it last wrote (`schemaWritten`).
+ */
+export function schemaKeyOf(destination: {
+  pathPrefix: string;
+  layout?: Layout;
+  format: ExportFormat;
+  datasets: readonly Dataset[];
+}): string {
+  const what = JSON.stringify([
+    destination.pathPrefix,
+    destination.layout ?? 'date',
+    destination.format,
+    [...destination.datasets].sort(),
+  ]);
+  return createHash('sha256').update(what).digest('hex').slice(0, 16);
 }
 
 /** The file extension of a recipe's text. */

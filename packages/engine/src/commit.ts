@@ -286,6 +286,8 @@ export async function commitRun(
       nextRunAt,
       lastRunAt: run.startedAt,
       manualRunQueued: false,
+      // Every item ran (none failed): the schema objects its first items wrote are in place.
+      ...(stopReason === undefined && run.schemaKey !== undefined ? { schemaWritten: run.schemaKey } : {}),
       ...(stopReason === undefined
         ? {
             lastSuccessAt: now.toISOString(),

@@ -15,6 +15,7 @@ import {
   layoutOf,
   nextSlotAfter,
   RUN_HOUR_LEAD_MS,
+  schemaKeyOf,
   gridPointAtOrBefore,
   gridStartOf,
   gridStepMs,
@@ -237,6 +238,18 @@ export async function claimAndPlan(
       configVersion: destination.configVersion,
       deadlineMs: nowMs + deps.settings.runBudgetMs,
     };
+    // The schema and recipes beside the data, when the export was created or its datasets, prefix, layout
+    // or format changed since they were last written: the first item of each dataset writes them.
+    const schemaKey = schemaKeyOf(destination);
+    if (schemaKey !== destination.schemaWritten) {
+      run.schemaKey = schemaKey;
+      const seen = new Set<Dataset>();
+      for (const item of plan.items) {
+        if (seen.has(item.dataset)) continue;
+        seen.add(item.dataset);
+        item.schema = true;
+      }
+    }
     return { outcome: 'planned', run, items: plan.items };
   } catch (error) {
     if (lease !== undefined) await deps.leases.release(lease).catch(() => false);

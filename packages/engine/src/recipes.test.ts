@@ -192,7 +192,9 @@ describe('DuckDB recipes, run on exported files', () => {
           const [first] = (await listKeys(destination.pathPrefix)).filter(
             (key) => key.endsWith('.parquet') && key.includes(dataset),
           );
-          const own = await query(`DESCRIBE SELECT * FROM read_parquet('${join(folder, first as string)}', hive_partitioning = false)`);
+          const own = await query(
+            `DESCRIBE SELECT * FROM read_parquet('${join(folder, first as string)}', hive_partitioning = false)`,
+          );
           expect(own.map((row) => [row.column_name, row.column_type])).toEqual(
             described.slice(0, columns.length).map((row) => [row.column_name, row.column_type]),
           );

@@ -32,6 +32,7 @@ import {
   LOCAL_S3_ENDPOINT,
   listKeys,
   listManifestKeys,
+  listSchemaKeys,
   readBytes,
 } from './local-bucket.test-support.js';
 import type { RunTrigger, WindowResult } from './payloads.js';
@@ -225,8 +226,21 @@ describe('the run_hour layout', () => {
     expect(first.files.map((file: { key: string }) => file.key)).toEqual([
       keys.find((key) => key.includes(first.slot.slice(0, 13).replace(/[-:]/g, ''))),
     ]);
+    // The schema and recipes beside the data, written once for this configuration
+    expect(await listSchemaKeys(destination.pathPrefix)).toEqual(
+      [
+        'athena.sql',
+        'bigquery.sql',
+        'databricks.py',
+        'duckdb.sql',
+        'glue.txt',
+        'schema.json',
+        'snowflake.sql',
+      ].map((name) => `${destination.pathPrefix}/_sluice/schema/sms_events/${name}`),
+    );
     // The next run is at the next :05
     const stored = await controlStore.getDestination(workspaceId, destination.id);
+    expect(stored?.schemaWritten).toMatch(/^[0-9a-f]{16}$/);
     expect(stored?.nextRunAt).toBe(new Date(DAY0 + 11 * HOUR_MS + 5 * MINUTE_MS).toISOString());
     const before = await objectsOf(destination);
 
@@ -325,6 +339,11 @@ describe('the run_hour layout', () => {
 
     const keys = await listKeys(destination.pathPrefix);
     const dated = keys.filter((key) => key.includes('/sms_events/date='));
+    // The recipes were written again for the new layout
+    const duckdb = (
+      await readBytes(`${destination.pathPrefix}/_sluice/schema/sms_events/duckdb.sql`)
+    ).toString();
+    expect(duckdb).toContain('/v1/schema_type=sms_events/**/*.parquet');
     expect(dated).toHaveLength(4);
     expect(keys.filter((key) => !dated.includes(key))).toEqual(
       Array.from({ length: 6 }, (_, h) =>

@@ -15,6 +15,7 @@ import {
   runHourFileKey,
   runHourManifestKey,
   runHourSlotMs,
+  schemaObjects,
   snapshotFileKey,
   snapshotSuccessKey,
   serializeManifest,
@@ -194,6 +195,18 @@ export async function writeWindow(
     const layout = item.kind === 'events' ? layoutOf(item) : 'date';
     const maxLines = layout === 'run_hour' ? RUN_HOUR_MAX_LINES_PER_FILE : MAX_LINES_PER_FILE;
     const owner = { exportId: run.destinationId, organizationId: run.workspaceId };
+    if (item.schema === true && run.backfillId === undefined) {
+      // The dataset's schema and reading recipes beside the data (deterministic: written again, same bytes).
+      const objects = schemaObjects({
+        dataset: item.dataset,
+        layout: layoutOf(destination),
+        format: destination.format === 'parquet' ? 'parquet' : 'jsonl',
+        bucket: destination.bucket,
+        pathPrefix: destination.pathPrefix,
+        scheme: destination.provider === 'gcs' ? 'gs' : 's3',
+      });
+      for (const object of objects) await bucket.writeMarker(object.key, object.body);
+    }
     const outOfTime = () => state.units > 0 && deps.now().getTime() >= deadlineMs;
     const progressOf = (window: string): WindowProgress => {
       const earlier = stored.get(progressKey(item.dataset, window));
