@@ -169,6 +169,18 @@ describe('a whole export on the local runtime, through the synthesized state mac
       ...windowOfKey.keys(),
       snapshotFileKey(prefix, today, 0),
       snapshotSuccessKey(prefix, today),
+      // The schema and reading recipes of each dataset, beside the data
+      ...['email_events', 'custom_events', 'subscribers'].flatMap((dataset) =>
+        [
+          'athena.sql',
+          'bigquery.sql',
+          'databricks.py',
+          'duckdb.sql',
+          'glue.txt',
+          'schema.json',
+          'snowflake.sql',
+        ].map((name) => `${prefix}/_sluice/schema/${dataset}/${name}`),
+      ),
     ].sort();
     expect(objects.map((o) => o.key)).toEqual(expectedKeys);
     const dataKeys = expectedKeys.filter((key) => !key.includes('/_sluice/'));
