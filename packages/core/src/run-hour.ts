@@ -4,7 +4,7 @@ import { FILE_EXTENSIONS, type FileFormat } from './file-format.js';
 import type { InputIssue } from './errors.js';
 import { withPrefix } from './layout.js';
 import { slotOffsetMs } from './slots.js';
-import type { Window } from './windows.js';
+import { EXPORT_LAG_MS, type Window } from './windows.js';
 
 /**
  * The `run_hour` layout and chosen run times (`schedule`). Pure: no AWS SDK.
@@ -74,6 +74,20 @@ export function gridPhaseMs(destination: {
   const step = FREQUENCY_MS[destination.frequency];
   const offset = runOffsetMs(destination.frequency, destination.id, destination.schedule);
   return (((offset - RUN_HOUR_LEAD_MS) % step) + step) % step;
+}
+
+/**
+ * The shift of a destination's grid and how long after a window ends it may be planned: two minutes
+ * (`EXPORT_LAG_MS`); in `run_hour` five, so the run at a slot covers the window that just ended.
+ */
+export function gridTimingOf(destination: Parameters<typeof gridPhaseMs>[0]): {
+  phaseMs: number;
+  lagMs: number;
+} {
+  return {
+    phaseMs: gridPhaseMs(destination),
+    lagMs: layoutOf(destination) === 'run_hour' ? RUN_HOUR_LEAD_MS : EXPORT_LAG_MS,
+  };
 }
 
 /** The scheduled run a `run_hour` window belongs to: its end plus the lead. */

@@ -4,13 +4,12 @@ import {
   type Dataset,
   type Destination,
   type EventDataset,
-  EXPORT_LAG_MS,
   earliestAvailableMs,
   erasAfterPlanning,
   type FileFormat,
   fileFormatOf,
   gridExportLimit,
-  gridPhaseMs,
+  gridTimingOf,
   type Layout,
   layoutOf,
   nextSlotAfter,
@@ -80,13 +79,11 @@ export function currentGrid(destination: Destination): {
   layout: Layout;
   lagMs: number;
 } {
-  const layout = layoutOf(destination);
   return {
     stepMs: gridStepMs(destination.frequency),
-    phaseMs: gridPhaseMs(destination),
+    ...gridTimingOf(destination),
     format: fileFormatOf(destination),
-    layout,
-    lagMs: layout === 'run_hour' ? RUN_HOUR_LEAD_MS : EXPORT_LAG_MS,
+    layout: layoutOf(destination),
   };
 }
 

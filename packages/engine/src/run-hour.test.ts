@@ -16,6 +16,7 @@ import {
   backfillRange,
   DAY_MS,
   type Destination,
+  gridTimingOf,
   HOUR_MS,
   newDestination,
   type Schedule,
@@ -183,6 +184,33 @@ async function duckdbCount(destination: Destination): Promise<{ rows: number; ho
   }
 }
 
+/** A queued range backfill of `[fromMs, toMs)` of sms_events, cut on the export's grid as the API cuts it. */
+async function createBackfill(destination: Destination, fromMs: number, toMs: number, nowMs: number) {
+  const iso = new Date(nowMs).toISOString();
+  const backfill: Backfill = {
+    id: `bf_${nowMs.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    workspaceId,
+    destinationId: destination.id,
+    status: 'queued',
+    fullHistory: false,
+    datasets: ['sms_events'],
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    range: backfillRange(fromMs, toMs, destination.frequency, nowMs, gridTimingOf(destination)),
+    doneThroughMs: {},
+    reached: { sms_events: {} },
+    progress: Object.fromEntries([['sms_events', { rows: 0, files: 0, bytes: 0 }]]),
+    attempts: 0,
+    error: null,
+    createdAt: iso,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: iso,
+  };
+  expect(await backfills.create(backfill)).toBe('created');
+  return backfill.id;
+}
+
 beforeAll(async () => {
   const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
   const events = [
@@ -247,32 +275,11 @@ describe('the run_hour layout', () => {
     // Act: a late run long after, and a backfill of the whole range
     await runUntilDone(destination, DAY0 + 13 * HOUR_MS + 17 * MINUTE_MS);
     const stored2 = await controlStore.getDestination(workspaceId, destination.id);
-    const iso = new Date(DAY0 + 13 * HOUR_MS).toISOString();
-    const backfill: Backfill = {
-      id: `bf_${(DAY0 + 13 * HOUR_MS).toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
-      workspaceId,
-      destinationId: destination.id,
-      status: 'queued',
-      fullHistory: false,
-      datasets: ['sms_events'],
-      from: new Date(DAY0).toISOString(),
-      to: new Date(DAY0 + 10 * HOUR_MS).toISOString(),
-      range: backfillRange(DAY0, DAY0 + 10 * HOUR_MS, 'hourly', DAY0 + 13 * HOUR_MS),
-      doneThroughMs: {},
-      reached: { sms_events: {} },
-      progress: Object.fromEntries([['sms_events', { rows: 0, files: 0, bytes: 0 }]]),
-      attempts: 0,
-      error: null,
-      createdAt: iso,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: iso,
-    };
-    expect(await backfills.create(backfill)).toBe('created');
+    const backfillId = await createBackfill(destination, DAY0, DAY0 + 10 * HOUR_MS, DAY0 + 13 * HOUR_MS);
     await runUntilDone(destination, DAY0 + 13 * HOUR_MS + 20 * MINUTE_MS, 'backfill');
 
     // Assess: the backfill is done and rewrote the same names with the same bytes; nothing else appeared
-    expect((await backfills.get(workspaceId, destination.id, backfill.id))?.status).toBe('succeeded');
+    expect((await backfills.get(workspaceId, destination.id, backfillId))?.status).toBe('succeeded');
     expect(stored2?.exportedThrough.sms_events).toBe(new Date(DAY0 + 13 * HOUR_MS - 1).toISOString());
     expect(await objectsOf(destination)).toEqual(before);
   }, 180_000);
@@ -292,6 +299,18 @@ describe('the run_hour layout', () => {
       expectedKey(destination, DAY0 + (h + 1) * HOUR_MS, 'jsonl.gz'),
     ).sort();
     expect(keys).toEqual(expected);
+    const before = await objectsOf(destination);
+
+    // A backfill of the hours 02:00-05:00 (on this grid: the windows 01:55 to 05:55) rewrites the same objects
+    const backfillId = await createBackfill(
+      destination,
+      DAY0 + 2 * HOUR_MS,
+      DAY0 + 5 * HOUR_MS,
+      DAY0 + 11 * HOUR_MS,
+    );
+    await runUntilDone(destination, DAY0 + 11 * HOUR_MS, 'backfill');
+    expect((await backfills.get(workspaceId, destination.id, backfillId))?.status).toBe('succeeded');
+    expect(await objectsOf(destination)).toEqual(before);
   }, 120_000);
 
   it('a new export without startFrom covers only the most recent hour in its first run', async () => {
