@@ -27,7 +27,7 @@ import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
 import { commitRun } from './commit.js';
-import { createBucketWriterFactory, type EngineDeps } from './deps.js';
+import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import {
   LOCAL_BUCKET,
   LOCAL_S3_ENDPOINT,
@@ -36,7 +36,7 @@ import {
   listSchemaKeys,
   readBytes,
 } from './local-bucket.test-support.js';
-import type { RunTrigger, WindowResult } from './payloads.js';
+import type { ItemResult, RunRef, RunTrigger, WindowResult } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { writeWindow } from './write.js';
 
@@ -57,7 +57,7 @@ const ROWS = 500;
 const RETENTION_MS = 35 * DAY_MS;
 const recorded: number[] = [];
 
-function deps(nowMs: number): Partial<EngineDeps> {
+function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
   return {
     controlStore,
     cursors: new CursorStore(controlTable),
@@ -71,6 +71,7 @@ function deps(nowMs: number): Partial<EngineDeps> {
     metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
     settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
     now: () => new Date(nowMs),
+    ...overrides,
   };
 }
 
@@ -283,6 +284,58 @@ describe('the run_hour layout', () => {
     expect(stored2?.exportedThrough.sms_events).toBe(new Date(DAY0 + 13 * HOUR_MS - 1).toISOString());
     expect(await objectsOf(destination)).toEqual(before);
   }, 180_000);
+
+  it('a run whose writers fail part way, retried by the next run, writes exactly the names of a clean run', async () => {
+    // Prepare: the bucket refuses every third upload of the first run
+    const destination = await createDestination({
+      schedule: { minute: 5 },
+      startFromMs: DAY0 + 20 * MINUTE_MS,
+    });
+    const nowMs = DAY0 + 10 * HOUR_MS + 5 * MINUTE_MS;
+    let uploads = 0;
+    const real = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+    const failing: BucketWriterFactory = (location, credentials) => {
+      const writer = real(location, credentials);
+      return {
+        ...writer,
+        writeFile: (key, lines, options) => {
+          if (++uploads % 3 === 0)
+            throw Object.assign(new Error('bucket went away'), { name: 'BucketUnreachable' });
+          return writer.writeFile(key, lines, options);
+        },
+      };
+    };
+    const planned = await claimAndPlan(
+      { workspaceId, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(nowMs),
+    );
+    const run = planned.run as RunRef;
+    const results: ItemResult[] = [];
+    for (const item of planned.items ?? []) {
+      try {
+        results.push(await writeWindow({ run, item }, deps(nowMs, { bucketWriterFactory: failing })));
+      } catch (error) {
+        const name = (error as Error).name;
+        results.push({
+          status: 'failed',
+          item,
+          error: { Error: name, Cause: JSON.stringify({ errorType: name }) },
+        });
+      }
+    }
+    expect((await commitRun({ run, results }, deps(nowMs))).status).toBe('failed');
+
+    // Act: the next run retries the windows not written
+    await runUntilDone(destination, nowMs + 10 * MINUTE_MS);
+
+    // Assess
+    expect(await listKeys(destination.pathPrefix)).toEqual(
+      Array.from({ length: 10 }, (_, h) =>
+        expectedKey(destination, DAY0 + (h + 1) * HOUR_MS + 5 * MINUTE_MS),
+      ).sort(),
+    );
+    expect(await duckdbCount(destination)).toEqual({ rows: ROWS, hours: 10 });
+  }, 120_000);
 
   it('ends every window five minutes before its run on the schedule\'s grid ({"minute": 0}), JSON lines', async () => {
     const destination = await createDestination({
