@@ -97,6 +97,20 @@ async function tickUntilCaughtUp(destinationId: string) {
   throw new Error('the destination did not catch up in 10 ticks');
 }
 
+/** The schema objects the first run writes beside the data, per dataset (`_sluice/schema/<dataset>/`). */
+function schemaKeys(prefix: string, datasets: readonly string[]): string[] {
+  const names = [
+    'athena.sql',
+    'bigquery.sql',
+    'databricks.py',
+    'duckdb.sql',
+    'glue.txt',
+    'schema.json',
+    'snowflake.sql',
+  ];
+  return datasets.flatMap((dataset) => names.map((name) => `${prefix}/_sluice/schema/${dataset}/${name}`));
+}
+
 describe('a whole export on the local runtime, through the synthesized state machines', () => {
   it('exports events across a UTC midnight and a window over 50,000 rows, exactly once, with the snapshot', async () => {
     // Prepare: an export of everything, from 12 hours before that midnight.
@@ -169,6 +183,8 @@ describe('a whole export on the local runtime, through the synthesized state mac
       ...windowOfKey.keys(),
       snapshotFileKey(prefix, today, 0),
       snapshotSuccessKey(prefix, today),
+      // The schema and reading recipes of each dataset, beside the data
+      ...schemaKeys(prefix, ['email_events', 'custom_events', 'subscribers']),
     ].sort();
     expect(objects.map((o) => o.key)).toEqual(expectedKeys);
     const dataKeys = expectedKeys.filter((key) => !key.includes('/_sluice/'));
@@ -433,6 +449,7 @@ describe('a whole export on the local runtime, through the synthesized state mac
         file0,
         file1,
         eventFileKey(prefix, 'email_events', afterMidnight, 0),
+        ...schemaKeys(prefix, ['email_events']),
       ].sort(),
     );
     // The window written by two runs: its manifest lists the first run's file too, as stored

@@ -40,6 +40,8 @@ export type DestinationChanges = Partial<
     | 'frequency'
     | 'format'
     | 'compression'
+    | 'layout'
+    | 'schedule'
     | 'isEnabled'
     | 'nextRunAt'
     | 'datasetStartedAt'

@@ -11,6 +11,7 @@ import {
   parseUpdateRequest,
   resolveUpdatedFileFormat,
   resolveUpdatedLocation,
+  resolveUpdatedSchedule,
   summarizeIssues,
 } from './validation.js';
 
@@ -51,6 +52,8 @@ describe('parseCreateRequest', () => {
       frequency: 'every_15_minutes',
       startFrom: NOW.toISOString(),
       fileFormat: JSONL_GZIP,
+      layout: 'date',
+      schedule: null,
     });
   });
 
@@ -298,5 +301,69 @@ describe('role credentials', () => {
     expect(() =>
       assertCredentialsFit({ role }, { ...stored, endpoint: 'https://r2.example.com' }, {}),
     ).toThrow(/Amazon S3 only/);
+  });
+});
+
+describe('layout and schedule', () => {
+  const runHour = { ...valid, layout: 'run_hour', datasets: ['sms_events'], frequency: 'hourly' };
+
+  it('takes run_hour hourly with {"minute": 5} and daily with {"hour": 8, "minute": 0}', () => {
+    expect(parseCreateRequest({ ...runHour, schedule: { minute: 5 } }, NOW)).toMatchObject({
+      layout: 'run_hour',
+      schedule: { minute: 5 },
+    });
+    expect(
+      parseCreateRequest({ ...runHour, frequency: 'daily', schedule: { hour: 8, minute: 0 } }, NOW),
+    ).toMatchObject({ layout: 'run_hour', frequency: 'daily', schedule: { hour: 8, minute: 0 } });
+  });
+
+  it.each([
+    [{ frequency: 'every_15_minutes' }, 'frequency'],
+    [{ datasets: ['sms_events', 'subscribers'] }, 'datasets[1]'],
+    [{ schedule: { minute: 60 } }, 'schedule.minute'],
+    [{ schedule: { minute: -1 } }, 'schedule.minute'],
+    [{ schedule: { minute: 0, hour: 8 } }, 'schedule.hour'],
+    [{ frequency: 'daily', schedule: { minute: 0, hour: 24 } }, 'schedule.hour'],
+  ])('refuses %j with 400 naming %s', (change, path) => {
+    const error = thrown(() => parseCreateRequest({ ...runHour, ...change }, NOW));
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect((error as InvalidInputError).issues.map((issue) => issue.path)).toEqual([path]);
+  });
+
+  it('refuses a schedule on an every_5_minutes export (400) and a schedule of the wrong shape (422)', () => {
+    const error = thrown(() =>
+      parseCreateRequest({ ...valid, frequency: 'every_5_minutes', schedule: { minute: 5 } }, NOW),
+    );
+    expect((error as InvalidInputError).issues.map((issue) => issue.path)).toEqual(['schedule']);
+    expect(() => parseCreateRequest({ ...runHour, schedule: { minute: '5' } }, NOW)).toThrow(InputShapeError);
+    expect(() => parseCreateRequest({ ...runHour, schedule: { minute: 5, second: 0 } }, NOW)).toThrow(
+      InputShapeError,
+    );
+    expect(() => parseCreateRequest({ ...runHour, layout: 'hive' }, NOW)).toThrow(InputShapeError);
+  });
+
+  it('checks a PATCH merged with the stored export: run_hour stays hourly or daily without subscribers', () => {
+    const stored = {
+      layout: 'run_hour' as const,
+      frequency: 'hourly' as const,
+      datasets: ['sms_events' as const],
+      schedule: { minute: 5 },
+    };
+    expect(resolveUpdatedSchedule(stored, parseUpdateRequest({ frequency: 'daily' }))).toEqual({
+      layout: 'run_hour',
+      schedule: { minute: 5 },
+    });
+    const error = thrown(() =>
+      resolveUpdatedSchedule(stored, parseUpdateRequest({ frequency: 'every_5_minutes' })),
+    );
+    expect((error as InvalidInputError).issues.map((issue) => issue.path)).toEqual(['frequency', 'schedule']);
+    const date = { frequency: 'hourly' as const, datasets: ['subscribers' as const] };
+    expect(() => resolveUpdatedSchedule(date, parseUpdateRequest({ layout: 'run_hour' }))).toThrow(
+      InvalidInputError,
+    );
+    expect(resolveUpdatedSchedule(stored, parseUpdateRequest({ schedule: null }))).toEqual({
+      layout: 'run_hour',
+      schedule: null,
+    });
   });
 });

@@ -25,6 +25,7 @@ import {
   DEFAULT_DATASETS,
   DEFAULT_FREQUENCY,
   type Dataset,
+  type Destination,
   EXPORT_FORMATS,
   type ExportFormat,
   type FileFormat,
@@ -34,11 +35,16 @@ import {
   InputShapeError,
   type InputIssue,
   InvalidInputError,
+  LAYOUTS,
+  type Layout,
+  layoutOf,
   PROVIDERS,
   type Provider,
   requestedFileFormat,
   ROLE_ARN_RE,
   roleAccountId,
+  type Schedule,
+  scheduleIssues,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -60,6 +66,11 @@ const MAX_ACCESS_KEY_ID_LENGTH = 256;
 const MAX_SECRET_LENGTH = 1024;
 
 const nullableString = z.string().nullable().optional();
+/** `schedule` as the OpenAPI document describes it; the ranges are checked in stage 2 (`scheduleIssues`). */
+const scheduleSchema = z
+  .strictObject({ minute: z.number().int(), hour: z.number().int().optional() })
+  .nullable()
+  .optional();
 
 /** Stage 1 of create: the OpenAPI `createDataExport` request schema. */
 export const createRequestSchema = z.looseObject({
@@ -79,6 +90,8 @@ export const createRequestSchema = z.looseObject({
   compression: z.enum(COMPRESSIONS).optional(),
   serverSideEncryption: z.enum(SERVER_SIDE_ENCRYPTIONS).nullable().optional(),
   kmsKeyId: nullableString,
+  layout: z.enum(LAYOUTS).optional(),
+  schedule: scheduleSchema,
 });
 
 /** Stage 1 of PATCH: the OpenAPI `updateDataExport` request schema. */
@@ -98,6 +111,8 @@ export const updateRequestSchema = z.looseObject({
   compression: z.enum(COMPRESSIONS).optional(),
   serverSideEncryption: z.enum(SERVER_SIDE_ENCRYPTIONS).nullable().optional(),
   kmsKeyId: nullableString,
+  layout: z.enum(LAYOUTS).optional(),
+  schedule: scheduleSchema,
 });
 
 const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
@@ -119,6 +134,8 @@ export interface CreateRequest {
   frequency: Frequency;
   startFrom: string;
   fileFormat: FileFormat;
+  layout: Layout;
+  schedule: Schedule | null;
 }
 
 /**
@@ -139,6 +156,9 @@ export interface UpdateRequest {
   isEnabled?: boolean;
   format?: ExportFormat;
   compression?: Compression;
+  layout?: Layout;
+  /** Absent: unchanged; null: none (the spread slot). */
+  schedule?: Schedule | null;
   /** Absent: unchanged; null: none. */
   serverSideEncryption?: ServerSideEncryption | null;
   /** Absent: unchanged (or none when `serverSideEncryption` is sent); null: none. */
@@ -587,15 +607,21 @@ export function parseCreateRequest(
   const datasets = checkDatasets(data.datasets ?? DEFAULT_DATASETS, issues);
   const startFrom = checkStartFrom(data.startFrom, now, issues);
   const fileFormat = checkFileFormat(data.format, data.compression, issues);
+  const frequency = data.frequency ?? DEFAULT_FREQUENCY;
+  const layout = data.layout ?? 'date';
+  const schedule = data.schedule ?? null;
+  issues.push(...scheduleIssues({ layout, frequency, datasets, schedule }));
   if (issues.length > 0) throw invalidInput(issues);
   return {
     name,
     location,
     credentials,
     datasets,
-    frequency: data.frequency ?? DEFAULT_FREQUENCY,
+    frequency,
     startFrom,
     fileFormat,
+    layout,
+    schedule,
   };
 }
 
@@ -637,6 +663,8 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
   if (data.isEnabled !== undefined) update.isEnabled = data.isEnabled;
   if (data.format !== undefined) update.format = data.format;
   if (data.compression !== undefined) update.compression = data.compression;
+  if (data.layout !== undefined) update.layout = data.layout;
+  if (data.schedule !== undefined) update.schedule = data.schedule;
   if (data.serverSideEncryption !== undefined) update.serverSideEncryption = data.serverSideEncryption;
   if (data.kmsKeyId !== undefined) update.kmsKeyId = data.kmsKeyId;
   if (issues.length === 0 && Object.keys(data).length === 0) {
@@ -680,6 +708,27 @@ export function resolveUpdatedFileFormat(stored: FileFormat, update: UpdateReque
   const fileFormat = checkFileFormat(format, compression, issues);
   if (issues.length > 0) throw invalidInput(issues);
   return fileFormat;
+}
+
+/**
+ * The layout, frequency, datasets and schedule after a PATCH, checked together (`scheduleIssues`): a
+ * `run_hour` export stays hourly or daily with event datasets only, a schedule fits its frequency. Throws
+ * `InvalidInputError` naming the fields.
+ */
+export function resolveUpdatedSchedule(
+  stored: Pick<Destination, 'layout' | 'frequency' | 'datasets' | 'schedule'>,
+  update: UpdateRequest,
+): { layout: Layout; schedule: Schedule | null } {
+  const layout = update.layout ?? layoutOf(stored);
+  const schedule = update.schedule === undefined ? (stored.schedule ?? null) : update.schedule;
+  const issues = scheduleIssues({
+    layout,
+    frequency: update.frequency ?? stored.frequency,
+    datasets: update.datasets ?? stored.datasets,
+    schedule,
+  });
+  if (issues.length > 0) throw invalidInput(issues);
+  return { layout, schedule };
 }
 
 /**

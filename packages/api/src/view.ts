@@ -3,7 +3,10 @@ import {
   type Destination,
   type DestinationFailing,
   fileFormatOf,
+  type Layout,
+  layoutOf,
   maskAccessKeyId,
+  type Schedule,
   type ServerSideEncryption,
 } from '@sluice/core';
 
@@ -31,6 +34,10 @@ export interface DataExportView {
   /** The format of windows planned from now on; `jsonl` for exports created before formats. */
   format: Destination['format'];
   compression: Destination['compression'];
+  /** `date` (also for exports created before layouts) or `run_hour`. */
+  layout: Layout;
+  /** The chosen run time; null: the spread slot. */
+  schedule: Schedule | null;
   isEnabled: boolean;
   status: Destination['status'];
   startFrom: string;
@@ -74,6 +81,8 @@ export function toDataExportView(destination: Destination): DataExportView {
     datasets: [...destination.datasets],
     frequency: destination.frequency,
     ...fileFormatOf(destination),
+    layout: layoutOf(destination),
+    schedule: destination.schedule ?? null,
     isEnabled: destination.isEnabled,
     status: destination.status,
     startFrom: destination.startFrom,

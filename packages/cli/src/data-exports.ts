@@ -9,6 +9,7 @@ import {
   destinationIdProblem,
   EXPORT_FORMATS,
   FREQUENCIES,
+  LAYOUTS,
   PROVIDERS,
 } from '@sluice/core';
 import { Command, InvalidArgumentError, Option } from 'commander';
@@ -87,7 +88,31 @@ const SCHEDULE: FieldOption[] = [
     flags: '--compression <compression>',
     description: `${COMPRESSIONS.join(', ')} (gzip for jsonl; snappy, the default, or zstd for parquet)`,
   },
+  {
+    field: 'layout',
+    flags: '--layout <layout>',
+    description: `${LAYOUTS.join(' or ')} (default date; run_hour: hourly or daily, event datasets only)`,
+  },
+  {
+    field: 'schedule',
+    flags: '--schedule <when>',
+    description: 'run time, UTC: ":05" (hourly, minute 5), "08:00" (daily), or "none" for the default slot',
+    parse: parseSchedule,
+  },
 ];
+/**
+ * `--schedule`: `:MM` (hourly), `HH:MM` (daily) or `none`. Anything else is a usage error; the API checks the
+ * ranges (minute 0–59, hour 0–23, hour only for daily).
+ */
+export function parseSchedule(value: string): { minute: number; hour?: number } | null {
+  if (value === 'none') return null;
+  const hourly = /^:(\d{1,2})$/.exec(value);
+  if (hourly) return { minute: Number(hourly[1]) };
+  const daily = /^(\d{1,2}):(\d{2})$/.exec(value);
+  if (daily) return { hour: Number(daily[1]), minute: Number(daily[2]) };
+  throw new UsageError('--schedule takes ":MM" (hourly), "HH:MM" (daily, UTC) or "none".');
+}
+
 const START_FROM: FieldOption = {
   field: 'startFrom',
   flags: '--start-from <date-time>',

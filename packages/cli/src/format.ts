@@ -63,6 +63,15 @@ function bucketOf(view: DataExportView): string {
   return `${scheme}://${view.bucket}${view.pathPrefix ? `/${view.pathPrefix}` : ''}`;
 }
 
+/** `:05` (hourly), `08:00` (daily, UTC), or `default slot`. */
+function scheduleText(schedule: DataExportView['schedule'] | undefined): string {
+  if (schedule === null || schedule === undefined) return 'default slot';
+  const minute = String(schedule.minute).padStart(2, '0');
+  return schedule.hour === undefined
+    ? `:${minute} every hour`
+    : `${String(schedule.hour).padStart(2, '0')}:${minute} UTC`;
+}
+
 /** The block of `data-exports get` (and of create and update): fields, then progress per dataset. */
 export function dataExportBlock(view: DataExportView): string[] {
   const fields: [string, string][] = [
@@ -81,6 +90,8 @@ export function dataExportBlock(view: DataExportView): string[] {
       : [['access key id', view.accessKeyId ?? '-']]) as [string, string][]),
     ['frequency', view.frequency],
     ['format', `${view.format} (${view.compression})`],
+    ['layout', view.layout ?? 'date'],
+    ['schedule', scheduleText(view.schedule)],
     ['start from', view.startFrom],
     ['next run', view.nextRunAt ?? '-'],
     ['last run', view.lastRunAt ?? '-'],

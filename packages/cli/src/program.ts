@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { type CliContext, ExitError, UsageError } from './context.js';
 import { dataExportsCommand } from './data-exports.js';
+import { filesCommand } from './files.js';
 import { type ConnectionOptions, resolveConnection } from './connection.js';
 
 /** The operator command groups, with what they do. */
@@ -53,6 +54,7 @@ export function buildProgram(context: CliContext, operator: OperatorRunner = run
     .exitOverride();
   program.addCommand(dataExportsCommand(context));
   program.addCommand(mcpCommand(context));
+  program.addCommand(filesCommand(context));
   for (const [group, description] of Object.entries(OPERATOR_GROUPS)) {
     program
       .command(group)

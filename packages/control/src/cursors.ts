@@ -1,5 +1,14 @@
 import { paginateQuery, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
-import { type Dataset, DATASETS, type Era, type FileFormat, fileFormatOf, isDataset } from '@sluice/core';
+import {
+  type Dataset,
+  DATASETS,
+  type Era,
+  type FileFormat,
+  fileFormatOf,
+  isDataset,
+  type Layout,
+  layoutOf,
+} from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -45,6 +54,10 @@ export interface PlannedSpan {
    * planner reads it as the destination's format, which it was planned with unless the format changed since.
    */
   format?: FileFormat;
+  /** The grid's shift (`@sluice/core` `Span.phaseMs`); absent: 0. */
+  phaseMs?: number;
+  /** The layout its files are named in, fixed when planned; absent: `date`. */
+  layout?: Layout;
 }
 
 /** A subscriber snapshot planned but not yet complete. */
@@ -182,7 +195,7 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   if (item === undefined) return cursor;
   for (const era of Array.isArray(item.eras) ? (item.eras as Item[]) : []) {
     if (typeof era.fromMs === 'number' && typeof era.stepMs === 'number') {
-      eras.push({ fromMs: era.fromMs, stepMs: era.stepMs, format: fileFormatOf(era) });
+      eras.push({ fromMs: era.fromMs, stepMs: era.stepMs, format: fileFormatOf(era), ...gridExtras(era) });
     }
   }
   if (typeof item.exportedThroughMs === 'number') cursor.exportedThroughMs = item.exportedThroughMs;
@@ -194,12 +207,21 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
       const span: PlannedSpan = { fromMs: entry.fromMs, toMs: entry.toMs, runId };
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
       if (entry.format !== undefined) span.format = fileFormatOf(entry);
+      Object.assign(span, gridExtras(entry));
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
       cursor.plannedSnapshot = { date: entry.date, runId, format: fileFormatOf(entry) };
     }
   }
   return cursor;
+}
+
+/** A stored span's or era's grid shift and layout, when not the defaults (0, `date`). */
+function gridExtras(entry: Item): { phaseMs?: number; layout?: Layout } {
+  return {
+    ...(typeof entry.phaseMs === 'number' && entry.phaseMs !== 0 ? { phaseMs: entry.phaseMs } : {}),
+    ...(layoutOf(entry) !== 'date' ? { layout: layoutOf(entry) } : {}),
+  };
 }
 
 /** A stored window progress item, or undefined when it is not one. */
@@ -436,6 +458,7 @@ export class CursorStore {
           ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
           runId: span.runId,
           ...(span.format !== undefined ? span.format : {}),
+          ...gridExtras(span as unknown as Item),
         });
       }
     }
@@ -448,7 +471,12 @@ export class CursorStore {
     }
     if (write.eras !== undefined) {
       names['#eras'] = 'eras';
-      values[':eras'] = write.eras.map(({ fromMs, stepMs, format }) => ({ fromMs, stepMs, ...format }));
+      values[':eras'] = write.eras.map((era) => ({
+        fromMs: era.fromMs,
+        stepMs: era.stepMs,
+        ...era.format,
+        ...gridExtras(era as unknown as Item),
+      }));
       sets.push('#eras = :eras');
     }
     if (touchesPlanned) {

@@ -42,6 +42,8 @@ export interface RunStateChanges {
   /** A number to set, or 'increment' to add one. */
   consecutiveFailures?: number | 'increment';
   manualRunQueued?: boolean;
+  /** The `schemaKeyOf` of the schema objects this run wrote. */
+  schemaWritten?: string;
   /** Only apply when the destination's `configVersion` is still this. */
   expectedConfigVersion?: number;
   /** Only apply when the due index entry is still this one (as read by `queryDue`). */
@@ -120,6 +122,7 @@ export class RunStateStore {
     if (changes.lastError !== undefined) set('lastError', changes.lastError);
     if (changes.lastErrorAt !== undefined) set('lastErrorAt', changes.lastErrorAt);
     if (changes.manualRunQueued !== undefined) set('manualRunQueued', changes.manualRunQueued);
+    if (changes.schemaWritten !== undefined) set('schemaWritten', changes.schemaWritten);
     if (typeof changes.consecutiveFailures === 'number')
       set('consecutiveFailures', changes.consecutiveFailures);
     if (changes.consecutiveFailures === 'increment') {

@@ -56,17 +56,23 @@ export interface BackfillRange {
 /**
  * The grid range holding every row recorded in `[fromMs, toMs)`: from the start of the cell holding
  * `fromMs` to the end of the cell holding `toMs - 1`, clamped to the export limit at `nowMs` (whole cells
- * older than the lag, as the regular export). `toMs` equals `fromMs` when nothing is left.
+ * older than the lag, as the regular export). `toMs` equals `fromMs` when nothing is left. `grid`: the shift and
+ * lag of a `run_hour` export's grid (the engine's `currentGrid`).
  */
 export function backfillRange(
   fromMs: number,
   toMs: number,
   frequency: Frequency,
   nowMs: number,
+  grid: { phaseMs?: number; lagMs?: number } = {},
 ): BackfillRange {
   const stepMs = gridStepMs(frequency);
-  const start = gridStartOf(fromMs, stepMs);
-  const end = Math.min(gridPointAtOrBefore(toMs + stepMs - 2, stepMs), gridExportLimit(nowMs, frequency));
+  const phaseMs = grid.phaseMs ?? 0;
+  const start = gridStartOf(fromMs, stepMs, phaseMs);
+  const end = Math.min(
+    gridPointAtOrBefore(toMs + stepMs - 2, stepMs, phaseMs),
+    gridExportLimit(nowMs, frequency, phaseMs, grid.lagMs),
+  );
   return { fromMs: start, toMs: Math.max(start, end), stepMs };
 }
 

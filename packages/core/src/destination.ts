@@ -1,6 +1,7 @@
 import type { Dataset, Frequency } from './datasets.js';
 import { type Compression, type ExportFormat, type FileFormat, JSONL_GZIP } from './file-format.js';
 import type { AssumedRole } from './role.js';
+import type { Layout, Schedule } from './run-hour.js';
 
 export const PROVIDERS = ['s3', 'gcs'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -93,6 +94,12 @@ export interface Destination extends BucketLocation {
   format: ExportFormat;
   /** `gzip` for `jsonl`; `snappy` or `zstd` for `parquet`. */
   compression: Compression;
+  /** The layout of windows planned from now on; absent (items stored before layouts): `date`. */
+  layout?: Layout;
+  /** The chosen run time (hourly and daily); absent or null: the spread slot of its id. */
+  schedule?: Schedule | null;
+  /** `schemaKeyOf` of the schema objects last written beside the data (`_sluice/schema/`); absent: none. */
+  schemaWritten?: string;
   isEnabled: boolean;
   status: DestinationStatus;
   /** Bumped on every change of location or credentials; a running export stops when it changes. */
@@ -140,6 +147,9 @@ export interface NewDestinationInput extends BucketLocation {
   startFrom: string;
   /** @default JSON lines, gzip */
   fileFormat?: FileFormat;
+  /** @default `date` (stored only when `run_hour`) */
+  layout?: Layout;
+  schedule?: Schedule | null;
   now: Date;
 }
 

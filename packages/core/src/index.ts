@@ -6,6 +6,8 @@ export * from './rows.js';
 export * from './windows.js';
 export * from './slots.js';
 export * from './layout.js';
+export * from './run-hour.js';
+export * from './recipes.js';
 export * from './file-format.js';
 export * from './parquet-schema.js';
 export * from './manifest.js';

@@ -38,6 +38,9 @@ export interface Manifest {
   schema_version: number;
   /** The file format: `jsonl` (gzipped JSON lines) or another format the destination chose. */
   format: string;
+  /** `run_hour` windows only: the layout and the window's slot (its scheduled run, ISO), which name its folders. */
+  layout?: 'run_hour';
+  slot?: string;
   /** Totals over `files`. */
   rows: number;
   bytes: number;
@@ -66,6 +69,9 @@ export function manifestFormat(format: string | undefined): string {
 export type ManifestInput = {
   format: string | undefined;
   files: readonly ManifestFile[];
+  /** `run_hour` windows: the layout and the slot (epoch ms). */
+  layout?: 'run_hour';
+  slotMs?: number;
 } & ({ dataset: EventDataset; window: Window } | { dataset: 'subscribers'; date: string });
 
 /** The manifest of a window or a day's snapshot (deterministic: the same files give the same document). */
@@ -81,6 +87,9 @@ export function buildManifest(input: ManifestInput): Manifest {
     window,
     schema_version: SCHEMA_VERSION,
     format: manifestFormat(input.format),
+    ...(input.layout === 'run_hour' && input.slotMs !== undefined
+      ? { layout: input.layout, slot: new Date(input.slotMs).toISOString() }
+      : {}),
     rows: files.reduce((sum, file) => sum + file.rows, 0),
     bytes: files.reduce((sum, file) => sum + file.bytes, 0),
     files,

@@ -1,4 +1,5 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
+import { runOffsetMs } from './run-hour.js';
 import { EXPORT_LAG_MS } from './windows.js';
 
 /**
@@ -57,10 +58,16 @@ export function slotOffsetMs(frequency: Frequency, destinationId: string): numbe
 
 /**
  * The destination's first scheduled slot strictly after `nowMs`: the smallest `offset + k × period`
- * greater than `nowMs`, so it is at most one period away.
+ * greater than `nowMs`, so it is at most one period away. A `schedule` (hourly and daily: the chosen minute,
+ * and hour) replaces the spread offset (`runOffsetMs` in `run-hour.ts`).
  */
-export function nextSlotAfter(nowMs: number, frequency: Frequency, destinationId: string): number {
+export function nextSlotAfter(
+  nowMs: number,
+  frequency: Frequency,
+  destinationId: string,
+  schedule?: { minute: number; hour?: number } | null,
+): number {
   const period = FREQUENCY_MS[frequency];
-  const offset = slotOffsetMs(frequency, destinationId);
+  const offset = runOffsetMs(frequency, destinationId, schedule);
   return Math.floor((nowMs - offset) / period) * period + offset + period;
 }

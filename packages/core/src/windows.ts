@@ -1,5 +1,6 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
 import { type FileFormat, sameFileFormat } from './file-format.js';
+import type { Layout } from './run-hour.js';
 
 /**
  * Windows and cursor arithmetic of the export engine (DESIGN.md "Export semantics"). Pure: the engine
@@ -52,21 +53,29 @@ export function gridStepMs(frequency: Frequency): number {
  * (`k * stepMs - 1`), because windows are `(fromMs, toMs]`: the cell `[k*step, (k+1)*step)` of recorded
  * time is the window `(k*step - 1, (k+1)*step - 1]`.
  */
-export function gridPointAtOrBefore(ms: number, stepMs: number): number {
-  return Math.floor((ms + 1) / stepMs) * stepMs - 1;
+export function gridPointAtOrBefore(ms: number, stepMs: number, phaseMs = 0): number {
+  return Math.floor((ms + 1 - phaseMs) / stepMs) * stepMs - 1 + phaseMs;
 }
 
 /**
  * Where an export that starts at `startMs` starts on the grid: the start of the cell holding `startMs`, so
  * the first window is a whole cell (with the few rows before `startMs` of that cell: at least once).
  */
-export function gridStartOf(startMs: number, stepMs: number): number {
-  return gridPointAtOrBefore(startMs - 1, stepMs);
+export function gridStartOf(startMs: number, stepMs: number, phaseMs = 0): number {
+  return gridPointAtOrBefore(startMs - 1, stepMs, phaseMs);
 }
 
-/** The latest grid point a run at `nowMs` may export through: whole cells older than the lag. */
-export function gridExportLimit(nowMs: number, frequency: Frequency): number {
-  return gridPointAtOrBefore(exportLimit(nowMs), gridStepMs(frequency));
+/**
+ * The latest grid point a run at `nowMs` may export through: whole cells older than the lag (two minutes; a
+ * `run_hour` grid passes its five, `RUN_HOUR_LEAD_MS`). `phaseMs` shifts the grid (see {@link Span.phaseMs}).
+ */
+export function gridExportLimit(
+  nowMs: number,
+  frequency: Frequency,
+  phaseMs = 0,
+  lagMs = EXPORT_LAG_MS,
+): number {
+  return gridPointAtOrBefore(nowMs - lagMs, gridStepMs(frequency), phaseMs);
 }
 
 /** Failed runs back off from the frequency, doubling, up to this. */
@@ -113,12 +122,13 @@ export function splitAtBoundaries(
   toMs: number,
   stepMs: number,
   maxWindows = Number.POSITIVE_INFINITY,
+  phaseMs = 0,
 ): Window[] {
   const windows: Window[] = [];
   let cursor = fromMs;
   while (cursor < toMs && windows.length < maxWindows) {
     // The last millisecond of the step holding cursor + 1.
-    const stepEnd = Math.floor((cursor + 1) / stepMs) * stepMs + stepMs - 1;
+    const stepEnd = Math.floor((cursor + 1 - phaseMs) / stepMs) * stepMs + stepMs - 1 + phaseMs;
     const end = Math.min(stepEnd, toMs);
     windows.push({ fromMs: cursor, toMs: end });
     cursor = end;
@@ -138,14 +148,22 @@ export function splitAtMidnights(fromMs: number, toMs: number): Window[] {
  */
 export interface Span extends Window {
   stepMs?: number;
+  /**
+   * The grid's shift: its points are `k × stepMs + phaseMs - 1`. Absent (0) on the UTC grid; a `run_hour`
+   * export's grid is shifted so that every window ends five minutes before its scheduled run
+   * (`gridPhaseMs` in `run-hour.ts`). Such windows may cross a UTC midnight (their folders are the run's).
+   */
+  phaseMs?: number;
   /** The file format its windows are written in, fixed when first planned (the engine sets it). */
   format?: FileFormat;
+  /** The layout its files are named in, fixed when first planned (the engine sets it); absent: `date`. */
+  layout?: Layout;
 }
 
 /** The windows of a span, in order. */
 export function spanWindows(span: Span): Window[] {
   if (span.stepMs === undefined) return [{ fromMs: span.fromMs, toMs: span.toMs }];
-  return splitAtBoundaries(span.fromMs, span.toMs, span.stepMs);
+  return splitAtBoundaries(span.fromMs, span.toMs, span.stepMs, Number.POSITIVE_INFINITY, span.phaseMs ?? 0);
 }
 
 /** Inputs of {@link planEventSpans}. */
@@ -157,6 +175,10 @@ export interface EventPlanInput {
   nowMs: number;
   /** The destination's frequency: its period is the grid step of new windows. */
   frequency: Frequency;
+  /** The shift of the grid of new windows ({@link Span.phaseMs}). @default 0 */
+  phaseMs?: number;
+  /** How long after a window ends it may be planned. @default EXPORT_LAG_MS */
+  lagMs?: number;
   /** @default MAX_RUN_SPAN_MS */
   maxSpanMs?: number;
   /** @default MAX_SPANS_PER_DATASET */
@@ -185,7 +207,8 @@ export interface EventPlan {
  */
 export function planEventSpans(input: EventPlanInput): EventPlan {
   const stepMs = gridStepMs(input.frequency);
-  const limit = gridExportLimit(input.nowMs, input.frequency);
+  const phaseMs = input.phaseMs ?? 0;
+  const limit = gridExportLimit(input.nowMs, input.frequency, phaseMs, input.lagMs);
   const maxSpans = input.maxSpans ?? MAX_SPANS_PER_DATASET;
   const spans: Span[] = [];
   let end = input.cursorMs;
@@ -199,24 +222,29 @@ export function planEventSpans(input: EventPlanInput): EventPlan {
   }
   const kept = stale.slice(index).map(copySpan);
   if (kept.length === 0) {
-    const spanEnd = gridPointAtOrBefore(input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS), stepMs);
+    const spanEnd = gridPointAtOrBefore(
+      input.cursorMs + (input.maxSpanMs ?? MAX_RUN_SPAN_MS),
+      stepMs,
+      phaseMs,
+    );
     const to = Math.min(limit, Math.max(spanEnd, end));
     // After a change to a coarser frequency, the old grid's cell first ends at a boundary of the new one.
-    const align = alignmentOf(end, stepMs);
+    const align = alignmentOf(end, stepMs, phaseMs);
     // `to` is a point of the new grid, so it is at or after the boundary when it is after `end`.
     if (align !== undefined && to >= align.toMs) {
       spans.push({ fromMs: end, toMs: align.toMs, stepMs: align.stepMs });
       end = align.toMs;
     }
-    const windows = splitAtBoundaries(end, to, stepMs);
-    spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs));
+    // Off every finer grid (a change of the grid's shift): the first window runs to the new grid's next point.
+    const windows = splitAtBoundaries(end, to, stepMs, Number.POSITIVE_INFINITY, phaseMs);
+    spans.push(...groupWindows(windows, Math.max(1, maxSpans - spans.length), stepMs, phaseMs));
     end = spans.at(-1)?.toMs ?? end;
   }
   return { spans, planned: [...spans, ...kept], behind: end < limit };
 }
 
 /** Groups consecutive windows into at most `count` spans of about equal window counts. */
-function groupWindows(windows: readonly Window[], count: number, stepMs: number): Span[] {
+function groupWindows(windows: readonly Window[], count: number, stepMs: number, phaseMs = 0): Span[] {
   const spans: Span[] = [];
   const groups = Math.min(count, windows.length);
   let start = 0;
@@ -224,7 +252,7 @@ function groupWindows(windows: readonly Window[], count: number, stepMs: number)
     const size = Math.floor((windows.length - start) / (groups - g));
     const first = windows[start] as Window;
     const last = windows[start + size - 1] as Window;
-    spans.push({ fromMs: first.fromMs, toMs: last.toMs, stepMs });
+    spans.push({ fromMs: first.fromMs, toMs: last.toMs, stepMs, ...(phaseMs !== 0 ? { phaseMs } : {}) });
     start += size;
   }
   return spans;
@@ -235,7 +263,9 @@ function copySpan(span: Span): Span {
     fromMs: span.fromMs,
     toMs: span.toMs,
     ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
+    ...(span.phaseMs ? { phaseMs: span.phaseMs } : {}),
     ...(span.format !== undefined ? { format: span.format } : {}),
+    ...(span.layout !== undefined && span.layout !== 'date' ? { layout: span.layout } : {}),
   };
 }
 
@@ -248,11 +278,23 @@ const STEPS = Object.values(FREQUENCY_MS).sort((a, b) => a - b);
  * the next point of the `stepMs` grid, so no window is ever off a grid and the new grid starts on its own
  * boundary. Undefined when `endMs` is on the grid (or on no grid at all: a cursor of an older version).
  */
-export function alignmentOf(endMs: number, stepMs: number): { stepMs: number; toMs: number } | undefined {
-  if ((endMs + 1) % stepMs === 0) return undefined;
-  const finer = STEPS.filter((step) => step < stepMs && (endMs + 1) % step === 0).at(-1);
+export function alignmentOf(
+  endMs: number,
+  stepMs: number,
+  phaseMs = 0,
+): { stepMs: number; toMs: number } | undefined {
+  if (mod(endMs + 1 - phaseMs, stepMs) === 0) return undefined;
+  // A finer UTC grid holding both `endMs` and the new grid's points (a shifted grid may have none).
+  const finer = STEPS.filter(
+    (step) => step < stepMs && mod(endMs + 1, step) === 0 && mod(phaseMs, step) === 0,
+  ).at(-1);
   if (finer === undefined) return undefined;
-  return { stepMs: finer, toMs: gridPointAtOrBefore(endMs, stepMs) + stepMs };
+  return { stepMs: finer, toMs: gridPointAtOrBefore(endMs, stepMs, phaseMs) + stepMs };
+}
+
+/** `a mod b`, never negative. */
+function mod(a: number, b: number): number {
+  return ((a % b) + b) % b;
 }
 
 /**
@@ -264,6 +306,36 @@ export interface Era {
   fromMs: number;
   stepMs: number;
   format: FileFormat;
+  /** The grid's shift ({@link Span.phaseMs}); absent: 0. */
+  phaseMs?: number;
+  /** The layout the windows are named in; absent: `date`. */
+  layout?: Layout;
+}
+
+/** True when two eras (or an era and a span) name their windows the same way on the same grid. */
+function sameGrid(
+  a: { stepMs?: number; phaseMs?: number; format?: FileFormat; layout?: Layout },
+  b: { stepMs?: number; phaseMs?: number; format?: FileFormat; layout?: Layout },
+): boolean {
+  return (
+    a.stepMs === b.stepMs &&
+    (a.phaseMs ?? 0) === (b.phaseMs ?? 0) &&
+    (a.layout ?? 'date') === (b.layout ?? 'date') &&
+    a.format !== undefined &&
+    b.format !== undefined &&
+    sameFileFormat(a.format, b.format)
+  );
+}
+
+/** An era's grid and naming, stored compactly (no `phaseMs` 0, no `layout` `date`). */
+function eraOf(fromMs: number, from: Omit<Era, 'fromMs'>): Era {
+  return {
+    fromMs,
+    stepMs: from.stepMs,
+    format: from.format,
+    ...(from.phaseMs ? { phaseMs: from.phaseMs } : {}),
+    ...(from.layout !== undefined && from.layout !== 'date' ? { layout: from.layout } : {}),
+  };
 }
 
 /**
@@ -276,9 +348,9 @@ export function erasAfterPlanning(eras: readonly Era[], spans: readonly Span[]):
   for (const span of spans) {
     if (span.stepMs === undefined || span.format === undefined) continue;
     const holding = result.filter((era) => era.fromMs <= span.fromMs).at(-1);
-    if (holding?.stepMs === span.stepMs && sameFileFormat(holding.format, span.format)) continue;
+    if (holding !== undefined && sameGrid(holding, span)) continue;
     while ((result.at(-1)?.fromMs ?? Number.NEGATIVE_INFINITY) >= span.fromMs) result.pop();
-    result.push({ fromMs: span.fromMs, stepMs: span.stepMs, format: span.format });
+    result.push(eraOf(span.fromMs, { stepMs: span.stepMs, format: span.format, ...span }));
   }
   return result;
 }
@@ -291,18 +363,18 @@ export function erasAfterPlanning(eras: readonly Era[], spans: readonly Span[]):
 export function historyEras(
   stored: readonly Era[],
   plannedEndMs: number,
-  current: { stepMs: number; format: FileFormat },
+  current: Omit<Era, 'fromMs'>,
 ): Era[] {
   const eras = stored.filter((era) => era.fromMs < plannedEndMs);
-  const align = alignmentOf(plannedEndMs, current.stepMs);
+  const align = alignmentOf(plannedEndMs, current.stepMs, current.phaseMs ?? 0);
   if (align !== undefined) eras.push({ fromMs: plannedEndMs, stepMs: align.stepMs, format: current.format });
-  eras.push({ fromMs: align?.toMs ?? plannedEndMs, ...current });
+  eras.push(eraOf(align?.toMs ?? plannedEndMs, current));
   return eras.map((era, index) => (index === 0 ? { ...era, fromMs: Number.NEGATIVE_INFINITY } : era));
 }
 
 /** The first grid point at or after `ms`. */
-export function gridPointAtOrAfter(ms: number, stepMs: number): number {
-  const before = gridPointAtOrBefore(ms, stepMs);
+export function gridPointAtOrAfter(ms: number, stepMs: number, phaseMs = 0): number {
+  const before = gridPointAtOrBefore(ms, stepMs, phaseMs);
   return before === ms ? ms : before + stepMs;
 }
 
@@ -311,21 +383,22 @@ export function gridPointAtOrAfter(ms: number, stepMs: number): number {
  * holding it (its first window from the grid point at or before `fromMs`, its last to the one at or after
  * `toMs`), in order, each with its era's step and format. Pure.
  */
-export function windowsOfEras(
-  fromMs: number,
-  toMs: number,
-  eras: readonly Era[],
-): (Window & { stepMs: number; format: FileFormat })[] {
-  const windows: (Window & { stepMs: number; format: FileFormat })[] = [];
+export function windowsOfEras(fromMs: number, toMs: number, eras: readonly Era[]): EraWindow[] {
+  const windows: EraWindow[] = [];
   let position = fromMs;
   for (const [index, era] of eras.entries()) {
     const eraEnd = eras[index + 1]?.fromMs ?? Number.POSITIVE_INFINITY;
     if (position >= toMs) break;
     if (eraEnd <= position) continue;
-    const from = gridPointAtOrBefore(Math.max(position, era.fromMs), era.stepMs);
-    const to = gridPointAtOrAfter(Math.min(toMs, eraEnd), era.stepMs);
-    for (const window of splitAtBoundaries(from, to, era.stepMs)) {
-      windows.push({ ...window, stepMs: era.stepMs, format: era.format });
+    const phaseMs = era.phaseMs ?? 0;
+    // An era begun off its grid (after a change of the grid's shift) starts with the window from its start.
+    const from = Math.max(
+      era.fromMs,
+      gridPointAtOrBefore(Math.max(position, era.fromMs), era.stepMs, phaseMs),
+    );
+    const to = Math.min(eraEnd, gridPointAtOrAfter(Math.min(toMs, eraEnd), era.stepMs, phaseMs));
+    for (const window of splitAtBoundaries(from, to, era.stepMs, Number.POSITIVE_INFINITY, phaseMs)) {
+      windows.push({ ...window, ...eraOf(0, era), fromMs: window.fromMs });
     }
     position = Math.max(position, to);
   }
@@ -336,14 +409,11 @@ export function windowsOfEras(
  * Groups consecutive windows of one step and format each into at most about `count` spans (a span never
  * mixes steps or formats). Pure.
  */
-export function groupEraWindows(
-  windows: readonly (Window & { stepMs: number; format: FileFormat })[],
-  count: number,
-): Span[] {
-  const runs: (Window & { stepMs: number; format: FileFormat })[][] = [];
+export function groupEraWindows(windows: readonly EraWindow[], count: number): Span[] {
+  const runs: EraWindow[][] = [];
   for (const window of windows) {
     const last = runs.at(-1)?.at(-1);
-    if (last !== undefined && last.stepMs === window.stepMs && sameFileFormat(last.format, window.format)) {
+    if (last !== undefined && sameGrid(last, window)) {
       runs.at(-1)?.push(window);
     } else runs.push([window]);
   }
@@ -351,10 +421,19 @@ export function groupEraWindows(
   for (const run of runs) {
     const first = run[0] as (typeof run)[number];
     const share = Math.max(1, Math.floor((count * run.length) / windows.length));
-    for (const span of groupWindows(run, share, first.stepMs)) spans.push({ ...span, format: first.format });
+    for (const span of groupWindows(run, share, first.stepMs, first.phaseMs ?? 0)) {
+      spans.push({
+        ...span,
+        format: first.format,
+        ...(first.layout !== undefined && first.layout !== 'date' ? { layout: first.layout } : {}),
+      });
+    }
   }
   return spans;
 }
+
+/** A window of {@link windowsOfEras}: with its era's grid, format and layout. */
+export type EraWindow = Window & Omit<Era, 'fromMs'>;
 
 /**
  * The planned spans that still continue the cursor: a contiguous chain starting exactly at `cursorMs`, each

@@ -8,8 +8,6 @@ import {
   type Destination,
   type EventDataset,
   earliestAvailableMs,
-  fileFormatOf,
-  gridStepMs,
   groupEraWindows,
   historyEras,
   isEventDataset,
@@ -34,7 +32,7 @@ import type {
   WorkItem,
 } from './payloads.js';
 import type { StepFunctionsError } from './errors.js';
-import { eventCursorMs, LEASE_DURATION_MS, runIdOf } from './plan.js';
+import { currentGrid, eventCursorMs, LEASE_DURATION_MS, runIdOf } from './plan.js';
 
 /**
  * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the
@@ -70,7 +68,7 @@ export function planBackfillItems(
   const { range } = backfill;
   const items: WorkItem[] = [];
   const skipped: BackfillSkip[] = [];
-  const current = { stepMs: gridStepMs(destination.frequency), format: fileFormatOf(destination) };
+  const current = currentGrid(destination);
   for (const dataset of backfill.datasets) {
     const done = backfill.doneThroughMs[dataset] ?? range.fromMs;
     if (done >= range.toMs) continue;

@@ -12,10 +12,8 @@ import {
   DatabaseUnavailableError,
   type Dataset,
   type Destination,
-  gridExportLimit,
   isEventDataset,
   isSnapshotDue,
-  nextSlotAfter,
   type Window,
   windowKey,
 } from '@sluice/core';
@@ -33,7 +31,7 @@ import type {
   StopReason,
   WindowResult,
 } from './payloads.js';
-import { eventCursorMs, positionOf } from './plan.js';
+import { eventCursorMs, exportLimitOf, nextRunOf, positionOf } from './plan.js';
 
 /** The note a stopped run's record carries in `error` (the run itself counts as succeeded, not failed). */
 export const STOP_NOTES: Record<StopReason, string> = {
@@ -121,7 +119,7 @@ export function planCommit(
         for (const window of commit.committed) plan.finished.push({ dataset, window: windowKey(window) });
       }
       plan.lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
-      if (commit.cursorMs < gridExportLimit(nowMs, destination.frequency)) plan.behind = true;
+      if (commit.cursorMs < exportLimitOf(destination, nowMs)) plan.behind = true;
       if (commit.committed.length > 0) {
         plan.stats[dataset] = {
           ...countsOf(dataset, commit.committed.map(windowKey)),
@@ -282,12 +280,14 @@ export async function commitRun(
     const nextRunAt =
       runAgain || stopReason === 'config_changed'
         ? now.toISOString()
-        : new Date(nextSlotAfter(nowMs, destination.frequency, destination.id)).toISOString();
+        : new Date(nextRunOf(destination, nowMs)).toISOString();
     const succeeded = {
       status: 'idle',
       nextRunAt,
       lastRunAt: run.startedAt,
       manualRunQueued: false,
+      // Every item ran (none failed): the schema objects its first items wrote are in place.
+      ...(stopReason === undefined && run.schemaKey !== undefined ? { schemaWritten: run.schemaKey } : {}),
       ...(stopReason === undefined
         ? {
             lastSuccessAt: now.toISOString(),

@@ -1,16 +1,9 @@
 import type { CursorState, CursorWrite, DueBackfill, DueEntry } from '@sluice/control';
-import {
-  type Dataset,
-  type Destination,
-  gridExportLimit,
-  isEventDataset,
-  isSnapshotDue,
-  nextSlotAfter,
-} from '@sluice/core';
+import { type Dataset, type Destination, isEventDataset, isSnapshotDue } from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
-import { eventCursorMs, LEASE_DURATION_MS, positionOf } from './plan.js';
+import { eventCursorMs, exportLimitOf, LEASE_DURATION_MS, nextRunOf, positionOf } from './plan.js';
 import { settleExpiredRun } from './settle.js';
 
 /**
@@ -134,7 +127,7 @@ export async function needsRun(
   nowMs: number,
   deps: Pick<EngineDeps, 'eventSource'>,
 ): Promise<boolean> {
-  const limit = gridExportLimit(nowMs, destination.frequency);
+  const limit = exportLimitOf(destination, nowMs);
   const checks: { dataset: Dataset; fromMs: number }[] = [];
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
@@ -163,7 +156,7 @@ async function advanceIdle(
   deps: EngineDeps,
 ): Promise<void> {
   const nowMs = now.getTime();
-  const limit = gridExportLimit(nowMs, destination.frequency);
+  const limit = exportLimitOf(destination, nowMs);
   const writes: CursorWrite[] = [];
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
@@ -182,7 +175,7 @@ async function advanceIdle(
     entry.workspaceId,
     entry.destinationId,
     {
-      nextRunAt: new Date(nextSlotAfter(nowMs, destination.frequency, destination.id)).toISOString(),
+      nextRunAt: new Date(nextRunOf(destination, nowMs)).toISOString(),
       expectedDueAt: entry.dueAt,
       // A run that crashed without its Catch left the status at running; its lease has expired by now.
       ...(destination.status === 'running' ? { status: 'idle' as const } : {}),

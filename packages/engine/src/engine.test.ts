@@ -211,9 +211,11 @@ describe('an export run end to end on the local services', () => {
         stepMs: HOUR_MS,
         format: JSONL_GZIP,
         startMs: START,
+        // A new export: the first item of each dataset writes its schema beside the data.
+        schema: true,
       },
       { dataset: 'email_events', kind: 'events', ...AFTER, stepMs: HOUR_MS, format: JSONL_GZIP },
-      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER, format: JSONL_GZIP },
+      { dataset: 'subscribers', kind: 'snapshot', date: DAY_AFTER, format: JSONL_GZIP, schema: true },
     ]);
     expect(committed).toEqual({ status: 'succeeded', runAgain: false });
     // Assess: the files

@@ -34,6 +34,11 @@ export async function listManifestKeys(prefix: string): Promise<string[]> {
   return (await listAllKeys(prefix)).filter((key) => key.startsWith(`${prefix}/_sluice/manifests/`));
 }
 
+/** The schema objects (`_sluice/schema/`) under `prefix/`, sorted. */
+export async function listSchemaKeys(prefix: string): Promise<string[]> {
+  return (await listAllKeys(prefix)).filter((key) => key.startsWith(`${prefix}/_sluice/schema/`));
+}
+
 /** Every key under `prefix/`, sorted. */
 async function listAllKeys(prefix: string): Promise<string[]> {
   const keys: string[] = [];

@@ -1,4 +1,4 @@
-import type { EventDataset, FileFormat } from '@sluice/core';
+import type { EventDataset, FileFormat, Layout } from '@sluice/core';
 import type { StepFunctionsError } from './errors.js';
 
 /**
@@ -43,6 +43,11 @@ export interface RunRef {
    * the event log's retention (never rewritten with fewer rows; reported). Commit moves the backfill over them.
    */
   backfillSkipped?: BackfillSkip[];
+  /**
+   * Set when the export's schema objects are out of date (`schemaKeyOf` differs from `schemaWritten`): the
+   * first item of each dataset writes them, and a Commit with no failed item records this key.
+   */
+  schemaKey?: string;
 }
 
 /** See {@link RunRef.backfillSkipped}. */
@@ -66,14 +71,20 @@ export type WorkItem =
       fromMs: number;
       toMs: number;
       stepMs?: number;
+      /** The grid's shift (`Span.phaseMs`); absent: 0. */
+      phaseMs?: number;
       format?: FileFormat;
+      /** The layout the windows were planned with; absent: `date`. */
+      layout?: Layout;
+      /** Write the dataset's schema objects (`_sluice/schema/<dataset>/`) before the windows. */
+      schema?: true;
       /**
        * The export's (or the dataset's) exact start, when it lies inside the span's first window: rows
        * recorded at or before it are not exported, and that window's files keep the grid window's name.
        */
       startMs?: number;
     }
-  | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat };
+  | { dataset: 'subscribers'; kind: 'snapshot'; date: string; format?: FileFormat; schema?: true };
 
 /** Why a run or a window was skipped or stopped. */
 export type SkipReason = 'lease_held' | 'deleted' | 'paused' | 'lease_lost' | 'nothing_due';

@@ -6,7 +6,15 @@ import {
   type EventDataset,
   earliestAvailableMs,
   erasAfterPlanning,
+  type FileFormat,
   fileFormatOf,
+  gridExportLimit,
+  gridTimingOf,
+  type Layout,
+  layoutOf,
+  nextSlotAfter,
+  RUN_HOUR_LEAD_MS,
+  schemaKeyOf,
   gridPointAtOrBefore,
   gridStartOf,
   gridStepMs,
@@ -32,6 +40,17 @@ export function runIdOf(executionId: string): string {
   return `run_${createHash('sha256').update(executionId).digest('hex').slice(0, 24)}`;
 }
 
+/** The latest grid point a run at `nowMs` may export through, on the destination's current grid. */
+export function exportLimitOf(destination: Destination, nowMs: number): number {
+  const grid = currentGrid(destination);
+  return gridExportLimit(nowMs, destination.frequency, grid.phaseMs, grid.lagMs);
+}
+
+/** The destination's next scheduled run after `nowMs`: its schedule, else its spread slot. */
+export function nextRunOf(destination: Destination, nowMs: number): number {
+  return nextSlotAfter(nowMs, destination.frequency, destination.id, destination.schedule);
+}
+
 /**
  * The exact start of an event dataset's export: the time it was added (`datasetStartedAt`), else
  * `startFrom`, else the creation time. No row recorded at or before it is exported.
@@ -39,7 +58,33 @@ export function runIdOf(executionId: string): string {
 export function exactStartMs(destination: Destination, dataset: Dataset): number {
   const started = destination.datasetStartedAt[dataset] ?? destination.startFrom;
   const parsed = Date.parse(started);
-  return Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
+  const exact = Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
+  if (layoutOf(destination) !== 'run_hour' || started !== destination.startFrom) return exact;
+  // run_hour: the export's start is its first window's start, so the first window is whole; without a
+  // startFrom (it is the creation time), the first run covers only the most recent whole window.
+  const grid = currentGrid(destination);
+  if (destination.startFrom !== destination.createdAt) return gridStartOf(exact, grid.stepMs, grid.phaseMs);
+  return gridPointAtOrBefore(exact - RUN_HOUR_LEAD_MS, grid.stepMs, grid.phaseMs) - grid.stepMs;
+}
+
+/**
+ * The grid, format and layout of windows planned now: the frequency's step, shifted in `run_hour` so that
+ * windows end five minutes before the schedule's runs (`gridPhaseMs`), and the lag behind real time that
+ * goes with it (two minutes; five in `run_hour`).
+ */
+export function currentGrid(destination: Destination): {
+  stepMs: number;
+  phaseMs: number;
+  format: FileFormat;
+  layout: Layout;
+  lagMs: number;
+} {
+  return {
+    stepMs: gridStepMs(destination.frequency),
+    ...gridTimingOf(destination),
+    format: fileFormatOf(destination),
+    layout: layoutOf(destination),
+  };
 }
 
 /**
@@ -48,7 +93,8 @@ export function exactStartMs(destination: Destination, dataset: Dataset): number
  * writer leaves out that window's rows recorded at or before the exact start ({@link withStart}).
  */
 export function datasetStartMs(destination: Destination, dataset: Dataset): number {
-  return gridStartOf(exactStartMs(destination, dataset), gridStepMs(destination.frequency));
+  const grid = currentGrid(destination);
+  return gridStartOf(exactStartMs(destination, dataset), grid.stepMs, grid.phaseMs);
 }
 
 /** An event item with the dataset's exact start when the start lies after the item's first window opens. */
@@ -189,6 +235,18 @@ export async function claimAndPlan(
       configVersion: destination.configVersion,
       deadlineMs: nowMs + deps.settings.runBudgetMs,
     };
+    // The schema and recipes beside the data, when the export was created or its datasets, prefix, layout
+    // or format changed since they were last written: the first item of each dataset writes them.
+    const schemaKey = schemaKeyOf(destination);
+    if (schemaKey !== destination.schemaWritten) {
+      run.schemaKey = schemaKey;
+      const seen = new Set<Dataset>();
+      for (const item of plan.items) {
+        if (seen.has(item.dataset)) continue;
+        seen.add(item.dataset);
+        item.schema = true;
+      }
+    }
     return { outcome: 'planned', run, items: plan.items };
   } catch (error) {
     if (lease !== undefined) await deps.leases.release(lease).catch(() => false);
@@ -228,8 +286,9 @@ export function availableFromMs(
   retentionMs: number,
   stepMs: number,
   archive: ArchiveCoverage | undefined,
+  phaseMs = 0,
 ): number {
-  return gridPointAtOrBefore(earliestAvailableMs(nowMs, retentionMs, archive), stepMs);
+  return gridPointAtOrBefore(earliestAvailableMs(nowMs, retentionMs, archive), stepMs, phaseMs);
 }
 
 /** What {@link planDatasets} decided. */
@@ -262,14 +321,15 @@ export function planDatasets(
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
   const expired: ExpiredSpan[] = [];
-  const stepMs = gridStepMs(destination.frequency);
-  const currentFormat = fileFormatOf(destination);
+  const grid = currentGrid(destination);
+  const { stepMs, phaseMs } = grid;
+  const currentFormat = grid.format;
   for (const dataset of destination.datasets) {
     const cursor = cursors.get(dataset);
     if (isEventDataset(dataset)) {
       let cursorMs = eventCursorMs(destination, cursor, dataset);
       let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
-      const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset));
+      const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset), phaseMs);
       // Rows recorded at or before this are gone: reported exactly, not rounded to the grid. The window
       // holding it was never delivered (the cursor is before it): it is written with the rows left.
       const lostThroughMs = earliestAvailableMs(nowMs, retentionMs, archives.get(dataset)) - 1;
@@ -282,14 +342,24 @@ export function planDatasets(
         cursorMs = horizon;
         stored = [];
       }
-      const plan = planEventSpans({ cursorMs, planned: stored, nowMs, frequency: destination.frequency });
+      const plan = planEventSpans({
+        cursorMs,
+        planned: stored,
+        nowMs,
+        frequency: destination.frequency,
+        phaseMs,
+        lagMs: grid.lagMs,
+      });
       const earlier = new Map(stored.map((span) => [windowKey(span), span]));
       const planned: PlannedSpan[] = plan.planned.map((span) => {
         const before = earlier.get(windowKey(span));
+        // A span planned before keeps its layout (absent: `date`); a new one takes the current layout.
+        const layout = before !== undefined ? layoutOf(before) : grid.layout;
         return {
           ...span,
           runId: before?.runId ?? runId,
           format: before?.format ?? currentFormat,
+          ...(layout !== 'date' ? { layout } : {}),
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {

@@ -10,6 +10,12 @@ import {
   type ManifestInput,
   manifestKey,
   MAX_LINES_PER_FILE,
+  layoutOf,
+  RUN_HOUR_MAX_LINES_PER_FILE,
+  runHourFileKey,
+  runHourManifestKey,
+  runHourSlotMs,
+  schemaObjects,
   snapshotFileKey,
   snapshotSuccessKey,
   serializeManifest,
@@ -185,6 +191,22 @@ export async function writeWindow(
     // The format the windows were planned with (a change of the destination's applies from later windows).
     const fileFormat = fileFormatOf(item.format);
     const format = { file: fileFormat, dataset: item.dataset };
+    // The layout the windows were planned with names their files and sets how many lines a file takes.
+    const layout = item.kind === 'events' ? layoutOf(item) : 'date';
+    const maxLines = layout === 'run_hour' ? RUN_HOUR_MAX_LINES_PER_FILE : MAX_LINES_PER_FILE;
+    const owner = { exportId: run.destinationId, organizationId: run.workspaceId };
+    if (item.schema === true && run.backfillId === undefined) {
+      // The dataset's schema and reading recipes beside the data (deterministic: written again, same bytes).
+      const objects = schemaObjects({
+        dataset: item.dataset,
+        layout: layoutOf(destination),
+        format: destination.format === 'parquet' ? 'parquet' : 'jsonl',
+        bucket: destination.bucket,
+        pathPrefix: destination.pathPrefix,
+        scheme: destination.provider === 'gcs' ? 'gs' : 's3',
+      });
+      for (const object of objects) await bucket.writeMarker(object.key, object.body);
+    }
     const outOfTime = () => state.units > 0 && deps.now().getTime() >= deadlineMs;
     const progressOf = (window: string): WindowProgress => {
       const earlier = stored.get(progressKey(item.dataset, window));
@@ -249,7 +271,7 @@ export async function writeWindow(
           await save([progress]);
         }
         await checkBeforeUpload(progress);
-        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(MAX_LINES_PER_FILE), {
+        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(maxLines), {
           format,
         });
         if (figures !== undefined) {
@@ -306,7 +328,9 @@ export async function writeWindow(
         const from = progress[index]?.lastKey;
         // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
-        lines = new LineCursor(deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from));
+        lines = new LineCursor(
+          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+        );
         return lines;
       };
       try {
@@ -325,12 +349,24 @@ export async function writeWindow(
           const following = windows[index + 1];
           await writeOne(
             current,
-            (file) => eventFileKey(prefix, dataset, window, file, fileFormat),
+            (file) =>
+              layout === 'run_hour'
+                ? runHourFileKey(prefix, dataset, window, file, fileFormat, owner)
+                : eventFileKey(prefix, dataset, window, file, fileFormat),
             cursor,
             {
               kind: 'events',
-              key: manifestKey(prefix, dataset, window),
-              of: (files) => ({ dataset, window, format: fileFormat.format, files }),
+              key:
+                layout === 'run_hour'
+                  ? runHourManifestKey(prefix, dataset, window, owner)
+                  : manifestKey(prefix, dataset, window),
+              of: (files) => ({
+                dataset,
+                window,
+                format: fileFormat.format,
+                files,
+                ...(layout === 'run_hour' ? { layout, slotMs: runHourSlotMs(window) } : {}),
+              }),
             },
             async () => {
               // Only a fresh next window, with rows, while there is time to start it.

@@ -39,6 +39,29 @@ const FILE_FORMAT_PROPERTIES = {
   },
 };
 const PROVIDER_ENUM = ['s3', 'gcs'];
+/** `layout` and `schedule` (Sluice additions), as create and update take them and `DataExport` shows them. */
+const LAYOUT_PROPERTIES = {
+  layout: {
+    type: 'string',
+    enum: ['date', 'run_hour'],
+    description:
+      "date: <prefix>/<dataset>/date=YYYY-MM-DD/<dataset>-<fromMs>-<toMs>-NNNN files on the UTC midnight grid, 50,000 rows a file. run_hour: <prefix>/v1/schema_type=<dataset>/year=YYYY/month=MM/day=DD/hour=HH/<organization_id>_<dataset>_<YYYYMMDDTHHMMSSZ>_<job>.part-NNN files named by the window's scheduled run (UTC), 100,000 rows a file; every window ends five minutes before its run. run_hour takes hourly and daily and event datasets only (400 invalid_input otherwise). A change applies from the next planned window.",
+  },
+  schedule: {
+    type: ['object', 'null'],
+    properties: {
+      minute: { type: 'integer', description: 'Minute of the run, 0 to 59 (400 invalid_input otherwise).' },
+      hour: {
+        type: 'integer',
+        description: 'Hour of the run, UTC, 0 to 23: daily exports only (400 invalid_input otherwise).',
+      },
+    },
+    required: ['minute'],
+    additionalProperties: false,
+    description:
+      'When runs happen, hourly and daily exports only: {"minute": 5} runs at five past every hour, {"hour": 8, "minute": 0} at 08:00 UTC. Absent or null: a slot Sluice picks from the export id. In the date layout windows stay on the UTC grid; in run_hour they end five minutes before each run.',
+  },
+};
 const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events'];
 
 /** A response whose body is the `Error` schema. */
@@ -260,6 +283,8 @@ export const openapiDocument: JsonObject = {
             format: { ...FILE_FORMAT_PROPERTIES.format, default: 'jsonl' },
             compression: FILE_FORMAT_PROPERTIES.compression,
             ...encryptionProperties(''),
+            layout: { ...LAYOUT_PROPERTIES.layout, default: 'date' },
+            schedule: LAYOUT_PROPERTIES.schedule,
           },
           required: ['name', 'provider', 'bucket'],
           anyOf: [{ required: ['accessKeyId', 'secretAccessKey'] }, { required: ['roleArn'] }],
@@ -331,6 +356,7 @@ export const openapiDocument: JsonObject = {
             isEnabled: { type: 'boolean', description: 'false pauses the export, true resumes it.' },
             ...FILE_FORMAT_PROPERTIES,
             ...encryptionProperties(' Send null to stop requesting it.'),
+            ...LAYOUT_PROPERTIES,
           },
         }),
         responses: {
@@ -608,6 +634,7 @@ export const openapiDocument: JsonObject = {
           datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
           frequency: { type: 'string', enum: FREQUENCY_ENUM },
           ...FILE_FORMAT_PROPERTIES,
+          ...LAYOUT_PROPERTIES,
           isEnabled: { type: 'boolean' },
           status: {
             type: 'string',

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import {
   BACKFILL_ID_RE,
+  gridTimingOf,
   type ArchivedSpan,
   type Backfill,
   type BackfillDatasetProgress,
@@ -118,7 +119,13 @@ export async function createBackfill(
     datasets: request.datasets,
     from: new Date(request.fromMs).toISOString(),
     to: new Date(request.toMs).toISOString(),
-    range: backfillRange(request.fromMs, request.toMs, destination.frequency, nowMs),
+    range: backfillRange(
+      request.fromMs,
+      request.toMs,
+      destination.frequency,
+      nowMs,
+      gridTimingOf(destination),
+    ),
     doneThroughMs: {},
     reached: Object.fromEntries(request.datasets.map((dataset) => [dataset, {}])),
     progress: Object.fromEntries(

@@ -58,6 +58,8 @@ export async function createDataExport(
     frequency: request.frequency,
     startFrom: request.startFrom,
     fileFormat: request.fileFormat,
+    ...(request.layout !== 'date' ? { layout: request.layout } : {}),
+    ...(request.schedule !== null ? { schedule: request.schedule } : {}),
     now,
   });
   await deps.store.createDestination(destination);

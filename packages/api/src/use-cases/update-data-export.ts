@@ -1,4 +1,11 @@
-import { type BucketLocation, type Dataset, fileFormatOf, NotFoundError, sameFileFormat } from '@sluice/core';
+import {
+  type BucketLocation,
+  type Dataset,
+  fileFormatOf,
+  layoutOf,
+  NotFoundError,
+  sameFileFormat,
+} from '@sluice/core';
 import type { BucketCredentials, Caller, ConnectionWarning, DestinationChanges } from '../ports.js';
 import { destinationCredentials } from '@sluice/sinks';
 import {
@@ -8,6 +15,7 @@ import {
   parseUpdateRequest,
   resolveUpdatedFileFormat,
   resolveUpdatedLocation,
+  resolveUpdatedSchedule,
 } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { assertDestinationId, loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
@@ -61,6 +69,7 @@ export async function updateDataExport(
   const location = resolveUpdatedLocation(stored, update, deps.endpointPolicy);
   const storedFormat = fileFormatOf(stored);
   const fileFormat = resolveUpdatedFileFormat(storedFormat, update);
+  const schedule = resolveUpdatedSchedule(stored, update);
   assertCredentialsFit(stored, location, update);
   assertCredentialsForMove(stored, location, update);
   const role =
@@ -101,6 +110,11 @@ export async function updateDataExport(
     changes.format = fileFormat.format;
     changes.compression = fileFormat.compression;
   }
+  // Like a format, a layout applies from the next planned window (windows keep the layout they were planned
+  // with); a schedule from the next run.
+  if (schedule.layout !== layoutOf(stored)) changes.layout = schedule.layout;
+  if (JSON.stringify(schedule.schedule) !== JSON.stringify(stored.schedule ?? null))
+    changes.schedule = schedule.schedule;
   const bumpConfigVersion = locationChanged || credentialsChanged;
   if (bumpConfigVersion) {
     changes.consecutiveFailures = 0;
