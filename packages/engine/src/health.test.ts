@@ -181,9 +181,9 @@ describe('destination failing and recovered notices, on DynamoDB Local and the l
     await recordFailure({ workspaceId, destinationId: destination.id, error: odd }, deps());
 
     // Assess
-    expect(eventsOf(destination).map((event) => [event.detailType, (event.detail as { reason?: string }).reason])).toEqual([
-      [NOTICE_DETAIL_TYPES.failing, 'unknown'],
-    ]);
+    expect(
+      eventsOf(destination).map((event) => [event.detailType, (event.detail as { reason?: string }).reason]),
+    ).toEqual([[NOTICE_DETAIL_TYPES.failing, 'unknown']]);
     const read = await controlStore.getDestination(workspaceId, destination.id);
     expect(read?.failing).toEqual({ since: new Date(NOW).toISOString(), reason: 'unknown' });
   });

@@ -174,7 +174,11 @@ export async function writeWindow(
     if (reason !== undefined || destination === undefined) return stopped(result, reason ?? 'deleted');
 
     const credentials = await destinationCredentials(destination, (secret) =>
-      deps.sealer.open(secret, { workspaceId: run.workspaceId, destinationId: run.destinationId }),
+      deps.sealer.open(
+        secret,
+        { workspaceId: run.workspaceId, destinationId: run.destinationId },
+        { configVersion: run.configVersion },
+      ),
     );
     const bucket = deps.bucketWriterFactory(locationOf(destination), credentials);
     writer = bucket;
@@ -306,7 +310,9 @@ export async function writeWindow(
         const from = progress[index]?.lastKey;
         // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
-        lines = new LineCursor(deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from));
+        lines = new LineCursor(
+          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+        );
         return lines;
       };
       try {
