@@ -35,10 +35,13 @@ export const SETTING_KEYS = [
   'apiKeyRateLimit',
   'apiKeyBurstLimit',
   'workflowLogLevel',
+  'developmentStages',
   'tracing',
   'reservedConcurrency',
   'maxReadRequestUnits',
   'maxWriteRequestUnits',
+  'eventLogPointInTimeRecovery',
+  'retainLogGroups',
   'terminationProtection',
   'account',
   'region',
@@ -181,6 +184,42 @@ const restoredTables = z.preprocess(
     .optional(),
 );
 
+/**
+ * `4000` (every table), `events=4000,control=500` on the command line, or a JSON number or object: the
+ * on-demand request units a second each table (and its indexes) may use at most.
+ */
+const capacityCaps = (name: string) =>
+  z.preprocess(
+    (value) => {
+      if (typeof value === 'number') return Object.fromEntries(TABLE_NAMES.map((table) => [table, value]));
+      if (typeof value === 'string' && /^\s*\d+\s*$/.test(value)) {
+        return Object.fromEntries(TABLE_NAMES.map((table) => [table, Number(value)]));
+      }
+      return namedValues(value, (units) => (units === '' ? Number.NaN : Number(units)));
+    },
+    z
+      .record(
+        z.string(),
+        z
+          .number({ error: `${name} values must be whole numbers` })
+          .int({ error: `${name} values must be whole numbers` })
+          .min(1, { error: `${name} must be at least 1` }),
+      )
+      .refine(
+        (map) => Object.keys(map).every((table) => (TABLE_NAMES as readonly string[]).includes(table)),
+        {
+          error: `${name} is a number for every table, or names tables: ${TABLE_NAMES.join(', ')}`,
+        },
+      )
+      .optional(),
+  );
+
+/** Capacity caps by {@link TableName}: on-demand request units a second; a table not named has no cap. */
+export type CapacityCaps = Readonly<Partial<Record<TableName, number>>>;
+
+/** The stages whose workflows log every transition unless `workflowLogLevel` says otherwise. */
+export const DEFAULT_DEVELOPMENT_STAGES = ['dev'] as const;
+
 /** Step Functions log levels a Sluice state machine may use. */
 export const WORKFLOW_LOG_LEVELS = ['ALL', 'ERROR', 'FATAL', 'OFF'] as const;
 
@@ -268,14 +307,16 @@ const settingsSchema = z
         })
         .optional(),
     ),
+    developmentStages: z.preprocess(
+      commaListOrJson,
+      z.array(z.string({ error: 'developmentStages lists stage names' })).optional(),
+    ),
     tracing: flag.default(true),
     reservedConcurrency: concurrencyMap,
-    maxReadRequestUnits: integer('maxReadRequestUnits')
-      .refine((n) => n >= 1, { error: 'maxReadRequestUnits must be at least 1' })
-      .optional(),
-    maxWriteRequestUnits: integer('maxWriteRequestUnits')
-      .refine((n) => n >= 1, { error: 'maxWriteRequestUnits must be at least 1' })
-      .optional(),
+    maxReadRequestUnits: capacityCaps('maxReadRequestUnits'),
+    maxWriteRequestUnits: capacityCaps('maxWriteRequestUnits'),
+    eventLogPointInTimeRecovery: flag.default(true),
+    retainLogGroups: flag.default(false),
     terminationProtection: flag.default(true),
     account: optionalText.pipe(
       z
@@ -347,16 +388,24 @@ export interface SluiceSettings {
   readonly apiKeyRateLimit: number;
   /** Requests each API key may send at once after a quiet spell. @default 40 */
   readonly apiKeyBurstLimit: number;
-  /** Log level of both state machines. @default 'ERROR' in the stage `prod`, else 'ALL' */
+  /**
+   * Log level of both state machines. @default - 'ALL' in a stage of {@link developmentStages}, else 'ERROR'
+   */
   readonly workflowLogLevel: (typeof WORKFLOW_LOG_LEVELS)[number];
-  /** X-Ray active tracing on every function. @default true */
+  /** The stages treated as development stages (workflow log level `ALL` by default). @default ['dev'] */
+  readonly developmentStages: readonly string[];
+  /** X-Ray active tracing on every function and both state machines. @default true */
   readonly tracing: boolean;
   /** Reserved concurrency per function. @default - none reserved */
   readonly reservedConcurrency: Readonly<Partial<Record<FunctionName, number>>>;
-  /** On-demand read request units a second that each table (and index) may use at most. @default - no cap */
-  readonly maxReadRequestUnits?: number;
-  /** On-demand write request units a second that each table (and index) may use at most. @default - no cap */
-  readonly maxWriteRequestUnits?: number;
+  /** On-demand read request units a second per table (its indexes the same). @default - no cap */
+  readonly maxReadRequestUnits: CapacityCaps;
+  /** On-demand write request units a second per table (its indexes the same). @default - no cap */
+  readonly maxWriteRequestUnits: CapacityCaps;
+  /** Point-in-time recovery of the event log table (the control and subscribers tables always have it). @default true */
+  readonly eventLogPointInTimeRecovery: boolean;
+  /** Keep the log groups when their stack is deleted (`RETAIN`) instead of deleting them. @default false */
+  readonly retainLogGroups: boolean;
   /** Termination protection on the stateful stack. @default true */
   readonly terminationProtection: boolean;
   /** Target account. @default - CDK_DEFAULT_ACCOUNT, else {@link PLACEHOLDER_ACCOUNT} */
@@ -405,6 +454,7 @@ export function parseSettings(
   const s = result.data;
   const account = s.account ?? env.CDK_DEFAULT_ACCOUNT ?? PLACEHOLDER_ACCOUNT;
   const region = s.region ?? env.CDK_DEFAULT_REGION ?? PLACEHOLDER_REGION;
+  const developmentStages = s.developmentStages ?? [...DEFAULT_DEVELOPMENT_STAGES];
   return {
     stage: s.stage,
     domainName: s.domainName,
@@ -424,11 +474,14 @@ export function parseSettings(
     apiBurstLimit: s.apiBurstLimit ?? Math.max(100, s.apiRateLimit),
     apiKeyRateLimit: s.apiKeyRateLimit,
     apiKeyBurstLimit: s.apiKeyBurstLimit,
-    workflowLogLevel: s.workflowLogLevel ?? (s.stage === 'prod' ? 'ERROR' : 'ALL'),
+    workflowLogLevel: s.workflowLogLevel ?? (developmentStages.includes(s.stage) ? 'ALL' : 'ERROR'),
+    developmentStages,
     tracing: s.tracing,
     reservedConcurrency: (s.reservedConcurrency ?? {}) as Partial<Record<FunctionName, number>>,
-    maxReadRequestUnits: s.maxReadRequestUnits,
-    maxWriteRequestUnits: s.maxWriteRequestUnits,
+    maxReadRequestUnits: (s.maxReadRequestUnits ?? {}) as CapacityCaps,
+    maxWriteRequestUnits: (s.maxWriteRequestUnits ?? {}) as CapacityCaps,
+    eventLogPointInTimeRecovery: s.eventLogPointInTimeRecovery,
+    retainLogGroups: s.retainLogGroups,
     terminationProtection: s.terminationProtection,
     account,
     region,

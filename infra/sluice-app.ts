@@ -45,6 +45,7 @@ export function buildSluiceApp(
     producerAccounts: settings.producerAccounts,
     maxReadRequestUnits: settings.maxReadRequestUnits,
     maxWriteRequestUnits: settings.maxWriteRequestUnits,
+    eventLogPointInTimeRecovery: settings.eventLogPointInTimeRecovery,
     domainName: settings.domainName,
     certificateArn: settings.certificateArn,
     archiveRetentionDays: settings.archiveRetentionDays,

@@ -13,7 +13,7 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { SpecTable } from './constructs/spec-table.js';
-import type { RestoredTables, TableName } from './settings.js';
+import type { CapacityCaps, RestoredTables, TableName } from './settings.js';
 
 /**
  * The encryption-context keys every use of the secrets key must carry, exactly: a ciphertext is bound to
@@ -69,10 +69,12 @@ export interface StatefulStackProps extends StackProps {
   readonly stage: string;
   /** Other accounts whose principals may put events on the bus (under workspace sources only). @default [] */
   readonly producerAccounts?: readonly string[];
-  /** On-demand read cap of each table and index. @default - no cap */
-  readonly maxReadRequestUnits?: number;
-  /** On-demand write cap of each table and index. @default - no cap */
-  readonly maxWriteRequestUnits?: number;
+  /** On-demand read cap per table (its indexes the same). @default - no cap */
+  readonly maxReadRequestUnits?: CapacityCaps;
+  /** On-demand write cap per table (its indexes the same). @default - no cap */
+  readonly maxWriteRequestUnits?: CapacityCaps;
+  /** Point-in-time recovery of the event log table (the others always have it). @default true */
+  readonly eventLogPointInTimeRecovery?: boolean;
   /** The API's custom domain (with {@link certificateArn}). @default - none: the execute-api URL only */
   readonly domainName?: string;
   /** An ACM certificate in the stack's region covering {@link domainName}. */
@@ -149,17 +151,28 @@ export class StatefulStack extends Stack {
       ...props,
       terminationProtection: props.terminationProtection ?? true,
     });
-    const caps = {
-      maxReadRequestUnits: props.maxReadRequestUnits,
-      maxWriteRequestUnits: props.maxWriteRequestUnits,
-    };
+    const caps = (name: TableName) => ({
+      maxReadRequestUnits: props.maxReadRequestUnits?.[name],
+      maxWriteRequestUnits: props.maxWriteRequestUnits?.[name],
+    });
+    const eventLogPitr = props.eventLogPointInTimeRecovery ?? true;
 
     // A restored table is named, not created: the stack's own leaves the template and is retained (its
     // deletion protection and RETAIN policy keep it), so the damaged copy stays until an operator drops it.
     const table = (name: TableName, logicalId: string, spec: TableSpec): dynamodb.ITable => {
       const restored = props.restoredTables?.[name];
       if (restored !== undefined) return dynamodb.Table.fromTableName(this, `${logicalId}Restored`, restored);
-      return new SpecTable(this, logicalId, { spec, logicalId, ...caps });
+      const pointInTimeRecovery = name === 'events' ? eventLogPitr : true;
+      const created = new SpecTable(this, logicalId, { spec, logicalId, pointInTimeRecovery, ...caps(name) });
+      if (!pointInTimeRecovery) {
+        Validations.of(created).acknowledge({
+          id: 'AwsSolutions-DDB3',
+          reason:
+            'Point-in-time recovery of the event log is off by the eventLogPointInTimeRecovery setting: its rows ' +
+            'are also kept in the event archive bucket (versioned), which exports read once they leave the log.',
+        });
+      }
+      return created;
     };
     this.controlTable = table('control', 'ControlTable', CONTROL_TABLE);
     this.eventsTable = table('events', 'EventsTable', EVENTS_TABLE);

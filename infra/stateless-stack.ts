@@ -1,6 +1,16 @@
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
 import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE, WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps, Token, Validations } from 'aws-cdk-lib';
+import {
+  Aws,
+  CfnOutput,
+  Duration,
+  Fn,
+  RemovalPolicy,
+  Stack,
+  type StackProps,
+  Token,
+  Validations,
+} from 'aws-cdk-lib';
 import type * as apigwv2 from 'aws-cdk-lib/aws-apigatewayv2';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
@@ -12,7 +22,7 @@ import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { DispatchWorkflow } from './constructs/dispatch-workflow.js';
 import { ExportRunWorkflow } from './constructs/export-run-workflow.js';
@@ -120,6 +130,7 @@ export class StatelessStack extends Stack {
     });
     const { settings } = props;
     const logRetention = settings.logRetentionDays as logs.RetentionDays;
+    const logRemovalPolicy = settings.retainLogGroups ? RemovalPolicy.RETAIN : RemovalPolicy.DESTROY;
     const fn = (
       name: FunctionName,
       id: string,
@@ -131,6 +142,7 @@ export class StatelessStack extends Stack {
         entry,
         serviceName,
         logRetention,
+        logRemovalPolicy,
         skipBundling: settings.skipBundling,
         tracing: settings.tracing ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
         reservedConcurrentExecutions: settings.reservedConcurrency[name],
@@ -257,6 +269,7 @@ export class StatelessStack extends Stack {
       apiFunction,
       authorizerFunction,
       logRetention,
+      logRemovalPolicy,
       corsOrigins: settings.corsOrigins,
       domainName: props.apiDomainName,
       rateLimit: settings.apiRateLimit,
@@ -422,32 +435,54 @@ export class StatelessStack extends Stack {
     };
 
     // --- workflows and the schedule ---------------------------------------------------------------
+    // A retained group outlives its stack: its name then ends in this stack instance's id, so a stack
+    // created again (after a delete) makes a new group instead of failing on the kept one's name.
+    const stackInstance = Fn.select(2, Fn.split('/', Aws.STACK_ID));
     const workflowLogs = (id: string, name: string) =>
       new logs.LogGroup(this, id, {
         // Step Functions' advice: under /aws/vendedlogs/ the log delivery needs no growing resource policy
         // on the group (CloudWatch Logs caps those at 5,120 characters per region).
-        logGroupName: `/aws/vendedlogs/states/sluice-${settings.stage}-${name}`,
+        logGroupName: settings.retainLogGroups
+          ? `/aws/vendedlogs/states/sluice-${settings.stage}-${name}-${stackInstance}`
+          : `/aws/vendedlogs/states/sluice-${settings.stage}-${name}`,
         retention: logRetention,
-        removalPolicy: RemovalPolicy.DESTROY,
+        removalPolicy: logRemovalPolicy,
       });
+    // The level is a setting (`workflowLogLevel`): `ALL` logs every state transition of every execution, at
+    // Express volumes as much as the executions themselves cost.
+    const logLevel = sfn.LogLevel[settings.workflowLogLevel];
     this.exportRun = new ExportRunWorkflow(this, 'ExportRun', {
       runControlFunction,
       writerFunction,
       writerConcurrency: settings.writerConcurrency,
       logGroup: workflowLogs('ExportRunLogs', 'export-run'),
+      logLevel,
+      tracing: settings.tracing,
     });
     this.dispatch = new DispatchWorkflow(this, 'Dispatch', {
       dispatchFunction,
       exportRun: this.exportRun.stateMachine,
       logGroup: workflowLogs('DispatchLogs', 'dispatch'),
+      logLevel,
+      tracing: settings.tracing,
     });
     for (const machine of [this.exportRun.stateMachine, this.dispatch.stateMachine]) {
-      // `ALL` logs every state transition of every execution: at Express volumes it costs as much as the
-      // executions themselves. The constructs' own level is replaced by the setting.
-      (machine.node.defaultChild as sfn.CfnStateMachine).addPropertyOverride(
-        'LoggingConfiguration.Level',
-        settings.workflowLogLevel,
-      );
+      if (logLevel !== sfn.LogLevel.ALL) {
+        Validations.of(machine).acknowledge({
+          id: 'AwsSolutions-SF1',
+          reason:
+            `Logs ${settings.workflowLogLevel}, not ALL, by the workflowLogLevel setting: ALL logs every state ` +
+            'transition of every Express execution, about as much as the executions cost; failures are logged.',
+        });
+      }
+      if (!settings.tracing) {
+        Validations.of(machine).acknowledge({
+          id: 'AwsSolutions-SF2',
+          reason:
+            'X-Ray tracing is off by the tracing setting (functions and state machines alike); ' +
+            'the logs and metrics still show every failure.',
+        });
+      }
       Validations.of(machine.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
         reason:

@@ -12,7 +12,7 @@ import {
   type WriteWindowInput,
   writeWindow,
 } from '@sluice/engine';
-import { SecretSealer } from '@sluice/secrets';
+import { CachedSecretOpener, SecretSealer } from '@sluice/secrets';
 import type { LocalOnlyOptions } from '../api/function.js';
 import { type LambdaFunction, lambdaHandler } from '../lambda.js';
 import { archivedEventSource } from '../event-source.js';
@@ -42,7 +42,8 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
     controlStore: new ControlStore({ tableName: config.controlTable }),
     cursors: new CursorStore({ tableName: config.controlTable }),
     backfills: new BackfillStore({ tableName: config.controlTable }),
-    sealer: new SecretSealer({ keyId: config.kmsKeyId }),
+    // A warm writer opens each destination's secret once per configuration version and 5 minutes.
+    sealer: new CachedSecretOpener(new SecretSealer({ keyId: config.kmsKeyId })),
     eventSource: archivedEventSource(config, options.localS3Endpoint),
     bucketWriterFactory: createBucketWriterFactory({
       ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),

@@ -19,6 +19,13 @@ export interface DispatchWorkflowProps {
    */
   readonly logGroup?: logs.ILogGroup;
   /**
+   * Which events go to the log group (`ALL` logs every state transition; at Express volumes that costs as
+   * much as the executions). Never the execution data. @default sfn.LogLevel.ALL
+   */
+  readonly logLevel?: sfn.LogLevel;
+  /** X-Ray tracing of the executions. @default true */
+  readonly tracing?: boolean;
+  /**
    * How many ExportRun executions are started at once (an inline Map runs at most 40 iterations at once).
    * @default 40
    */
@@ -115,8 +122,12 @@ export class DispatchWorkflow extends Construct {
       definitionBody: sfn.DefinitionBody.fromChainable(findDue.next(startExportRuns).next(morePages)),
       stateMachineType: sfn.StateMachineType.EXPRESS,
       timeout: Duration.minutes(5),
-      tracingEnabled: true,
-      logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      tracingEnabled: props.tracing ?? true,
+      logs: {
+        destination: this.logGroup,
+        level: props.logLevel ?? sfn.LogLevel.ALL,
+        includeExecutionData: false,
+      },
       comment:
         'Sluice Dispatch: page through the due destinations, start one ExportRun for each that has new rows.',
     });

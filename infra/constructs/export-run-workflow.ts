@@ -29,6 +29,13 @@ export interface ExportRunWorkflowProps {
    */
   readonly logGroup?: logs.ILogGroup;
   /**
+   * Which events go to the log group (`ALL` logs every state transition; at Express volumes that costs as
+   * much as the executions). Never the execution data. @default sfn.LogLevel.ALL
+   */
+  readonly logLevel?: sfn.LogLevel;
+  /** X-Ray tracing of the executions. @default true */
+  readonly tracing?: boolean;
+  /**
    * Error names retried with backoff and jitter; any other error fails the run at once.
    * @default TRANSIENT_ERROR_NAMES of `@sluice/engine` (bucket, DynamoDB and Lambda service errors)
    */
@@ -243,10 +250,14 @@ export class ExportRunWorkflow extends Construct {
       definitionBody: sfn.DefinitionBody.fromChainable(claimAndPlan.next(hasWork)),
       stateMachineType: sfn.StateMachineType.EXPRESS,
       timeout: EXPRESS_MAX,
-      tracingEnabled: true,
+      tracingEnabled: props.tracing ?? true,
       // ALL events, but never the execution data: payloads carry only ids and windows, still they stay
       // out of the logs.
-      logs: { destination: this.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false },
+      logs: {
+        destination: this.logGroup,
+        level: props.logLevel ?? sfn.LogLevel.ALL,
+        includeExecutionData: false,
+      },
       comment: 'Sluice ExportRun: claim and plan, write windows, commit; failures recorded and backed off.',
     });
     (this.stateMachine.node.defaultChild as sfn.CfnStateMachine).addMetadata(

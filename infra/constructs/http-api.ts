@@ -26,6 +26,8 @@ export interface SluiceHttpApiProps {
   readonly authorizerFunction: lambda.IFunction;
   /** Retention of the access log group. */
   readonly logRetention: logs.RetentionDays;
+  /** What happens to the access log group when the stack is deleted. @default RemovalPolicy.DESTROY */
+  readonly logRemovalPolicy?: RemovalPolicy;
   /** Browser origins allowed by CORS. @default - CORS off: no CORS headers, no preflight answers */
   readonly corsOrigins?: readonly string[];
   /**
@@ -89,7 +91,7 @@ export class SluiceHttpApi extends Construct {
 
     this.accessLogGroup = new logs.LogGroup(this, 'AccessLogs', {
       retention: props.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.DESTROY,
     });
 
     this.stage = new apigwv2.HttpStage(this, 'DefaultStage', {

@@ -32,6 +32,8 @@ export interface SluiceFunctionProps
   readonly serviceName: string;
   /** Retention of the function's log group. */
   readonly logRetention: logs.RetentionDays;
+  /** What happens to the log group when the stack is deleted. @default RemovalPolicy.DESTROY */
+  readonly logRemovalPolicy?: RemovalPolicy;
   /** Powertools `LOG_LEVEL`. @default 'INFO' */
   readonly logLevel?: 'DEBUG' | 'INFO' | 'WARN' | 'ERROR';
   /**
@@ -52,13 +54,22 @@ export interface SluiceFunctionProps
  */
 export class SluiceFunction extends nodejs.NodejsFunction {
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
-    const { entry, serviceName, logRetention, logLevel, skipBundling, environment, bundling, ...rest } =
-      props;
+    const {
+      entry,
+      serviceName,
+      logRetention,
+      logRemovalPolicy,
+      logLevel,
+      skipBundling,
+      environment,
+      bundling,
+      ...rest
+    } = props;
     const skip = skipBundling ?? isTrue(scope.node.tryGetContext(SKIP_BUNDLING_CONTEXT));
 
     const logGroup = new logs.LogGroup(scope, `${id}Logs`, {
       retention: logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: logRemovalPolicy ?? RemovalPolicy.DESTROY,
     });
     const role = new iam.Role(scope, `${id}Role`, {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),

@@ -19,6 +19,11 @@ export interface SpecTableProps {
   readonly maxReadRequestUnits?: number;
   /** On-demand write request units a second, as {@link maxReadRequestUnits}. @default - no cap */
   readonly maxWriteRequestUnits?: number;
+  /**
+   * Point-in-time recovery (continuous backups for 35 days, billed per GB). Only the event log may turn it
+   * off (the `eventLogPointInTimeRecovery` setting): its rows also live in the event archive. @default true
+   */
+  readonly pointInTimeRecovery?: boolean;
 }
 
 /**
@@ -41,7 +46,7 @@ export class SpecTable extends dynamodb.Table {
       partitionKey: { name: spec.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: spec.sortKey, type: dynamodb.AttributeType.STRING },
       billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: props.pointInTimeRecovery ?? true },
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       deletionProtection: true,
       removalPolicy: RemovalPolicy.RETAIN,

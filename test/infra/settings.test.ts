@@ -46,10 +46,13 @@ describe('settings', () => {
       apiKeyRateLimit: 10,
       apiKeyBurstLimit: 40,
       workflowLogLevel: 'ALL',
+      developmentStages: ['dev'],
       tracing: true,
       reservedConcurrency: {},
-      maxReadRequestUnits: undefined,
-      maxWriteRequestUnits: undefined,
+      maxReadRequestUnits: {},
+      maxWriteRequestUnits: {},
+      eventLogPointInTimeRecovery: true,
+      retainLogGroups: false,
       terminationProtection: true,
       account: PLACEHOLDER_ACCOUNT,
       region: PLACEHOLDER_REGION,
@@ -123,8 +126,8 @@ describe('settings', () => {
       apiKeyBurstLimit: 100,
       workflowLogLevel: 'ERROR',
       reservedConcurrency: { writer: 20, ingest: 5 },
-      maxReadRequestUnits: 4000,
-      maxWriteRequestUnits: undefined,
+      maxReadRequestUnits: { control: 4000, events: 4000, subscribers: 4000 },
+      maxWriteRequestUnits: {},
       tracing: false,
       terminationProtection: false,
     });
@@ -133,6 +136,31 @@ describe('settings', () => {
       producerAccounts: ['222222222222'],
       workflowLogLevel: 'OFF',
     });
+  });
+
+  it('logs the workflows at ERROR in every stage but the development stages, whatever its name', () => {
+    // Act
+    const level = (raw: Record<string, unknown>) => parseSettings(raw, {}).workflowLogLevel;
+
+    // Assess
+    expect(level({})).toBe('ALL');
+    expect(level({ stage: 'production' })).toBe('ERROR');
+    expect(level({ stage: 'live-eu' })).toBe('ERROR');
+    expect(level({ stage: 'qa', developmentStages: 'dev,qa' })).toBe('ALL');
+    expect(level({ stage: 'dev', developmentStages: ['qa'] })).toBe('ERROR');
+    expect(level({ stage: 'production', workflowLogLevel: 'ALL' })).toBe('ALL');
+  });
+
+  it('takes a capacity cap for every table, or one per table', () => {
+    // Act
+    const every = parseSettings({ maxReadRequestUnits: '4000' }, {});
+    const perTable = parseSettings({ maxWriteRequestUnits: 'events=2000, control=300' }, {});
+    const fromJson = parseSettings({ maxReadRequestUnits: { subscribers: 50 } }, {});
+
+    // Assess
+    expect(every.maxReadRequestUnits).toEqual({ control: 4000, events: 4000, subscribers: 4000 });
+    expect(perTable.maxWriteRequestUnits).toEqual({ events: 2000, control: 300 });
+    expect(fromJson.maxReadRequestUnits).toEqual({ subscribers: 50 });
   });
 
   it('takes account and region from context first, then from the CDK CLI variables', () => {
@@ -186,7 +214,16 @@ describe('settings', () => {
       { reservedConcurrency: 'writer=many' },
       'reservedConcurrency.writer: reservedConcurrency values must be whole numbers',
     ],
-    [{ maxReadRequestUnits: 0 }, 'maxReadRequestUnits: maxReadRequestUnits must be at least 1'],
+    [
+      { maxReadRequestUnits: 'events=0' },
+      'maxReadRequestUnits.events: maxReadRequestUnits must be at least 1',
+    ],
+    [
+      { maxWriteRequestUnits: 'events=100,audit=5' },
+      'maxWriteRequestUnits: maxWriteRequestUnits is a number for every table, or names tables: control, events, subscribers',
+    ],
+    [{ eventLogPointInTimeRecovery: 'no' }, 'eventLogPointInTimeRecovery: must be true or false'],
+    [{ retainLogGroups: 'yes' }, 'retainLogGroups: must be true or false'],
     [{ tracing: 'on' }, 'tracing: must be true or false'],
     [
       {

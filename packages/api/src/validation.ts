@@ -63,6 +63,11 @@ export const MAX_PATH_PREFIX_LENGTH = 512;
 export const RUNS_LIMIT = { default: 20, min: 1, max: 100 } as const;
 
 const MAX_ACCESS_KEY_ID_LENGTH = 256;
+/**
+ * The characters of an access key ID (AWS, Google Cloud Storage HMAC, R2 and other S3-compatible stores): it
+ * goes into the request's Authorization header, where anything else breaks the signature or the header.
+ */
+const ACCESS_KEY_ID_RE = /^[A-Za-z0-9._+=-]+$/;
 const MAX_SECRET_LENGTH = 1024;
 
 const nullableString = z.string().nullable().optional();
@@ -166,6 +171,8 @@ export interface UpdateRequest {
 }
 
 const MAX_KMS_KEY_ID_LENGTH = 2048;
+/** A KMS key id, key ARN, alias name or alias ARN (empty: the bucket's default key). */
+const KMS_KEY_ID_RE = /^[A-Za-z0-9:/_-]*$/;
 
 /**
  * Checks the server-side encryption fields: offered for Amazon S3 and S3-compatible stores, not gcs;
@@ -198,10 +205,10 @@ export function resolveEncryption(
     }
     return { serverSideEncryption };
   }
-  if (keyId.length > MAX_KMS_KEY_ID_LENGTH || /\s/.test(keyId)) {
+  if (keyId.length > MAX_KMS_KEY_ID_LENGTH || !KMS_KEY_ID_RE.test(keyId)) {
     issues.push({
       path: 'kmsKeyId',
-      message: `kmsKeyId is a key id, ARN or alias: no spaces, at most ${MAX_KMS_KEY_ID_LENGTH} characters.`,
+      message: `kmsKeyId is a key id, ARN or alias: letters, digits and : / _ - only, at most ${MAX_KMS_KEY_ID_LENGTH} characters.`,
     });
   }
   return keyId === '' ? { serverSideEncryption } : { serverSideEncryption, kmsKeyId: keyId };
@@ -307,9 +314,22 @@ export function unknownFields(body: object, known: readonly string[]): InputIssu
     }));
 }
 
+/**
+ * Characters a name may not hold: control characters (Cc: NUL, ESC, CR, LF, DEL, C1) and the bidirectional
+ * marks and overrides (U+200E-F, U+202A-E, U+2066-9). Printed by a terminal or a table they forge lines,
+ * colours, titles or the order of the text around them.
+ */
+export const UNSAFE_NAME_CHARACTERS = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069]/u;
+
 function checkName(raw: string, issues: InputIssue[]): string {
   const name = raw.trim();
   if (name === '') issues.push({ path: 'name', message: 'Name must not be empty.' });
+  else if (UNSAFE_NAME_CHARACTERS.test(name)) {
+    issues.push({
+      path: 'name',
+      message: 'Name must not contain control characters or bidirectional marks and overrides.',
+    });
+  }
   return name;
 }
 
@@ -449,10 +469,10 @@ function checkCredentials(
   const id = accessKeyId.trim();
   const secret = secretAccessKey.trim();
   if (id === '') issues.push({ path: 'accessKeyId', message: 'Access key ID must not be empty.' });
-  else if (id.length > MAX_ACCESS_KEY_ID_LENGTH || /\s/.test(id)) {
+  else if (id.length > MAX_ACCESS_KEY_ID_LENGTH || !ACCESS_KEY_ID_RE.test(id)) {
     issues.push({
       path: 'accessKeyId',
-      message: `Access key ID has no spaces and at most ${MAX_ACCESS_KEY_ID_LENGTH} characters.`,
+      message: `Access key ID is letters, digits and . _ + = - only, at most ${MAX_ACCESS_KEY_ID_LENGTH} characters.`,
     });
   }
   if (secret === '')

@@ -16,7 +16,7 @@ import {
   withClient,
   withCommonOptions,
 } from './data-exports.js';
-import { formatBytes, formatCount, table } from './format.js';
+import { formatBytes, formatCount, table, terminalSafe } from './format.js';
 
 /** `[#####-----]  50%`: windows done of total, all datasets together. */
 export function progressBar(backfill: BackfillView, width = 20): string {
@@ -72,7 +72,7 @@ export async function watchBackfill(
     const { backfill } = await client.backfill(id, backfillId);
     const text = backfillLines(backfill).join('\n');
     if (text !== shown) {
-      for (const line of backfillLines(backfill)) context.out(line);
+      for (const line of backfillLines(backfill)) context.out(terminalSafe(line));
       shown = text;
     }
     if (backfill.status !== 'queued' && backfill.status !== 'running') return backfill;

@@ -17,7 +17,15 @@ import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClien
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
 import { backfillCommand } from './backfills.js';
 import { type CliContext, ExitError, UsageError } from './context.js';
-import { dataExportBlock, dataExportsTable, errorLines, runProgressLines, runsTable } from './format.js';
+import {
+  dataExportBlock,
+  dataExportsTable,
+  errorLines,
+  runProgressLines,
+  runsTable,
+  terminalJson,
+  terminalSafe,
+} from './format.js';
 import { promptSecret, readSecretFromStream } from './secret.js';
 
 /** A location or configuration field settable from the command line: the API's name and the option's. */
@@ -183,17 +191,17 @@ export async function withClient<T>(
     const connection = resolveConnection(options, context.env, context.localJsonFile);
     const client = new DataExportsClient(connection, context.fetch);
     const result = await act(client);
-    if (options.json) context.out(JSON.stringify(result, null, 2));
-    else for (const line of print(result)) context.out(line);
+    if (options.json) context.out(terminalJson(result));
+    else for (const line of print(result)) context.out(terminalSafe(line));
   } catch (error) {
     if (error instanceof ApiError) {
-      if (options.json) context.out(JSON.stringify(error.body, null, 2));
+      if (options.json) context.out(terminalJson(error.body));
       else {
         const issues = error.issues.map((issue) => {
           const option = optionForField(issue.path);
           return option ? { ...issue, path: `${issue.path} (${option})` } : issue;
         });
-        for (const line of errorLines(error.message, issues)) context.err(line);
+        for (const line of errorLines(error.message, issues)) context.err(terminalSafe(line));
       }
       throw new ExitError(1);
     }
@@ -241,7 +249,7 @@ export async function watchRun(
       const lines = runProgressLines(run);
       const text = lines.join('\n');
       if (text !== shown) {
-        for (const line of lines) context.out(line);
+        for (const line of lines) context.out(terminalSafe(line));
         shown = text;
       }
       if (run.status !== 'running') return run;

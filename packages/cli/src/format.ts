@@ -4,8 +4,29 @@
  */
 import type { ApiIssue, DataExportRunView, DataExportView } from './api-client.js';
 
+/**
+ * What a terminal must never receive raw from API data: control characters (C0, DEL, C1: line breaks,
+ * escape sequences, terminal titles) and the bidirectional marks, overrides and isolates.
+ */
+const TERMINAL_UNSAFE = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu;
+/** The same, less the line breaks and control characters `JSON.stringify` escapes itself. */
+const JSON_TERMINAL_UNSAFE = /[\u007F-\u009F\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+const escapeChar = (char: string) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`;
+
+/** One line safe to print: every unsafe character shown as `\uXXXX` (the API refuses them in new names). */
+export function terminalSafe(line: string): string {
+  return line.replace(TERMINAL_UNSAFE, escapeChar);
+}
+
+/** `--json` output safe to print: the same JSON value, unsafe characters written as `\uXXXX` escapes. */
+export function terminalJson(value: unknown): string {
+  return JSON.stringify(value, null, 2).replace(JSON_TERMINAL_UNSAFE, escapeChar);
+}
+
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string[] {
+export function table(headers: readonly string[], input: readonly (readonly string[])[]): string[] {
+  const rows = input.map((row) => row.map(terminalSafe));
   const widths = headers.map((header, column) =>
     Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
   );

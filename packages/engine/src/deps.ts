@@ -24,8 +24,17 @@ export type BucketWriterFactory = (
   credentials: BucketCredentials,
 ) => ClosableBucketWriter;
 
-/** The opener of sealed secrets (the writer is the only part that decrypts). */
-export type SecretOpener = Pick<SecretSealer, 'open'>;
+/**
+ * The opener of sealed secrets (the writer is the only part that decrypts). The writer passes the run's
+ * `configVersion`, so an opener that keeps secrets (`CachedSecretOpener`) keys them by it.
+ */
+export interface SecretOpener {
+  open(
+    sealed: Parameters<SecretSealer['open']>[0],
+    context: Parameters<SecretSealer['open']>[1],
+    version?: { configVersion: number },
+  ): Promise<string>;
+}
 
 /** The engine's settings (run-control reads them from its configuration). */
 export interface EngineSettings {

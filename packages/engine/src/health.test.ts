@@ -172,6 +172,22 @@ describe('destination failing and recovered notices, on DynamoDB Local and the l
     expect(eventsOf(destination)).toHaveLength(2);
   });
 
+  it('announces failing for a store whose answer no rule recognises (BucketUnknownError), a destination failure', async () => {
+    // Prepare
+    const destination = await createDestination();
+    const odd = caught('BucketUnknownError', 'Writing to "customer-bucket" failed (HTTP 418): teapot');
+
+    // Act
+    await recordFailure({ workspaceId, destinationId: destination.id, error: odd }, deps());
+
+    // Assess
+    expect(
+      eventsOf(destination).map((event) => [event.detailType, (event.detail as { reason?: string }).reason]),
+    ).toEqual([[NOTICE_DETAIL_TYPES.failing, 'unknown']]);
+    const read = await controlStore.getDestination(workspaceId, destination.id);
+    expect(read?.failing).toEqual({ since: new Date(NOW).toISOString(), reason: 'unknown' });
+  });
+
   it('decides the transition once, and publishes it once, when failures are recorded at the same moment', async () => {
     // Prepare: a bus that answers only once the other writers have finished (or a second notice is sent),
     // so the notice is in flight while they record theirs

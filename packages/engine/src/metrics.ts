@@ -110,14 +110,16 @@ export type FailureCause = 'destination' | 'sluice';
 /**
  * Error names of failures the customer causes and fixes: every permanent error (no bucket, access denied,
  * wrong region, unknown key, a secret to re-enter, a bad location) and the customer's store being unreachable,
- * throttling or failing after the retries. The rest (the database, KMS, timeouts, anything unclassified,
- * including a bucket error nobody recognised) is Sluice's.
+ * throttling, failing or answering in a way no rule recognises (`BucketUnknownError`: an odd store is the
+ * customer's to fix, so it sends a `failing` notice and pages nobody) after the retries. The rest (the
+ * database, KMS, timeouts, anything unclassified outside the bucket) is Sluice's.
  */
 export const DESTINATION_FAILURE_NAMES: readonly string[] = [
   ...PERMANENT_ERROR_NAMES,
   BUCKET_ERROR_NAMES.endpoint_unreachable,
   BUCKET_ERROR_NAMES.throttled,
   BUCKET_ERROR_NAMES.server_error,
+  BUCKET_ERROR_NAMES.unknown,
 ];
 
 /** The cause of a failed run, from the error name Step Functions caught. */

@@ -180,7 +180,11 @@ export async function writeWindow(
     if (reason !== undefined || destination === undefined) return stopped(result, reason ?? 'deleted');
 
     const credentials = await destinationCredentials(destination, (secret) =>
-      deps.sealer.open(secret, { workspaceId: run.workspaceId, destinationId: run.destinationId }),
+      deps.sealer.open(
+        secret,
+        { workspaceId: run.workspaceId, destinationId: run.destinationId },
+        { configVersion: run.configVersion },
+      ),
     );
     const bucket = deps.bucketWriterFactory(locationOf(destination), credentials);
     writer = bucket;

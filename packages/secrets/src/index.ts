@@ -1,1 +1,2 @@
 export * from './sealer.js';
+export * from './cache.js';
