@@ -35,3 +35,42 @@ describe('startApiServer connections', () => {
     expect(failures).toEqual([]);
   }, 60_000);
 });
+
+describe("npm start's API", () => {
+  it('creates an export to the local bucket without a lifecycle warning, which could not apply to it', async () => {
+    // Prepare: the local runtime's own handlers, over the global setup's tables and bucket
+    const { ControlStore } = await import('@sluice/control');
+    const store = new ControlStore({ tableName: process.env.SLUICE_CONTROL_TABLE as string });
+    const workspaceId = `ws_adapter${Date.now()}`;
+    await store.ensureWorkspace(workspaceId, 'Adapter test');
+    const { apiKey } = await store.createApiKey({ workspaceId, role: 'owner' });
+    const server = await startApiServer();
+    // Act
+    let response: Response;
+    try {
+      response = await fetch(`${server.url}/v1/data-exports`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'Local bucket',
+          provider: 's3',
+          bucket: 'local-exports',
+          endpoint: process.env.SLUICE_LOCAL_S3_ENDPOINT,
+          region: 'us-east-1',
+          pathPrefix: `adapter/${workspaceId}`,
+          accessKeyId: 'S3RVER',
+          secretAccessKey: 'S3RVER',
+          datasets: ['email_events'],
+          frequency: 'every_5_minutes',
+        }),
+      });
+    } finally {
+      await server.close();
+    }
+    // Assess
+    const body = (await response.json()) as { success: boolean; warnings?: unknown };
+    expect(response.status).toBe(201);
+    expect(body.success).toBe(true);
+    expect(body.warnings).toBeUndefined();
+  });
+});
