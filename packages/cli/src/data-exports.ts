@@ -16,7 +16,14 @@ import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClien
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
 import { backfillCommand } from './backfills.js';
 import { type CliContext, ExitError, UsageError } from './context.js';
-import { dataExportBlock, dataExportsTable, errorLines, runProgressLines, runsTable } from './format.js';
+import {
+  dataExportBlock,
+  dataExportsTable,
+  errorLines,
+  firstFilesLines,
+  runProgressLines,
+  runsTable,
+} from './format.js';
 import { promptSecret, readSecretFromStream } from './secret.js';
 
 /** A location or configuration field settable from the command line: the API's name and the option's. */
@@ -278,6 +285,7 @@ export function dataExportsCommand(context: CliContext): Command {
         (client) => client.create(body),
         (result) => [
           `Created ${result.dataExport.id}; its first run is queued.`,
+          ...firstFilesLines(result.dataExport),
           '',
           ...dataExportBlock(result.dataExport),
         ],

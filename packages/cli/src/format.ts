@@ -82,7 +82,7 @@ export function dataExportBlock(view: DataExportView): string[] {
     ['frequency', view.frequency],
     ['format', `${view.format} (${view.compression})`],
     ['start from', view.startFrom],
-    ['next run', view.nextRunAt ?? '-'],
+    ['next run', nextRunOf(view)],
     ['last run', view.lastRunAt ?? '-'],
     ['last success', view.lastSuccessAt ?? '-'],
     ['rows exported', formatCount(view.totalRowsExported)],
@@ -96,6 +96,25 @@ export function dataExportBlock(view: DataExportView): string[] {
       ['DATASET', 'EXPORTED THROUGH'],
       view.datasets.map((dataset) => [dataset, view.exportedThrough[dataset] ?? 'not yet']),
     ),
+  ];
+}
+
+/** `2026-12-04T19:05:00.000Z`, `- (paused)` for a paused export (it has no next run), `-` without one. */
+export function nextRunOf(view: DataExportView): string {
+  if (!view.isEnabled) return '- (paused)';
+  return view.nextRunAt ?? '-';
+}
+
+/**
+ * What `data-exports create` says of the first files: when the first run is queued for (the scheduler starts
+ * it within a minute of then), where its files go, and what waits for the next run.
+ */
+export function firstFilesLines(view: DataExportView): string[] {
+  if (!view.isEnabled || !view.nextRunAt) return [];
+  return [
+    `First files: its first run is queued for ${view.nextRunAt} and starts within a minute; it writes every dataset ` +
+      `(rows recorded from ${view.startFrom} up to a few minutes before it) to ${bucketOf(view)}; later runs: ` +
+      `${view.frequency}.`,
   ];
 }
 
