@@ -1,6 +1,6 @@
 import type { DataExportView } from '@sluice/api';
 import { describe, expect, it } from 'vitest';
-import { dataExportBlock, firstFilesLines } from './format.js';
+import { dataExportBlock, firstFilesLines, formatBytes } from './format.js';
 
 const view: DataExportView = {
   id: 'exp_1',
@@ -55,5 +55,16 @@ describe('firstFilesLines', () => {
         's3://local-exports/sluice; later runs: every_5_minutes.',
     ]);
     expect(firstFilesLines({ ...view, isEnabled: false })).toEqual([]);
+  });
+});
+
+describe('formatBytes', () => {
+  it('names powers of 1024 KiB, MiB, GiB, as npm start does', () => {
+    expect([512, 1536, 5 * 1024 ** 2, 1.25 * 1024 ** 3].map(formatBytes)).toEqual([
+      '512 B',
+      '1.5 KiB',
+      '5.0 MiB',
+      '1.3 GiB',
+    ]);
   });
 });
