@@ -19,6 +19,8 @@ export interface LocalOnlyOptions {
   allowedEndpoints?: ReadonlySet<string>;
   /** False where no AWS STS can be reached: role destinations fail with a message saying so. @default true */
   assumeRoles?: boolean;
+  /** Origins whose buckets are not checked for a lifecycle rule (the local bucket). @default none */
+  withoutLifecycleCheck?: ReadonlySet<string>;
 }
 
 /** The API function's handler over the configured stores. */
@@ -43,6 +45,7 @@ export function createApiFunction(
     recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,
     ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
     ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+    ...(options.withoutLifecycleCheck ? { withoutLifecycleCheck: options.withoutLifecycleCheck } : {}),
   });
   // The API's own middy chain (`createApiHandler`) carries the Lambda context, the body parser and the error handler.
   return (event, context) => api(event, context);

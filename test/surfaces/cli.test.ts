@@ -155,7 +155,7 @@ describe('sluice data-exports against the local API', () => {
     const lines = runs.out.split('\n');
     expect(lines[0]).toMatch(/^RUN +STARTED +STATUS +TRIGGER +ROWS +FILES +BYTES +ERROR$/);
     expect(lines[1]).toMatch(/^run_new .* failed +manual +0 +0 +0 B +Access denied to bucket local-exports$/);
-    expect(lines[2]).toMatch(/^run_old .* succeeded +manual +1,500 +2 +2\.0 KB$/);
+    expect(lines[2]).toMatch(/^run_old .* succeeded +manual +1,500 +2 +2\.0 KiB$/);
     const limited = await dataExports(['runs', id, '--limit', '1', '--json']);
     expect(JSON.parse(limited.out).runs.map((r: { id: string }) => r.id)).toEqual(['run_new']);
     const firstPage = await dataExports(['runs', id, '--limit', '1']);
@@ -201,15 +201,14 @@ describe('sluice data-exports against the local API', () => {
     // Assess
     expect(invalid.code).toBe(1);
     expect(invalid.out).toBe('');
-    expect(invalid.err).toMatch(/^Error: /);
-    expect(invalid.err).toMatch(/^ {2}bucket \(--bucket\): Bucket name, not a URL/m);
-    expect(invalid.err).toMatch(
-      /^ {2}pathPrefix \(--path-prefix\): Path prefix cannot contain empty segments/m,
-    );
+    expect(invalid.err).toMatch(/^Error: 2 values were refused:$/m);
+    expect(invalid.err).toMatch(/^ {2}--bucket: Bucket name, not a URL/m);
+    expect(invalid.err).toMatch(/^ {2}--path-prefix: Path prefix cannot contain empty segments/m);
+    // Each issue once: the API's summary of them is not printed beside them.
+    expect(invalid.err.split('Bucket name, not a URL')).toHaveLength(2);
+    expect(invalid.err.split('\n')).toHaveLength(3);
     expect(unknownDataset.code).toBe(1);
-    expect(unknownDataset.err).toMatch(
-      /^ {2}datasets\[1\] \(--datasets\): Unknown value "page_views"\. Allowed: /m,
-    );
+    expect(unknownDataset.err).toMatch(/^ {2}--datasets: Unknown value "page_views"\. Allowed: /m);
     expect(asJson.code).toBe(1);
     expect(JSON.parse(asJson.out)).toMatchObject({
       success: false,
@@ -285,7 +284,12 @@ describe('sluice data-exports against the local API', () => {
 
     // Assess
     expect(watched.code).toBe(0);
-    const blocks = watched.out.split(/\n(?=run_live )/);
+    // the history first (the runs table), then a blank line, then the live blocks
+    const historyEnd = watched.out.indexOf('\n\n');
+    const history = watched.out.slice(0, historyEnd).split('\n');
+    expect(history[0]).toMatch(/^RUN +STARTED +STATUS/);
+    expect(history[1]).toMatch(/^run_live +\S+ +running /);
+    const blocks = watched.out.slice(historyEnd + 2).split(/\n(?=run_live )/);
     // a block per change, not per poll
     expect(polls).toBe(6);
     expect(blocks.map((block) => block.split('\n')[0])).toEqual([
@@ -293,9 +297,9 @@ describe('sluice data-exports against the local API', () => {
       'run_live running',
       expect.stringMatching(/^run_live succeeded at \d{4}-/),
     ]);
-    expect(blocks[1]).toMatch(/^ {2}email_events +1,200 rows +1 files +58\.6 KB$/m);
-    expect(blocks[2]).toMatch(/^ {2}sms_events +2,500 rows +1 files +122\.1 KB$/m);
-    expect(blocks[2]).toMatch(/^ {2}total +5,000 rows +2 files +244\.1 KB$/m);
+    expect(blocks[1]).toMatch(/^ {2}email_events +1,200 rows +1 files +58\.6 KiB$/m);
+    expect(blocks[2]).toMatch(/^ {2}sms_events +2,500 rows +1 files +122\.1 KiB$/m);
+    expect(blocks[2]).toMatch(/^ {2}total +5,000 rows +2 files +244\.1 KiB$/m);
   });
 
   it('reads the connection from SLUICE_API_URL and SLUICE_API_KEY through `npm run sluice`, and exits 1 on a refused key', async () => {
@@ -369,7 +373,9 @@ describe('sluice data-exports against the local API', () => {
     expect(got.out).toContain(`${backfillId}  queued`);
     expect(cancelled.out).toContain(`Backfill ${backfillId} cancelled.`);
     expect(tooLong.code).toBe(1);
-    expect(tooLong.err).toContain('at most 7 days');
+    expect(tooLong.err).toMatch(
+      /^ {2}--to: A backfill covers at most 7 days; split a longer range, or send --from earliest\.$/m,
+    );
   });
 
   it('refuses a malformed id with a usage error (exit 2) before any request: backfill cancel <id> .. leaves the export', async () => {

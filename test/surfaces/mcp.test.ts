@@ -3,6 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
+import { putRunRecord } from '../helpers/seed-runs.js';
 import {
   type ContractHarness,
   startContractHarness,
@@ -214,6 +215,57 @@ describe('sluice mcp over stdio, against the local API', () => {
     expect(cancelled.backfill.status).toBe('cancelled');
     expect(tooLong.isError).toBe(true);
     expect((tooLong.content[0] as { text: string }).text).toMatch(/- to: A backfill covers at most 7 days/);
+  });
+
+  it('gives instructions, a description for every input field, and structured results with ISO times beside epoch ms', async () => {
+    // Prepare: an export with a run whose stats carry epoch milliseconds
+    const created = apiJson(await callTool('create_data_export', harness.createBody())) as {
+      dataExport: { id: string };
+    };
+    const id = created.dataExport.id;
+    const fromMs = Date.parse('2026-12-04T18:00:00.000Z');
+    await putRunRecord(ws.workspaceId, id, {
+      id: 'run_mcp',
+      status: 'succeeded',
+      rowCount: 10,
+      stats: { email_events: { rows: 10, files: 1, bytes: 100, fromMs, toMs: fromMs + 300_000 } },
+    });
+
+    // Act
+    const instructions = client.getInstructions();
+    const { tools } = await client.listTools();
+    const runs = await callTool('list_data_export_runs', { id });
+
+    // Assess
+    expect(instructions).toMatch(/^Sluice exports/);
+    expect(instructions).toContain('Never ask the user for a bucket secret');
+    const undescribed = tools.flatMap((tool) =>
+      Object.entries(tool.inputSchema.properties ?? {}).flatMap(([field, schema]) =>
+        (schema as { description?: string }).description ? [] : [`${tool.name}.${field}`],
+      ),
+    );
+    expect(undescribed).toEqual([]);
+    const backfill = tools.find((tool) => tool.name === 'create_backfill')!;
+    expect(backfill.inputSchema.properties?.from).toMatchObject({
+      description: expect.stringContaining('"earliest" for the whole history'),
+    });
+    expect(runs.structuredContent).toEqual(apiJson(runs));
+    expect(apiJson(runs)).toMatchObject({
+      runs: [
+        {
+          id: 'run_mcp',
+          stats: {
+            email_events: {
+              fromMs,
+              from: '2026-12-04T18:00:00.000Z',
+              toMs: fromMs + 300_000,
+              to: '2026-12-04T18:05:00.000Z',
+            },
+          },
+        },
+      ],
+    });
+    await callTool('delete_data_export', { id });
   });
 
   it('refuses a malformed id before any request: cancel_backfill {id, backfillId: ".."} leaves the export', async () => {

@@ -327,6 +327,11 @@ export interface ApiHandlerOptions {
    */
   allowedEndpoints?: ReadonlySet<string>;
   /**
+   * Origins whose buckets the connection test does not check for a lifecycle rule. Only the local runtime passes
+   * one (its own bucket, where the warning could not apply). @default none
+   */
+  withoutLifecycleCheck?: ReadonlySet<string>;
+  /**
    * Sluice's own AWS account id (12 digits; the stack's account, `SLUICE_ACCOUNT_ID`): a `roleArn` in it is
    * refused with 400 `invalid_input`. @default none: no account refused (unit tests only)
    */
@@ -426,6 +431,7 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
         ...endpointPolicy,
         deadlineMs,
         ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+        ...(options.withoutLifecycleCheck ? { withoutLifecycleCheck: options.withoutLifecycleCheck } : {}),
       }),
     endpointPolicy,
     ...(options.ownAccountId === undefined ? {} : { ownAccountId: options.ownAccountId }),

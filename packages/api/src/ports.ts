@@ -151,6 +151,8 @@ export type ConnectionTester = (
     allowedEndpoints?: ReadonlySet<string>;
     /** False where no AWS STS can be reached (the local runtime). @default true */
     assumeRoles?: boolean;
+    /** Origins whose buckets are not checked for a lifecycle rule (the local bucket). @default none */
+    withoutLifecycleCheck?: ReadonlySet<string>;
   },
 ) => Promise<ConnectionTestOutcome | undefined>;
 

@@ -21,6 +21,7 @@ import {
   dataExportBlock,
   dataExportsTable,
   errorLines,
+  firstFilesLines,
   runProgressLines,
   runsTable,
   terminalJson,
@@ -134,6 +135,8 @@ const SECRET_STDIN_FLAG = '--secret-access-key-stdin';
 export function optionForField(path: string): string | undefined {
   const field = path.split(/[.[]/)[0] ?? '';
   if (field === 'secretAccessKey') return SECRET_STDIN_FLAG;
+  // The range of `backfill create`.
+  if (field === 'from' || field === 'to') return `--${field}`;
   const option = CREATE_FIELDS.find((candidate) => candidate.field === field);
   return option?.flags.split(' ')[0];
 }
@@ -199,7 +202,7 @@ export async function withClient<T>(
       else {
         const issues = error.issues.map((issue) => {
           const option = optionForField(issue.path);
-          return option ? { ...issue, path: `${issue.path} (${option})` } : issue;
+          return option ? { ...issue, option } : issue;
         });
         for (const line of errorLines(error.message, issues)) context.err(terminalSafe(line));
       }
@@ -311,6 +314,7 @@ export function dataExportsCommand(context: CliContext): Command {
         (client) => client.create(body),
         (result) => [
           `Created ${result.dataExport.id}; its first run is queued.`,
+          ...firstFilesLines(result.dataExport),
           '',
           ...dataExportBlock(result.dataExport),
         ],
@@ -422,7 +426,7 @@ export function dataExportsCommand(context: CliContext): Command {
       .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
       .option('--limit <n>', 'at most this many runs (1-100)')
       .option('--next-token <token>', 'the page after the one that printed this token')
-      .option('--watch', 'follow the running (or next) run live, a line per dataset')
+      .option('--watch', 'show the history, then follow the running (or next) run live, a line per dataset')
       .option('--interval <seconds>', 'seconds between polls with --watch', '2'),
   ).action(
     async (
@@ -431,7 +435,18 @@ export function dataExportsCommand(context: CliContext): Command {
     ) => {
       const intervalMs = parseInterval(options.interval);
       const limit = options.limit === undefined ? undefined : parseLimit(options.limit);
-      if (options.watch) return followRun(context, options, id, { intervalMs });
+      if (options.watch) {
+        // The history first, as `runs` prints it, then the live run below it.
+        if (!options.json) {
+          await withClient(
+            context,
+            options,
+            (client) => client.runs(id, limit),
+            (result) => [...runsTable(result.runs), ''],
+          );
+        }
+        return followRun(context, options, id, { intervalMs });
+      }
       const more = (token: string) =>
         `More: sluice data-exports runs ${id}${limit ? ` --limit ${limit}` : ''} --next-token ${token}`;
       await withClient(

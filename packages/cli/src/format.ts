@@ -43,9 +43,12 @@ export function formatCount(value: number): string {
   return value.toLocaleString('en-US');
 }
 
-/** `512 B`, `88.1 KB`, `1.2 GB` (powers of 1024). */
+/**
+ * `512 B`, `88.1 KiB`, `1.2 GiB`: powers of 1024 with their own names, the unit `npm start`'s run lines and the
+ * bucket errors use too.
+ */
 export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
@@ -114,7 +117,7 @@ export function dataExportBlock(view: DataExportView): string[] {
     ['layout', view.layout ?? 'date'],
     ['schedule', scheduleText(view.schedule)],
     ['start from', view.startFrom],
-    ['next run', view.nextRunAt ?? '-'],
+    ['next run', nextRunOf(view)],
     ['last run', view.lastRunAt ?? '-'],
     ['last success', view.lastSuccessAt ?? '-'],
     ['rows exported', formatCount(view.totalRowsExported)],
@@ -128,6 +131,25 @@ export function dataExportBlock(view: DataExportView): string[] {
       ['DATASET', 'EXPORTED THROUGH'],
       view.datasets.map((dataset) => [dataset, view.exportedThrough[dataset] ?? 'not yet']),
     ),
+  ];
+}
+
+/** `2026-12-04T19:05:00.000Z`, `- (paused)` for a paused export (it has no next run), `-` without one. */
+export function nextRunOf(view: DataExportView): string {
+  if (!view.isEnabled) return '- (paused)';
+  return view.nextRunAt ?? '-';
+}
+
+/**
+ * What `data-exports create` says of the first files: when the first run is queued for (the scheduler starts
+ * it within a minute of then), where its files go, and what waits for the next run.
+ */
+export function firstFilesLines(view: DataExportView): string[] {
+  if (!view.isEnabled || !view.nextRunAt) return [];
+  return [
+    `First files: its first run is queued for ${view.nextRunAt} and starts within a minute; it writes every dataset ` +
+      `(rows recorded from ${view.startFrom} up to a few minutes before it) to ${bucketOf(view)}; later runs: ` +
+      `${view.frequency}.`,
   ];
 }
 
@@ -170,15 +192,29 @@ export function runProgressLines(run: DataExportRunView): string[] {
   return [header, ...table(['', '', '', ''], rows).slice(1)];
 }
 
-/** An API error as printed: its message, then one line per field issue. */
-export function errorLines(message: string, issues: readonly ApiIssue[]): string[] {
-  const lines = [`Error: ${message}`];
+/** A field issue as the CLI prints it: `option` is the command's option that sets the field, when one does. */
+export interface CliIssue extends ApiIssue {
+  option?: string;
+}
+
+/**
+ * An API error as printed: its message alone; or, when it lists field issues (its message then only sums them
+ * up), one line per issue, named by its option (`--bucket`) when it has one, else by its API field. The API's
+ * wording of a body (`"from": "earliest"`) is said as the option (`--from earliest`).
+ */
+export function errorLines(message: string, issues: readonly CliIssue[]): string[] {
+  if (issues.length === 0) return [`Error: ${message}`];
+  const lines = [`Error: ${issues.length === 1 ? 'a value was' : `${issues.length} values were`} refused:`];
   for (const issue of issues) {
     const allowed =
       issue.allowedValues && issue.allowedValues.length > 0 && !issue.message.includes('Allowed:')
         ? ` (allowed: ${issue.allowedValues.join(', ')})`
         : '';
-    lines.push(`  ${issue.path === '' ? '(body)' : issue.path}: ${issue.message}${allowed}`);
+    const name = issue.option ?? (issue.path === '' ? '(body)' : issue.path);
+    const text = issue.option
+      ? issue.message.replaceAll('"from": "earliest"', '--from earliest')
+      : issue.message;
+    lines.push(`  ${name}: ${text}${allowed}`);
   }
   return lines;
 }

@@ -2,7 +2,9 @@
  * `sluice mcp`: an MCP server on stdio, one tool per operation of the Data Exports API. Tool input schemas are
  * the zod schemas the API validates request bodies with (stage 1 of `@sluice/api` validation), plus `id`;
  * descriptions are the operations' own in the OpenAPI document. Every tool calls the HTTP API: results are
- * the API's JSON, API errors come back as tool errors (`isError`) with the message and each field issue.
+ * the API's JSON (as text and as structured content, with ISO times beside epoch milliseconds), API errors come
+ * back as tool errors (`isError`) with the message and each field issue. Every input field has a description
+ * (the OpenAPI document's), and the server gives instructions ({@link MCP_INSTRUCTIONS}).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -40,9 +42,95 @@ const idShape = {
     .describe('The data export id, such as exp_0123456789abcdef01234567'),
 };
 
-/** What a tool returns for an API answer. */
+/** What the server tells a model about its tools, once, when it connects. */
+export const MCP_INSTRUCTIONS = [
+  "Sluice exports a messaging platform's data (email_events, sms_events, custom_events, and a daily subscribers",
+  "snapshot) into the user's own bucket (Amazon S3, Google Cloud Storage, S3-compatible) as files in date= folders.",
+  'Start with list_data_exports. create_data_export tests the bucket first (a failure is a tool error saying what',
+  'to fix) and queues the first run at once; runs then follow the frequency. Never ask the user for a bucket',
+  'secret in the conversation: secrets belong in the CLI (standard input) or the console. Results are the',
+  "API's JSON, also as structured content; times are ISO 8601 UTC, and each epoch-millisecond field (fromMs)",
+  'has its ISO time beside it (from). An export with failing set needs the user to fix their bucket; status and',
+  'lastError say why. Backfills export a past range again (at most 7 days, or from "earliest" for the whole',
+  'history). Deleting an export keeps its files.',
+].join(' ');
+
+/** Epoch milliseconds from 2001 on: a time, not a duration. */
+const EPOCH_MS_FROM = Date.parse('2001-01-01T00:00:00Z');
+
+/**
+ * The API's JSON with, beside each epoch-millisecond field (`fromMs`, `toMs` of a run's stats), its ISO 8601
+ * time under the name without `Ms` (`from`), unless that name is taken. Durations (`durationMs`) stay as they are.
+ */
+export function withIsoTimes(json: unknown): unknown {
+  if (Array.isArray(json)) return json.map(withIsoTimes);
+  if (json === null || typeof json !== 'object') return json;
+  const result: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(json)) {
+    result[key] = withIsoTimes(value);
+    const name = key.endsWith('Ms') ? key.slice(0, -2) : '';
+    if (name && typeof value === 'number' && value >= EPOCH_MS_FROM && !(name in json))
+      result[name] = new Date(value).toISOString();
+  }
+  return result;
+}
+
+/** What a tool returns for an API answer: the JSON as text, and as structured content. */
 function apiResult(json: unknown): CallToolResult {
-  return { content: [{ type: 'text', text: JSON.stringify(json, null, 2) }] };
+  const shown = withIsoTimes(json);
+  return {
+    content: [{ type: 'text', text: JSON.stringify(shown, null, 2) }],
+    ...(shown !== null && typeof shown === 'object' && !Array.isArray(shown)
+      ? { structuredContent: shown as Record<string, unknown> }
+      : {}),
+  };
+}
+
+/** The descriptions of the request body's fields of an operation, from the OpenAPI document. */
+function requestFieldDescriptions(operationId: string): Record<string, string> {
+  for (const pathItem of Object.values(openapiDocument.paths as Record<string, Record<string, unknown>>)) {
+    for (const operation of Object.values(pathItem) as Record<string, unknown>[]) {
+      if (operation.operationId !== operationId) continue;
+      const body = operation.requestBody as
+        | { content?: Record<string, { schema?: { properties?: Record<string, { description?: string }> } }> }
+        | undefined;
+      const properties = body?.content?.['application/json']?.schema?.properties ?? {};
+      return Object.fromEntries(
+        Object.entries(properties).flatMap(([name, property]) =>
+          property.description ? [[name, property.description]] : [],
+        ),
+      );
+    }
+  }
+  throw new Error(`No operation ${operationId} in the OpenAPI document`);
+}
+
+/** What the OpenAPI document leaves undescribed (its constraints say enough to a person reading it). */
+const FIELD_DESCRIPTIONS: Record<string, string> = {
+  name: 'A name for the export, shown in lists (at most 255 characters).',
+  isEnabled: 'false pauses the export (no scheduled runs), true resumes it.',
+  datasets:
+    'What to export: email_events, sms_events, custom_events (events, in windows of the frequency) and ' +
+    'subscribers (a snapshot per UTC day).',
+  frequency:
+    'How often it runs: every_5_minutes, every_15_minutes, hourly or daily; also the size of its event windows.',
+};
+
+/**
+ * The zod shape of a request body with a description on each field: its own, else the OpenAPI document's for
+ * the operations (the first that describes it), else {@link FIELD_DESCRIPTIONS}.
+ */
+export function describedShape<T extends z.ZodRawShape>(shape: T, ...operationIds: string[]): T {
+  const documented = Object.assign(
+    {},
+    ...operationIds.toReversed().map((operationId) => requestFieldDescriptions(operationId)),
+  ) as Record<string, string>;
+  return Object.fromEntries(
+    Object.entries(shape as unknown as Record<string, z.ZodType>).map(([name, field]) => {
+      const description = documented[name] ?? FIELD_DESCRIPTIONS[name];
+      return [name, field.description || !description ? field : field.describe(description)];
+    }),
+  ) as unknown as T;
 }
 
 /** A tool error: a line for the message, one per field issue, then the API's error JSON. */
@@ -77,7 +165,7 @@ const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false,
 
 /** The MCP server with the data export and backfill tools, each calling the API through `client`. */
 export function createMcpServer(client: DataExportsClient): McpServer {
-  const server = new McpServer({ name: 'sluice', version: VERSION });
+  const server = new McpServer({ name: 'sluice', version: VERSION }, { instructions: MCP_INSTRUCTIONS });
 
   server.registerTool(
     'list_data_exports',
@@ -93,7 +181,7 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     {
       title: 'Create data export',
       description: operationDescription('createDataExport'),
-      inputSchema: createRequestSchema,
+      inputSchema: createRequestSchema.extend(describedShape(createRequestSchema.shape, 'createDataExport')),
       annotations: {
         readOnlyHint: false,
         destructiveHint: false,
@@ -118,7 +206,10 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     {
       title: 'Update data export',
       description: `${operationDescription('updateDataExport')} Replaces the fields sent; isEnabled false pauses.`,
-      inputSchema: z.looseObject({ ...idShape, ...updateRequestSchema.shape }),
+      inputSchema: z.looseObject({
+        ...idShape,
+        ...describedShape(updateRequestSchema.shape, 'updateDataExport', 'createDataExport'),
+      }),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
     ({ id, ...body }) => call(() => client.update(id, body)),
@@ -195,7 +286,10 @@ function registerBackfillTools(server: McpServer, client: DataExportsClient): vo
     {
       title: 'Create backfill',
       description: operationDescription('createBackfill'),
-      inputSchema: z.looseObject({ ...idShape, ...createBackfillRequestSchema.shape }),
+      inputSchema: z.looseObject({
+        ...idShape,
+        ...describedShape(createBackfillRequestSchema.shape, 'createBackfill'),
+      }),
       annotations: {
         readOnlyHint: false,
         destructiveHint: false,
@@ -212,7 +306,13 @@ function registerBackfillTools(server: McpServer, client: DataExportsClient): vo
       description: operationDescription('listBackfills'),
       inputSchema: {
         ...idShape,
-        limit: z.number().int().min(RUNS_LIMIT.min).max(RUNS_LIMIT.max).optional(),
+        limit: z
+          .number()
+          .int()
+          .min(RUNS_LIMIT.min)
+          .max(RUNS_LIMIT.max)
+          .optional()
+          .describe(`At most this many backfills (default ${RUNS_LIMIT.default})`),
         nextToken: z.string().optional().describe('The nextToken of the previous page'),
       },
       annotations: READ_ONLY,

@@ -121,7 +121,7 @@ describe('the list', () => {
         dataset: 'email_events',
         windowsDone: 3,
         windowsTotal: 24,
-        text: '3 of 24 windows · 1,234 rows · 3 files · 1.5 KB',
+        text: '3 of 24 windows · 1,234 rows · 3 files · 1.5 KiB',
       },
       {
         dataset: 'custom_events',

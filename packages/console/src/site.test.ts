@@ -61,13 +61,18 @@ describe('serveConsole', () => {
     expect(await config.json()).toEqual({ apiUrl: '/v1' });
   });
 
-  it('redirects /console to /console/, and leaves every other path to the API', async () => {
+  it('redirects / and /console to /console/, and leaves every other path to the API', async () => {
     // Act
+    const root = await fetch(`${base}/`, { redirect: 'manual' });
+    const rootPost = await fetch(`${base}/`, { method: 'POST' });
     const bare = await fetch(`${base}/console`, { redirect: 'manual' });
     const api = await fetch(`${base}/v1/data-exports`);
     const lookalike = await fetch(`${base}/consoles/x`);
 
     // Assess
+    expect(root.status).toBe(302);
+    expect(root.headers.get('location')).toBe('/console/');
+    expect(rootPost.status).toBe(418);
     expect(bare.status).toBe(308);
     expect(bare.headers.get('location')).toBe('/console/');
     expect(api.status).toBe(418);

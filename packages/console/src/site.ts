@@ -50,13 +50,19 @@ function securityHeaders(): Record<string, string> {
 }
 
 /**
- * Answers `GET`/`HEAD` under {@link CONSOLE_PATH} from the built console in `dir` (`/console` redirects to
- * `/console/`, a directory is its `index.html`); returns false for any other request, which is the API's.
+ * Answers `GET`/`HEAD` under {@link CONSOLE_PATH} from the built console in `dir` (`/` and `/console` redirect
+ * to `/console/`, a directory is its `index.html`); returns false for any other request, which is the API's.
  * Never serves a file outside `dir`.
  */
 export async function serveConsole(dir: string, req: IncomingMessage, res: ServerResponse): Promise<boolean> {
   const method = req.method ?? 'GET';
   const path = (req.url ?? '/').split('?')[0] ?? '/';
+  if (path === '/' && (method === 'GET' || method === 'HEAD')) {
+    // The server's root is the console: a person opening it should not meet the API's 401.
+    res.writeHead(302, { location: CONSOLE_PATH });
+    res.end();
+    return true;
+  }
   if (path !== '/console' && !path.startsWith(CONSOLE_PATH)) return false;
   if (method !== 'GET' && method !== 'HEAD') {
     res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' });

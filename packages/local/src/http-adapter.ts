@@ -221,10 +221,17 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
  *    The public routes (`PUBLIC_ROUTES` of `@sluice/api`: `GET` of the OpenAPI document) skip the authorizer,
  *    as they do in the CDK app;
  * 4. call the API function and write its structured result.
+ *
+ * Each answer closes its connection (`Connection: close`): a client never races the server's keep-alive timeout.
  */
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
   const handlers = options.handlers ?? (await loadHandlers());
   const server = createServer((req, res) => {
+    // Every answer closes its connection (`Connection: close`), so that no client ever reuses one: a kept-alive
+    // connection left idle is closed by the server after its keep-alive timeout, and a client whose event loop
+    // was busy past it (a script running other commands synchronously) sends its next request on it and gets
+    // `fetch failed` (ECONNRESET). A new connection on the loopback costs well under a millisecond.
+    res.shouldKeepAlive = false;
     const onRequest = options.onRequest;
     if (onRequest) {
       const started = performance.now();

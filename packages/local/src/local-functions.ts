@@ -2,7 +2,8 @@
  * The Lambda handlers as the local runtime runs them: the same factories `functions/<name>/handler.ts` use,
  * built from the local runtime's own environment (read here, once per call, validated by each function's
  * config) and with the one option only the local runtime passes: its own bucket's origin exempt from the
- * endpoint rules, and no AWS STS (role destinations fail their connection test, saying they need AWS). No
+ * endpoint rules and from the lifecycle check, and no AWS STS (role destinations fail their connection test,
+ * saying they need AWS). No
  * environment variable of a deployed function can set these options.
  */
 import { readApiConfig } from '../../../functions/api/config.js';
@@ -40,6 +41,8 @@ export function localApiFunctions(env: Env = process.env) {
     api: createApiFunction(readApiConfig(env), {
       allowedEndpoints: localAllowedEndpoints(env),
       assumeRoles: false,
+      // s3rver keeps no lifecycle configuration: a warning about the local bucket's rules could not apply.
+      withoutLifecycleCheck: localAllowedEndpoints(env),
     }),
   };
 }

@@ -125,7 +125,7 @@ export function startScheduler(options: SchedulerOptions = {}): Scheduler {
   };
 }
 
-function tickSecondsFromEnv(): number {
+export function tickSecondsFromEnv(): number {
   const raw = process.env.SLUICE_TICK_SECONDS;
   if (raw === undefined || raw === '') return 60;
   const seconds = Number(raw);

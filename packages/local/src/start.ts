@@ -24,6 +24,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatRequestLine, routeLocalOutput } from './local-output.js';
+import { tickSecondsFromEnv } from './scheduler.js';
 import { type LocalServices, startLocalServices } from './services.js';
 import {
   isProcessAlive,
@@ -76,8 +77,43 @@ async function assertPortFree(port: number, variable: string): Promise<void> {
   });
 }
 
-/** The curl that creates an export to the local bucket (the key is in the header, as the user would type it). */
-export function exportCurl(local: LocalJson): string {
+/**
+ * The first export, as `npm start` prints it: seed an hour of data first (subscribers included, so the first
+ * run's snapshot has them), then create the export from before it, whose first run is queued at once.
+ * `filesDir` is where the local bucket's files are on disk.
+ */
+export function firstExportSteps(
+  local: LocalJson,
+  nowMs: number,
+  tickSeconds: number,
+  filesDir: string,
+): string[] {
+  return [
+    'A first export, with files of every dataset within a few minutes:',
+    '',
+    `1. Seed an hour of data (recorded from ${SEED_SINCE} ago to now) and 100 subscribers:`,
+    '',
+    `npm run sluice -- seed --workspace ${local.workspaceId} --events 5000 --subscribers 100 --since ${SEED_SINCE}`,
+    '',
+    '2. Create an export of all four datasets to the local bucket, from before that hour:',
+    '',
+    exportCurl(local, nowMs),
+    '',
+    `Its first run is queued at once and starts at the scheduler's next tick (every ${tickSeconds} s): it writes`,
+    "every dataset up to a few minutes ago, and today's subscriber snapshot, under",
+    `${filesDir}. Then it runs every 5 minutes.`,
+  ];
+}
+
+/** How far back the walk-through's `seed` records its events (`--since 1h`), and the export's `startFrom`. */
+export const SEED_SINCE = '1h';
+const SEED_SINCE_MS = 3_600_000;
+
+/**
+ * The curl that creates an export to the local bucket (the key is in the header, as the user would type it).
+ * `startFrom` is an hour before `nowMs` (`npm start`'s start), so a `seed --since 1h` run any time later is in it.
+ */
+export function exportCurl(local: LocalJson, nowMs: number): string {
   const body = {
     name: 'Local bucket',
     provider: 's3',
@@ -88,6 +124,7 @@ export function exportCurl(local: LocalJson): string {
     secretAccessKey: local.s3.secretAccessKey,
     datasets: ['email_events', 'sms_events', 'custom_events', 'subscribers'],
     frequency: 'every_5_minutes',
+    startFrom: new Date(Math.floor((nowMs - SEED_SINCE_MS) / 60_000) * 60_000).toISOString(),
   };
   return [
     `curl -sS -X POST ${local.apiUrl}/data-exports \\`,
@@ -246,9 +283,7 @@ async function main(): Promise<void> {
           ? `  Logs         ${output.logFile}   (the functions' logs and metrics; --verbose shows them here)`
           : '  Logs         here (--verbose)',
         '',
-        'Create an export to the local bucket:',
-        '',
-        exportCurl(local),
+        ...firstExportSteps(local, t0, tickSecondsFromEnv(), join(dataDir, 's3', local.s3.bucket)),
         '',
         `Saved in ${LOCAL_JSON}. CLI: npm run sluice -- help. Ctrl-C stops everything.`,
       ].join('\n'),

@@ -59,6 +59,18 @@ describe('testConnection', () => {
     expect(await readJson(result.key)).toEqual({ service: 'sluice', testedAt: '2026-09-30T12:00:00.000Z' });
   });
 
+  it('does not check the lifecycle of a bucket at an origin of withoutLifecycleCheck (the local bucket)', async () => {
+    // Act
+    const result = await testConnection(local, credentials, {
+      now,
+      allowedEndpoints,
+      withoutLifecycleCheck: allowedEndpoints,
+    });
+    // Assess: written, and no warning about rules s3rver cannot keep
+    expect(result.warnings).toEqual([]);
+    expect(await readJson(result.key)).toEqual({ service: 'sluice', testedAt: '2026-09-30T12:00:00.000Z' });
+  });
+
   it('writes the file twice, so a key that cannot overwrite fails at create, naming the role to grant', async () => {
     // Prepare: s3rver behind a client that refuses the second PutObject as GCS does for objectCreator
     const puts: string[] = [];

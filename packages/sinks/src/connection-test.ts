@@ -41,6 +41,11 @@ export interface ConnectionTestOptions {
   deadlineMs?: number;
   /** False where no AWS STS can be reached (the local runtime). @default true */
   assumeRoles?: boolean;
+  /**
+   * Origins whose buckets are not checked for a lifecycle rule: the local runtime's own bucket (s3rver keeps no
+   * lifecycle configuration, and the warning could not apply to it). @default none: every bucket is checked
+   */
+  withoutLifecycleCheck?: ReadonlySet<string>;
 }
 
 /** What a successful connection test wrote. */
@@ -63,7 +68,7 @@ export interface ConnectionTestResult {
  *    key that may create objects but not overwrite them (GCS `roles/storage.objectCreator`) must fail here,
  *    with {@link OVERWRITE_DENIED_MESSAGE}, not at the first retry of an export;
  * 4. reads the bucket's lifecycle configuration: no rule aborting incomplete multipart uploads (or none
- *    readable) is a warning in the result, never a failure;
+ *    readable) is a warning in the result, never a failure (not for the origins of `withoutLifecycleCheck`);
  * 5. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
  * Steps 2 and 3 share one total deadline (`deadlineMs`): past it, whatever the server is still sending, the
  * test fails with "did not answer in N s".
@@ -134,7 +139,9 @@ export async function testConnection(
       }
       throw error;
     }
-    const warnings = await checkAbortIncompleteUploadsRule(client, location, deadline);
+    const unchecked =
+      location.endpoint !== null && isAllowListedEndpoint(location.endpoint, options.withoutLifecycleCheck);
+    const warnings = unchecked ? [] : await checkAbortIncompleteUploadsRule(client, location, deadline);
     return { key, testedAt, warnings };
   } catch (error) {
     if (deadline.aborted) {

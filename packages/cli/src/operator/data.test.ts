@@ -585,6 +585,35 @@ describe('data commands', () => {
     expect(await count(midnight, now)).toBeGreaterThan(80);
   });
 
+  it('seed --since 1h records the events from an hour before now to now', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const { run, out } = cli(() => now);
+    // Act
+    await run('seed', [
+      '--workspace',
+      workspaceId,
+      '--events',
+      '100',
+      '--since',
+      '1h',
+      '--seed',
+      '2',
+      '--json',
+    ]);
+    // Assess
+    expect(JSON.parse(out[0]!).recorded).toEqual({
+      from: new Date(now - 3_600_000).toISOString(),
+      to: new Date(now).toISOString(),
+    });
+    const reader = new EventLogReader({ ...eventTables, now: () => now });
+    let older = 0;
+    for (const dataset of ['email_events', 'sms_events', 'custom_events'] as const)
+      older += await reader.countWindow(workspaceId, dataset, now - 3_600_000, now - 600_000);
+    expect(older).toBeGreaterThan(50);
+  });
+
   it('seed --since refuses the events at or behind an export’s position, counts them and fails', async () => {
     // Prepare: every event dataset exported through 30 minutes ago.
     const workspaceId = `ws_${randomUUID()}`;

@@ -20,8 +20,10 @@
  * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
  *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
- *   `--since` they are recorded spread from that time to now, and those at or behind an export's position are
- *   refused and counted (`refusedBehindExport`), as for `events ingest`.
+ *   `--since` (an ISO time, or a duration back from now: `30m`, `1h`, `2d`) they are recorded spread from that
+ *   time to now, so an export created afterwards with an earlier `startFrom` writes most of them at its first
+ *   run; those at or behind an export's position are refused and counted (`refusedBehindExport`), as for
+ *   `events ingest`.
  *
  * A bad line (not JSON, or refused by the ingest rules) is reported with its line number and reason; the other
  * lines are still written. The command then fails (exit code 1) after printing its counts, so a script notices.
@@ -487,7 +489,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
 
   const seed: CliCommand = {
     name: 'seed',
-    usage: 'seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]',
+    usage:
+      'seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso|30m|1h|2d>] [--seed <n>] [--json]',
     async run(args) {
       const { values } = parseArgs({
         args,
@@ -508,9 +511,11 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       const started = now();
       let since: number | undefined;
       if (values.since !== undefined) {
-        since = Date.parse(values.since);
+        since = parseSince(values.since, started);
         if (!Number.isFinite(since))
-          throw new CliUsageError(`--since must be an ISO 8601 time, got "${values.since}"`);
+          throw new CliUsageError(
+            `--since must be an ISO 8601 time or a duration back from now (30m, 1h, 2d), got "${values.since}"`,
+          );
         if (since >= started) throw new CliUsageError('--since must be in the past');
         if (started - since > 30 * 86_400_000)
           throw new CliUsageError('--since may reach back at most 30 days');
@@ -629,3 +634,12 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
 
 /** The data commands of the `npm run sluice` CLI. */
 export const commands: CliCommand[] = createDataCommands();
+
+const SINCE_UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--since` of `seed`: an ISO 8601 time, or a duration back from `nowMs` (`30m`, `1h`, `2d`); NaN otherwise. */
+export function parseSince(value: string, nowMs: number): number {
+  const back = /^(\d+)([mhd])$/.exec(value);
+  if (back) return nowMs - Number(back[1]) * (SINCE_UNIT_MS[back[2] as string] as number);
+  return Date.parse(value);
+}

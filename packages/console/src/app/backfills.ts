@@ -93,7 +93,7 @@ export interface DatasetProgressLine {
   dataset: string;
   windowsDone: number;
   windowsTotal: number;
-  /** `3 of 5 windows · 1,234 rows · 5 files · 1.2 MB` */
+  /** `3 of 5 windows · 1,234 rows · 5 files · 1.2 MiB` */
   text: string;
 }
 
