@@ -6,6 +6,7 @@ import {
   type Destination,
   eventFileKey,
   fileFormatOf,
+  fileLineOf,
   type ManifestFile,
   type ManifestInput,
   manifestKey,
@@ -306,7 +307,10 @@ export async function writeWindow(
         const from = progress[index]?.lastKey;
         // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
-        lines = new LineCursor(deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from));
+        lines = new LineCursor(
+          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+          fileLineOf(dataset),
+        );
         return lines;
       };
       try {
