@@ -111,3 +111,17 @@ export function emissionId(key: string, row: CurrentRow): string {
   const ms = updatedAtMsOf(row);
   return `${key}@${ms === undefined ? '-' : String(ms).padStart(13, '0')}`;
 }
+
+/**
+ * The current-row datasets and the field naming a row's message (project): a window holds at most one row
+ * per key, the last one recorded in it (the writer keeps it, `latestPerKey` in `@sluice/engine`).
+ */
+export const CURRENT_ROW_KEYS: Readonly<Record<string, string>> = {
+  message_events: 'message_id',
+  project_summary: 'project_id',
+};
+
+/** The key field of a current-row dataset, or undefined for an append-only one. */
+export function currentRowKeyOf(dataset: string): string | undefined {
+  return Object.hasOwn(CURRENT_ROW_KEYS, dataset) ? CURRENT_ROW_KEYS[dataset] : undefined;
+}
