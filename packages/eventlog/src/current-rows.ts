@@ -31,8 +31,11 @@ import {
   type Dataset,
   decideProject,
   emissionId,
+  currentRowKeyOf,
   ID_PATTERN,
   type ParseCurrentRow,
+  parseRow,
+  serializeRow,
   SluiceError,
 } from '@sluice/core';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
@@ -49,8 +52,11 @@ export interface CurrentRowSpec {
   keyField: string;
   /** The dataset's row schema, applied to whole rows. */
   parse: ParseCurrentRow;
-  /** The stored line of a row (the file row's serialization). */
-  serialize: (row: CurrentRow) => string;
+  /**
+   * The event log line of an emitted row: the row, with Sluice's own row id (`<key>@<updated_at ms>`, also in
+   * the item's sort key) and its recorded time when the dataset's lines carry them.
+   */
+  serialize: (row: CurrentRow, recordedMs: number, id: string) => string;
 }
 
 /** One input of an ingest call: its position in the call, the producer's fields, its recorded time. */
@@ -338,7 +344,7 @@ export class CurrentRowStore {
               ),
             },
             SK: { S: eventSk(recordedMs, id) },
-            line: { S: spec.serialize(row) },
+            line: { S: spec.serialize(row, recordedMs, id) },
             expiresAt: { N: String(Math.floor(recordedMs / 1000) + this.retentionSeconds) },
           },
         },
@@ -407,4 +413,32 @@ function isLostRace(error: unknown): boolean {
       (reason) => reason.Code === 'ConditionalCheckFailed' || reason.Code === 'TransactionConflict',
     )
   );
+}
+
+/**
+ * The {@link CurrentRowSpec} of a current-row dataset for one workspace: the dataset's row schema (`parseRow`
+ * of `@sluice/core`) applied to whole rows, the stored row without Sluice's `id` and `recorded_at` (given
+ * again to each emitted line: the emission's id and recorded time).
+ */
+export function currentRowSpecOf(dataset: string, workspaceId: string): CurrentRowSpec {
+  const keyField = currentRowKeyOf(dataset);
+  if (keyField === undefined) throw new Error(`${dataset} is not a current-row dataset`);
+  // The column Sluice fills with the owning workspace, whatever the producer sent.
+  const owner = { organization_id: workspaceId };
+  return {
+    dataset,
+    kind: dataset === 'project_summary' ? 'project' : 'message',
+    keyField,
+    parse: (input) => {
+      const parsed = parseRow(dataset as Dataset, { ...(input as object), ...owner, recorded_at: 0 });
+      if (!parsed.ok) return parsed;
+      const { id: _id, recorded_at: _recordedAt, ...row } = parsed.row as Record<string, unknown>;
+      return { ok: true, row };
+    },
+    serialize: (row, recordedMs, id) =>
+      serializeRow(
+        dataset as Dataset,
+        { ...row, id, recorded_at: new Date(recordedMs).toISOString() } as never,
+      ),
+  };
 }
