@@ -15,6 +15,7 @@
  *
  * Pure: no AWS SDK.
  */
+import { CATALOG, type DatasetDefinition } from './catalog/index.js';
 import { timestamp } from './rows.js';
 
 /** A row as the dataset's schema gives it: field names to normalized values. */
@@ -113,13 +114,15 @@ export function emissionId(key: string, row: CurrentRow): string {
 }
 
 /**
- * The current-row datasets and the field naming a row's message (project): a window holds at most one row
- * per key, the last one recorded in it (the writer keeps it, `latestPerKey` in `@sluice/engine`).
+ * The current-row datasets (semantics `current_row` or `once` in the catalogue) and the field naming a row's
+ * message (project): a window holds at most one row per key, the last one recorded in it (the writer keeps
+ * it, `latestPerKey` in `@sluice/engine`).
  */
-export const CURRENT_ROW_KEYS: Readonly<Record<string, string>> = {
-  message_events: 'message_id',
-  project_summary: 'project_id',
-};
+export const CURRENT_ROW_KEYS: Readonly<Record<string, string>> = Object.fromEntries(
+  (Object.values(CATALOG) as (DatasetDefinition & { idField?: string })[])
+    .filter((definition) => definition.semantics === 'current_row' || definition.semantics === 'once')
+    .map((definition) => [definition.name, definition.idField as string]),
+);
 
 /** The key field of a current-row dataset, or undefined for an append-only one. */
 export function currentRowKeyOf(dataset: string): string | undefined {

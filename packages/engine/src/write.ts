@@ -7,6 +7,7 @@ import {
   type Destination,
   eventFileKey,
   fileFormatOf,
+  fileLineOf,
   type ManifestFile,
   type ManifestInput,
   manifestKey,
@@ -315,6 +316,7 @@ export async function writeWindow(
           deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, toMs, afterKey);
         lines = new LineCursor(
           keyField === undefined ? read(from) : latestPerKey(read, lineKeyOf(keyField), from),
+          fileLineOf(dataset),
         );
         return lines;
       };

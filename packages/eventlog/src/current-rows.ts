@@ -27,6 +27,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import {
   applyMessageInput,
+  CATALOG,
   type CurrentRow,
   type Dataset,
   decideProject,
@@ -424,10 +425,11 @@ export function currentRowSpecOf(dataset: string, workspaceId: string): CurrentR
   const keyField = currentRowKeyOf(dataset);
   if (keyField === undefined) throw new Error(`${dataset} is not a current-row dataset`);
   // The column Sluice fills with the owning workspace, whatever the producer sent.
-  const owner = { organization_id: workspaceId };
+  const ownerField = CATALOG[dataset as Dataset].ownerField;
+  const owner = ownerField === undefined ? {} : { [ownerField]: workspaceId };
   return {
     dataset,
-    kind: dataset === 'project_summary' ? 'project' : 'message',
+    kind: CATALOG[dataset as Dataset].semantics === 'once' ? 'project' : 'message',
     keyField,
     parse: (input) => {
       const parsed = parseRow(dataset as Dataset, { ...(input as object), ...owner, recorded_at: 0 });

@@ -22,7 +22,15 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
 
-const DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', 'subscribers'];
+/** The first product's datasets, then (a Sluice addition) the second product's (reference 004). */
+const SECOND_PRODUCT_DATASET_ENUM = ['message_events', 'project_summary', 'opt_out_events', 'click_events'];
+const DATASET_ENUM = [
+  'email_events',
+  'sms_events',
+  'custom_events',
+  'subscribers',
+  ...SECOND_PRODUCT_DATASET_ENUM,
+];
 const FREQUENCY_ENUM = ['every_5_minutes', 'every_15_minutes', 'hourly', 'daily'];
 /** `format` and `compression` (a Sluice addition), as create and update take them. */
 const FILE_FORMAT_PROPERTIES = {
@@ -39,7 +47,7 @@ const FILE_FORMAT_PROPERTIES = {
   },
 };
 const PROVIDER_ENUM = ['s3', 'gcs'];
-const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events'];
+const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', ...SECOND_PRODUCT_DATASET_ENUM];
 
 /** A response whose body is the `Error` schema. */
 function errorResponse(description: string): JsonObject {
