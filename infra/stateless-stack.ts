@@ -286,8 +286,10 @@ export class StatelessStack extends Stack {
       memorySize: 512,
       timeout: Duration.seconds(30),
     });
-    // Batched writes only (puts, and deletes of subscribers), retrying unprocessed items.
-    useTable(ingestFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.batchWrite]);
+    // Batched writes (puts, and deletes of subscribers), retrying unprocessed items; and the current rows of
+    // message_events and project_summary: a consistent read of the state, then the state and its emitted rows
+    // in one conditional transaction (its puts), or a conditional put of the state alone.
+    useTable(ingestFunction, 'SLUICE_EVENTS_TABLE', props.eventsTable, [DDB.batchWrite, DDB.get, DDB.put]);
     useTable(ingestFunction, 'SLUICE_SUBSCRIBERS_TABLE', props.subscribersTable, [DDB.batchWrite]);
     // Rejected rows and envelopes are kept, with their reasons, as items of the control table (one PutItem a
     // bus event), for `sluice events rejected list|redrive`.

@@ -122,7 +122,8 @@ describe('stateless stack: least privilege', () => {
       {
         ownLogGroup: LOGS,
         '*': XRAY,
-        events: ['dynamodb:BatchWriteItem'],
+        // Rows; and the current rows' states with their emitted rows (a read, conditional puts).
+        events: ['dynamodb:BatchWriteItem', 'dynamodb:GetItem', 'dynamodb:PutItem'],
         subscribers: ['dynamodb:BatchWriteItem'],
         // Rejected rows and envelopes, kept with their reasons.
         control: ['dynamodb:PutItem'],

@@ -4,6 +4,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { ArchiveCursorStore, ErasureLogStore } from '@sluice/control';
 import { EVENT_DATASETS, type EventDataset, erasureHash } from '@sluice/core';
 import {
+  CurrentRowStore,
   DynamoRejectedEvents,
   EventLogReader,
   EventLogWriter,
@@ -403,5 +404,32 @@ describe('erasure of the rejected events', () => {
     expect(all).toMatchObject({ rejectedRows: 1, rejectedRewritten: 0, rejectedDeleted: 1 });
     expect(await kept(workspaceId)).toEqual([]);
     expect(await kept(other)).toHaveLength(1);
+  });
+});
+
+describe('erasure of current rows (message and project states)', () => {
+  const workspaceId = `ws_${randomUUID()}`;
+  const store = new CurrentRowStore({ ...eventTables, now: () => NOW });
+  const spec = (dataset: string, keyField: string, kind: 'message' | 'project') => ({
+    dataset,
+    kind,
+    keyField,
+    parse: (input: unknown) => ({ ok: true as const, row: input as Record<string, unknown> }),
+    serialize: (row: Readonly<Record<string, unknown>>) => JSON.stringify(row),
+  });
+
+  it('--all deletes every current row of the workspace', async () => {
+    await store.ingest(workspaceId, spec('message_events', 'message_id', 'message'), [
+      { index: 0, fields: { message_id: 'm1', status: 'sent', contact_id: 'c1' }, recordedMs: NOW },
+      { index: 1, fields: { message_id: 'm2', status: 'sent', contact_id: 'c2' }, recordedMs: NOW },
+    ]);
+    await store.ingest(workspaceId, spec('project_summary', 'project_id', 'project'), [
+      { index: 0, fields: { project_id: 'p1', completed_at: new Date(NOW).toISOString() }, recordedMs: NOW },
+    ]);
+    expect(await store.current(workspaceId, 'message_events', 'm1')).toBeDefined();
+    const report = await eraser.erase(workspaceId, { kind: 'all' });
+    expect(report.currentRows).toBe(3);
+    expect(await store.current(workspaceId, 'message_events', 'm1')).toBeUndefined();
+    expect(await store.current(workspaceId, 'project_summary', 'p1')).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@ import {
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
 import {
+  CURRENT_ROW_KEYS,
   EVENT_DATASETS,
   type ErasureLog,
   type EventDataset,
@@ -18,6 +19,7 @@ import type { ErasureRecordInput } from '@sluice/control';
 import {
   assertWorkspaceId,
   batchWrite,
+  CurrentRowStore,
   DEFAULT_PAGE_LIMIT,
   type DynamoRejectedEvents,
   EVENT_SHARDS,
@@ -43,6 +45,8 @@ export interface ErasureReport {
   hotRows: number;
   /** Items deleted from the subscribers table (the current state of a subscriber). */
   subscribers: number;
+  /** Current rows deleted (a message's, a project's: `CurrentRowStore` state items). */
+  currentRows: number;
   /** Archive objects read, rewritten without the rows, and deleted (every row matched). */
   archiveObjectsRead: number;
   archiveObjectsRewritten: number;
@@ -112,7 +116,8 @@ export function assertErasureTarget(target: ErasureTarget): void {
  * 3. The archive: each dataset's hour objects of the workspace (exact keys: never another workspace's objects
  *    under the same prefix) read and rewritten without the rows (deleted when none is left), then their older
  *    versions removed, so the bucket's versioning keeps no copy.
- * 4. The subscribers table: the person's items (by id or address), or all of them.
+ * 4. The subscribers table: the person's items (by id or address), or all of them; and the current rows of
+ *    the current-row datasets (`CurrentRowStore`: a message's state) that are the person's, or all of them.
  * 5. The rejected events (what ingestion refused, kept 14 days for `events rejected redrive`): each rewritten
  *    without the rows of the people the erasure log (now holding this erasure) names, or deleted when nothing
  *    is left (every one, for the whole workspace). Rejections kept under `-` (the envelope named no workspace)
@@ -139,6 +144,7 @@ export class Eraser {
       target,
       hotRows: 0,
       subscribers: 0,
+      currentRows: 0,
       archiveObjectsRead: 0,
       archiveObjectsRewritten: 0,
       archiveObjectsDeleted: 0,
@@ -155,6 +161,7 @@ export class Eraser {
         await this.eraseArchive(workspaceId, dataset, () => true, report);
       }
       report.subscribers = await this.eraseSubscribers(workspaceId, () => true);
+      report.currentRows = await this.eraseCurrentRows(workspaceId, () => true);
       await this.eraseRejected(workspaceId, report);
       return report;
     }
@@ -192,6 +199,7 @@ export class Eraser {
       workspaceId,
       (line) => mentions(line, person) && subscriberRowBelongsTo(parseLine(line), person),
     );
+    report.currentRows = await this.eraseCurrentRows(workspaceId, (row) => eventRowBelongsTo(row, person));
     const known = identifiersOf(person);
     if (
       known.subscriberIds.length + known.emails.length >
@@ -258,6 +266,21 @@ export class Eraser {
       }
     };
     await Promise.all(Array.from({ length: HOT_PARTITIONS_AT_ONCE }, worker));
+    return deleted;
+  }
+
+  /**
+   * Deletes the current rows (message and project states) whose row matches; returns how many. A message's
+   * later change is then refused as unknown, so no erased message comes back.
+   */
+  private async eraseCurrentRows(
+    workspaceId: string,
+    matches: (row: Readonly<Record<string, unknown>>) => boolean,
+  ): Promise<number> {
+    const store = new CurrentRowStore({ client: this.options.client, eventsTable: this.options.eventsTable });
+    let deleted = 0;
+    for (const dataset of Object.keys(CURRENT_ROW_KEYS))
+      deleted += await store.erase(workspaceId, dataset, matches);
     return deleted;
   }
 

@@ -21,3 +21,4 @@ export * from './role.js';
 export * from './ids.js';
 export * from './erasure.js';
 export * from './workspace-id.js';
+export * from './current-rows.js';

@@ -3,6 +3,7 @@ import { progressKey } from '@sluice/control';
 import {
   type BucketLocation,
   buildManifest,
+  currentRowKeyOf,
   type Destination,
   eventFileKey,
   fileFormatOf,
@@ -28,6 +29,7 @@ import type { SourcePage } from '@sluice/eventlog';
 import { destinationCredentials } from '@sluice/sinks';
 import { type ClosableBucketWriter, type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
+import { latestPerKey, lineKeyOf } from './latest-per-key.js';
 import type { RunRef, StopReason, WindowResult, WorkItem, WriteWindowInput } from './payloads.js';
 
 /**
@@ -327,14 +329,19 @@ export async function writeWindow(
       // The span is read in one pass from its first window to write, cut into windows by recorded time: a
       // window already complete, or one begun earlier, starts a new pass at its own position.
       let lines: LineCursor | undefined;
+      // A current-row dataset (message_events) is read a window at a time, keeping each message's last row.
+      const keyField = currentRowKeyOf(dataset);
       const pass = async (index: number) => {
         await lines?.close();
         const window = windows[index] as (typeof windows)[number];
         const from = progress[index]?.lastKey;
         // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
+        const toMs = keyField === undefined ? item.toMs : window.toMs;
+        const read = (afterKey?: string) =>
+          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, toMs, afterKey);
         lines = new LineCursor(
-          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+          keyField === undefined ? read(from) : latestPerKey(read, lineKeyOf(keyField), from),
           fileLineOf(dataset),
         );
         return lines;
@@ -349,7 +356,10 @@ export async function writeWindow(
             reach.finishedMs = window.toMs;
             continue;
           }
-          const cursor = lines === undefined || current.lastKey !== undefined ? await pass(index) : lines;
+          const cursor =
+            lines === undefined || current.lastKey !== undefined || keyField !== undefined
+              ? await pass(index)
+              : lines;
           cursor.until(window.toMs);
           const next = progress[index + 1];
           const following = windows[index + 1];

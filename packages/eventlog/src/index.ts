@@ -12,3 +12,4 @@ export * from './redrive.js';
 export * from './sqs-dead-letters.js';
 export * from './producer.js';
 export * from './rejected.js';
+export * from './current-rows.js';

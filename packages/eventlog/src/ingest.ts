@@ -46,8 +46,16 @@ import {
   serializeRow,
   timestamp,
   createLogger,
+  currentRowKeyOf,
 } from '@sluice/core';
 import { type BatchWriteOptions, batchWrite } from './batch.js';
+import {
+  type CurrentRowCounts,
+  type CurrentRowInput,
+  CurrentRowStore,
+  currentRowSpecOf,
+  emptyCurrentRowCounts,
+} from './current-rows.js';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
 import type { ExportPositions, LateHours } from './export-positions.js';
 import {
@@ -113,6 +121,11 @@ export interface IngestResult {
   refusedBehindExport: number;
   /** Inputs whose `recorded_at` was ignored (recorded at the ingest's clock instead): the bus. */
   recordedAtIgnored: number;
+  /**
+   * What the inputs of `message_events` and `project_summary` did to their current rows, when the call had
+   * some (`accepted` counts their emitted and kept ones; refused ones are in `invalid`).
+   */
+  currentRows?: CurrentRowCounts;
 }
 
 /** What {@link EventLogWriter.upsertSubscribers} or {@link EventLogWriter.deleteSubscribers} did. */
@@ -204,6 +217,8 @@ export class EventLogWriter {
   private readonly explicitRecordedAt: ExplicitRecordedAt;
   private readonly metrics: IngestMetrics;
   private readonly lateHours: LateHours | undefined;
+  /** The current rows' store, made on first use (a writer of subscribers only never needs it). */
+  private currentRowStore: CurrentRowStore | undefined;
 
   constructor(options: EventLogWriterOptions) {
     if (typeof options.explicitRecordedAt === 'object' && options.lateHours === undefined) {
@@ -219,6 +234,16 @@ export class EventLogWriter {
     this.logger = options.logger ?? defaultLogger;
     this.explicitRecordedAt = options.explicitRecordedAt;
     this.metrics = options.metrics ?? powertoolsIngestMetrics();
+  }
+
+  private get currentRows(): CurrentRowStore {
+    this.currentRowStore ??= new CurrentRowStore({
+      client: this.client,
+      eventsTable: resolveTableName(this.eventsTable, 'events'),
+      retentionSeconds: this.retentionSeconds,
+      now: this.now,
+    });
+    return this.currentRowStore;
   }
 
   /**
@@ -286,6 +311,8 @@ export class EventLogWriter {
     const behindByDataset = new Map<EventDataset, number>();
     /** `<dataset>#<hourMs>` of rows recorded explicitly in an hour that has ended. */
     const late = new Set<string>();
+    /** The inputs of the current-row datasets, by dataset, in order. */
+    const currentInputs = new Map<EventDataset, (CurrentRowInput & { input: Record<string, unknown> })[]>();
 
     inputs.forEach((raw, index) => {
       if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -335,6 +362,13 @@ export class EventLogWriter {
         refuse(index, 'recorded_at: more than 24 hours ahead of now', input);
         return;
       }
+      if (currentRowKeyOf(eventDataset) !== undefined) {
+        // message_events, project_summary: decided against the current rows after this loop.
+        const list = currentInputs.get(eventDataset) ?? [];
+        list.push({ index, fields, recordedMs, input });
+        currentInputs.set(eventDataset, list);
+        return;
+      }
       const owner = definition.ownerField === undefined ? {} : { [definition.ownerField]: workspaceId };
       const parsed = parseRow(eventDataset, { ...fields, ...owner, recorded_at: recordedMs });
       if (!parsed.ok) {
@@ -382,6 +416,25 @@ export class EventLogWriter {
       });
     });
 
+    for (const [dataset, list] of currentInputs) {
+      const outcome = await this.currentRows.ingest(
+        workspaceId,
+        currentRowSpecOf(dataset, workspaceId),
+        list,
+      );
+      result.currentRows ??= emptyCurrentRowCounts();
+      const counts = result.currentRows;
+      for (const name of Object.keys(counts) as (keyof CurrentRowCounts)[])
+        counts[name] += outcome.counts[name];
+      result.accepted += outcome.counts.emitted + outcome.counts.kept;
+      const byIndex = new Map(list.map((entry) => [entry.index, entry.input]));
+      for (const { index, reason } of outcome.refused) refuse(index, reason, byIndex.get(index));
+      for (const entry of list) {
+        const hourMs = hourStart(entry.recordedMs);
+        if (entry.recordedMs !== nowMs && hourMs + HOUR_MS <= nowMs) late.add(`${dataset}#${hourMs}`);
+      }
+    }
+    result.invalid.sort((a, b) => a.index - b.index);
     this.logRefused('events', workspaceId, refused);
     for (const [dataset, count] of behindByDataset)
       this.metrics.refusedBehindExport(workspaceId, dataset, count);

@@ -89,6 +89,7 @@ describe('erase', () => {
       `Erased subscriber sub_gone of workspace ${workspaceId}:`,
       '  event log: 5 rows deleted',
       '  subscribers table: 0 items deleted',
+      '  current rows (messages, projects): 0 deleted',
       '  archive: 5 rows removed; 1 objects rewritten, 0 deleted (of 1 read); 0 object versions removed',
       '  rejected events: 1 rows removed; 0 rewritten, 1 deleted',
       'Files already delivered to customers are not touched.',

@@ -56,6 +56,7 @@ export function formatErasure(report: ErasureReport): string[] {
     `Erased ${who} of workspace ${report.workspaceId}:`,
     `  event log: ${report.hotRows} rows deleted`,
     `  subscribers table: ${report.subscribers} items deleted`,
+    `  current rows (messages, projects): ${report.currentRows} deleted`,
     `  archive: ${report.archiveRows} rows removed; ${report.archiveObjectsRewritten} objects rewritten, ` +
       `${report.archiveObjectsDeleted} deleted (of ${report.archiveObjectsRead} read); ` +
       `${report.archiveVersionsDeleted} object versions removed`,
