@@ -162,6 +162,28 @@ abstract class ExportOp extends Op {
   abstract on(sim: Sim, exp: ModelExport): Promise<void>;
 }
 
+/** People per workspace the generated rows are about. */
+const PEOPLE = 12;
+
+/**
+ * Makes a generated event about one of the workspace's {@link PEOPLE} (chosen by its id): its subscriber id,
+ * `email` and `properties.email`. `generateEvents` draws subscribers per seed, and each operation has its own
+ * seed, so without this no person would have rows in two operations or two datasets, and an erasure would
+ * never have to follow a person across datasets.
+ */
+function asSimPerson(event: Record<string, unknown>, workspace: number): void {
+  const id = String(event.id);
+  let hash = 0;
+  for (let i = 0; i < id.length; i++) hash = (hash * 31 + id.charCodeAt(i)) >>> 0;
+  const person = hash % PEOPLE;
+  const email = `person${person}@ws${workspace}.example`;
+  if (typeof event.subscriber_id === 'string') event.subscriber_id = `sub_sim${workspace}p${person}`;
+  if ('email' in event) event.email = email;
+  const properties = event.properties as Record<string, unknown> | undefined;
+  if (properties !== undefined && typeof properties === 'object' && 'email' in properties)
+    properties.email = email;
+}
+
 /** Events through the bus (recorded at the ingest's clock). */
 class Ingest extends Op {
   constructor(
@@ -187,6 +209,7 @@ class Ingest extends Op {
         mix: { [this.dataset]: 1 },
       }),
     ];
+    for (const event of events) asSimPerson(event, this.workspace);
     const result = await ws.ingest.ingestEvents(ws.id, events);
     if (result.accepted !== events.length)
       throw new Error(`ingest accepted ${result.accepted} of ${events.length}`);
@@ -231,6 +254,7 @@ class Import extends Op {
           mix: { [this.dataset]: 1 },
         }),
       ];
+      asSimPerson(event!, this.workspace);
       const result = await ws.imports.ingestEvents(ws.id, [event!]);
       sim.model.rows.set(event!.id, {
         workspace: this.workspace,
