@@ -11,6 +11,20 @@ export interface ModelRow {
   recordedMs: number;
   /** Refused at ingest (an import at or behind an export's position): accounted for, never expected. */
   refused: boolean;
+  /** The person the row names: its `subscriber_id`, and its addresses (`email`, `properties.email`), lower case. */
+  subscriberId?: string | null;
+  emails?: string[];
+  /** When an erasure removed it: accounted for, never expected, and in no file written after. */
+  erasedMs?: number;
+}
+
+/** The person fields of a generated event, as {@link ModelRow} keeps them. */
+export function personOf(event: Record<string, unknown>): Pick<ModelRow, 'subscriberId' | 'emails'> {
+  const properties = (event.properties ?? {}) as Record<string, unknown>;
+  const emails = [event.email, properties.email]
+    .filter((email): email is string => typeof email === 'string')
+    .map((email) => email.toLowerCase());
+  return { subscriberId: typeof event.subscriber_id === 'string' ? event.subscriber_id : null, emails };
 }
 
 /** A dataset's membership of an export: from `addedMs` (exclusive) to `removedMs` (inclusive, open when absent). */
@@ -59,8 +73,29 @@ export class Model {
   readonly exports: ModelExport[] = [];
   /** Row ids the event archive holds (read from the archive bucket after each compaction). */
   readonly archived = new Set<string>();
+  /**
+   * The end of the last hour the compactions archived (the latest compaction's time less its 10-minute settling,
+   * down to the hour), or undefined before the first.
+   */
+  archiveThroughMs: number | undefined;
   /** Faults injected so far, by kind. */
   readonly faults = new Map<string, number>();
+
+  /**
+   * Whether a row can still be exported at `nowMs`: in the hot log with a day to spare (the expiry horizon may
+   * be rounded to a day), or archived while the archive reaches the hot log's horizon (with an hour to spare).
+   * An archive that stopped before the horizon is not read: the rows between them are gone, so the export
+   * reports the expired stretch instead of delivering the archived hours before it (docs/internals.md, the
+   * export contract, "Nothing lost"; core `earliestAvailableMs`).
+   */
+  isAvailable(id: string, recordedMs: number, nowMs: number, retentionMs: number): boolean {
+    if (recordedMs > nowMs - retentionMs + 86_400_000) return true;
+    return (
+      this.archived.has(id) &&
+      this.archiveThroughMs !== undefined &&
+      this.archiveThroughMs > nowMs - retentionMs + 3_600_000
+    );
+  }
 
   currentDatasets(exp: ModelExport): EventDataset[] {
     return [...exp.memberships].filter(([, list]) => list.at(-1)?.removedMs === undefined).map(([d]) => d);
@@ -78,6 +113,42 @@ export class Model {
       if (entry.sinceMs <= toMs && until >= fromMs) held.add(entry.format);
     });
     return held;
+  }
+
+  /**
+   * The rows an erasure of `target` in `workspace` removes, by the contract (docs/internals.md, erasure): rows
+   * of any dataset naming the person's subscriber ids or addresses, where e-mail rows link an id to an address
+   * (both ways, to a fixed point). Only rows the erasure can reach count: those of the hot log's searched days
+   * (the retention plus the three days TTL takes) and archived ones; rows older than that are unavailable anyway.
+   */
+  personRows(
+    workspace: number,
+    target: { subscriberId: string } | { email: string },
+    reachable: (id: string, row: ModelRow) => boolean,
+  ): string[] {
+    const ids = new Set<string>('subscriberId' in target ? [target.subscriberId] : []);
+    const emails = new Set<string>('email' in target ? [target.email.toLowerCase()] : []);
+    const rows = [...this.rows].filter(([id, row]) => row.workspace === workspace && reachable(id, row));
+    const belongs = (row: ModelRow) =>
+      (row.subscriberId != null && ids.has(row.subscriberId)) ||
+      (row.emails ?? []).some((e) => emails.has(e));
+    for (let learned = true; learned; ) {
+      learned = false;
+      for (const [, row] of rows) {
+        if (row.dataset !== 'email_events' || !belongs(row)) continue;
+        if (row.subscriberId != null && !ids.has(row.subscriberId)) {
+          ids.add(row.subscriberId);
+          learned = true;
+        }
+        for (const email of row.emails ?? []) {
+          if (!emails.has(email)) {
+            emails.add(email);
+            learned = true;
+          }
+        }
+      }
+    }
+    return rows.filter(([, row]) => belongs(row)).map(([id]) => id);
   }
 
   countFault(kind: string): void {

@@ -23,6 +23,10 @@ export const CHECKS = [
   'shrink',
   'manifest',
   'caught-up',
+  'erased',
+  'totals',
+  'archived',
+  'same-bytes',
 ] as const;
 export type Check = (typeof CHECKS)[number];
 
@@ -31,13 +35,13 @@ export interface Violation {
   /** The export's simulation number. */
   exportRef: number;
   message: string;
-  /** The backfill whose rows are missing (`caught-up` only). */
+  /** The backfill whose rows are missing, and their dataset (`caught-up` only). */
   backfillId?: string;
+  dataset?: EventDataset;
 }
 
 /** How far behind real time an export may be: the two-minute lag of the contract. */
 export const LAG_MS = 2 * 60_000;
-const DAY_MS = 86_400_000;
 
 const FORMAT_OF_EXTENSION = new Map<string, ExportFormat>(
   EXPORT_FORMATS.map((format) => [FILE_EXTENSIONS[format], format]),
@@ -83,6 +87,12 @@ function parseDataKey(key: string): FileWindow | undefined {
 export class BucketHistory {
   /** Largest row count seen per data file or manifest. */
   readonly rows = new Map<string, number>();
+  /** The row ids of each data file's version with the largest count (an erasure may take some away). */
+  readonly ids = new Map<string, readonly string[]>();
+  /** The ETag each object had at the last step: a changed one was written since. */
+  readonly etags = new Map<string, string>();
+  /** Each data file's rows (ids in order) and SHA-256 as last read: the same rows must give the same bytes. */
+  readonly contents = new Map<string, { rows: string; sha256: string }>();
   /** The format each window was first written in, by `<export prefix>/<window>` (the bucket holds every export). */
   readonly firstFormat = new Map<string, ExportFormat>();
 }
@@ -118,11 +128,40 @@ export function checkStep(
         : undefined;
     if (rows !== undefined) {
       const before = history.rows.get(key);
-      if (before !== undefined && rows < before)
-        violate('shrink', `${key} went from ${before} rows to ${rows}`);
-      history.rows.set(key, Math.max(rows, before ?? 0));
+      // Rows erased since may leave a file or manifest written again; no other row may.
+      const erased = erasedRowsOf(model, history, file ? [key] : manifestFilesOf(key, history));
+      if (before !== undefined && rows < before - erased) {
+        violate(
+          'shrink',
+          `${key} went from ${before} rows to ${rows}${erased > 0 ? ` (${erased} erased)` : ''}`,
+        );
+      }
+      if (before === undefined || rows >= before) {
+        history.rows.set(key, rows);
+        if (file) history.ids.set(key, object.ids ?? []);
+      }
     }
+    const written = history.etags.get(key) !== object.etag;
+    history.etags.set(key, object.etag);
     if (!file) continue;
+    // A window written again (a retry, a backfill, from the archive or the hot log) with the same rows in the
+    // same format is the same bytes.
+    const rowsKey = (object.ids ?? []).join(',');
+    const earlier = history.contents.get(key);
+    if (written && earlier !== undefined && earlier.rows === rowsKey && earlier.sha256 !== object.sha256) {
+      violate('same-bytes', `${key} was written again with the same rows and other bytes`);
+    }
+    history.contents.set(key, { rows: rowsKey, sha256: object.sha256 });
+    // Erased rows are in no file written after the erasure (files delivered before are the customer's).
+    if (written) {
+      const erased = (object.ids ?? []).filter((id) => model.rows.get(id)?.erasedMs !== undefined);
+      if (erased.length > 0) {
+        violate(
+          'erased',
+          `${key} was written after the erasure of ${erased.length} of its rows (${erased[0]})`,
+        );
+      }
+    }
     windows.set(file.window, [...(windows.get(file.window) ?? []), file]);
     // Grid: one whole cell of a frequency the export has had; the date folder is the window's day.
     const step = file.toMs - file.fromMs;
@@ -195,6 +234,25 @@ export function checkStep(
   return violations;
 }
 
+/** The rows of `keys` (data files, as the history last kept them) erased since. */
+function erasedRowsOf(model: Model, history: BucketHistory, keys: readonly string[]): number {
+  let erased = 0;
+  for (const key of keys) {
+    for (const id of history.ids.get(key) ?? []) if (model.rows.get(id)?.erasedMs !== undefined) erased += 1;
+  }
+  return erased;
+}
+
+/** The data files the history knows of the window of a manifest key. */
+function manifestFilesOf(key: string, history: BucketHistory): string[] {
+  const match = MANIFEST_KEY.exec(key);
+  if (!match) return [];
+  const prefix = key.slice(0, match.index);
+  const [, dataset, date, from, to] = match;
+  const start = `${prefix}/${dataset}/date=${date}/${dataset}-${from}-${to}-`;
+  return [...history.ids.keys()].filter((file) => file.startsWith(start));
+}
+
 /** The checks of a settled bucket: each window's manifest lists exactly its files, with their SHA-256. */
 export function checkManifests(exp: ModelExport, objects: Map<string, BucketObjectView>): Violation[] {
   const violations: Violation[] = [];
@@ -257,11 +315,10 @@ export function missingRows(
   if (exp.deleted || !exp.enabled) return [];
   const delivered = new Set<string>();
   for (const object of objects.values()) for (const id of object.ids ?? []) delivered.add(id);
-  // Still available: archived, or in the hot log with a day to spare (the expiry horizon may be rounded to a day).
-  const available = (id: string, recordedMs: number) =>
-    model.archived.has(id) || recordedMs > nowMs - retentionMs + DAY_MS;
+  const available = (id: string, recordedMs: number) => model.isAvailable(id, recordedMs, nowMs, retentionMs);
   const missing = new Map<string, number>();
-  const backfillOf = new Map<string, string>();
+  const examples = new Map<string, string>();
+  const backfillOf = new Map<string, { id: string; dataset: EventDataset }>();
   const expect = (
     why: string,
     dataset: EventDataset,
@@ -269,12 +326,19 @@ export function missingRows(
     throughMs: number,
     backfillId?: string,
   ) => {
-    if (backfillId !== undefined) backfillOf.set(why, backfillId);
+    if (backfillId !== undefined) backfillOf.set(why, { id: backfillId, dataset });
     for (const [id, row] of model.rows) {
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
+      if (row.erasedMs !== undefined) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
       if (!available(id, row.recordedMs)) continue;
       missing.set(why, (missing.get(why) ?? 0) + 1);
+      if (!examples.has(why)) {
+        examples.set(
+          why,
+          `${id} recorded ${iso(row.recordedMs)}${model.archived.has(id) ? ', archived' : ''}`,
+        );
+      }
     }
   };
   const step = FREQUENCY_MS[exp.frequency];
@@ -309,8 +373,10 @@ export function missingRows(
   return [...missing].map(([why, count]) => ({
     check: 'caught-up' as const,
     exportRef: exp.ref,
-    message: `${count} available rows not delivered after the settling ticks: ${why}`,
-    ...(backfillOf.has(why) ? { backfillId: backfillOf.get(why)! } : {}),
+    message: `${count} available rows not delivered after the settling ticks: ${why} (${examples.get(why)})`,
+    ...(backfillOf.has(why)
+      ? { backfillId: backfillOf.get(why)!.id, dataset: backfillOf.get(why)!.dataset }
+      : {}),
   }));
 }
 
@@ -322,6 +388,11 @@ function mayDeliver(exp: ModelExport, dataset: EventDataset, recordedMs: number)
       (m) => recordedMs > m.addedMs && (m.removedMs === undefined || recordedMs <= m.removedMs),
     );
   if (inMembership) return true;
+  return inBackfillCells(exp, dataset, recordedMs);
+}
+
+/** Whether a backfill asked for `dataset` and its grid cells hold `recordedMs`. */
+function inBackfillCells(exp: ModelExport, dataset: EventDataset, recordedMs: number): boolean {
   // A backfill delivers the grid cells holding its range.
   return exp.backfills.some((b) => {
     if (!b.datasets.includes(dataset)) return false;
@@ -339,4 +410,65 @@ function startsOf(exp: ModelExport, dataset: EventDataset): string {
 
 function iso(ms: number): string {
   return new Date(ms).toISOString();
+}
+
+/** What the API shows of an export: `exportedThrough` per dataset and `totalRowsExported`. */
+export interface ShownTotals {
+  exportedThrough: Record<string, string | null>;
+  totalRowsExported: number;
+}
+
+/**
+ * `exportedThrough` and `totalRowsExported` agree with the bucket: every row the regular export owes through a
+ * dataset's `exportedThrough` (never later than the export limit) is delivered, and `totalRowsExported` counts
+ * at least the rows delivered that only the regular export writes (outside every backfill's cells; a window
+ * written again after a retry or a change may count twice, so it is a lower bound).
+ */
+export function checkTotals(
+  model: Model,
+  exp: ModelExport,
+  objects: Map<string, BucketObjectView>,
+  shown: ShownTotals,
+  nowMs: number,
+  retentionMs: number,
+): Violation[] {
+  const violations: Violation[] = [];
+  const violate = (message: string) => violations.push({ check: 'totals', exportRef: exp.ref, message });
+  const delivered = new Set<string>();
+  for (const object of objects.values()) for (const id of object.ids ?? []) delivered.add(id);
+  for (const dataset of model.currentDatasets(exp)) {
+    const through = shown.exportedThrough[dataset];
+    if (through === null || through === undefined) continue;
+    const throughMs = Date.parse(through);
+    if (throughMs > nowMs - LAG_MS)
+      violate(`exportedThrough ${through} of ${dataset} is past the export limit`);
+    const fromMs = Math.max(exp.startMs, exp.memberships.get(dataset)!.at(-1)!.addedMs);
+    let owed = 0;
+    let example = '';
+    for (const [id, row] of model.rows) {
+      if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
+      if (row.erasedMs !== undefined || delivered.has(id)) continue;
+      if (row.recordedMs <= fromMs || row.recordedMs > throughMs) continue;
+      if (!model.isAvailable(id, row.recordedMs, nowMs, retentionMs)) continue;
+      owed += 1;
+      example = `${id} recorded ${iso(row.recordedMs)}`;
+    }
+    if (owed > 0)
+      violate(`${owed} rows of ${dataset} through exportedThrough ${through} are not delivered (${example})`);
+  }
+  let regular = 0;
+  for (const [key, object] of objects) {
+    const file = parseDataKey(key);
+    if (!file) continue;
+    for (const id of object.ids ?? []) {
+      const row = model.rows.get(id);
+      if (row !== undefined && !inBackfillCells(exp, file.dataset, row.recordedMs)) regular += 1;
+    }
+  }
+  if (shown.totalRowsExported < regular) {
+    violate(
+      `totalRowsExported is ${shown.totalRowsExported}; the regular export alone delivered ${regular} rows`,
+    );
+  }
+  return violations;
 }

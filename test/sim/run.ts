@@ -1,6 +1,6 @@
 /**
- * `npm run sim -- --seeds N [--ops M] [--from S] [--only check,check] [--shrink-seconds T] [--tolerate-known]`:
- * runs N generated schedules (seeds S, S+1, ...) on local services it starts, as the tests do. A failure prints
+ * `npm run sim -- --seeds N [--ops M] [--from S] [--minutes T] [--only check,check] [--shrink-seconds T]
+ * [--tolerate-known]`: runs N generated schedules (seeds S, S+1, ...; none started after T minutes) on local services it starts, as the tests do. A failure prints
  * `SLUICE_SIM_SEED=<n>` (and `SLUICE_SIM_PATH=<p>` for the shrunk schedule) with the shrunk schedule;
  * `SLUICE_SIM_SEED=<n> npm run sim` replays it.
  */
@@ -20,6 +20,8 @@ const { values } = parseArgs({
     /** Fail on nothing: print every check each seed trips, with its first message. */
     survey: { type: 'boolean', default: false },
     verbose: { type: 'boolean', default: false },
+    /** Stop starting seeds after this many minutes (a long run: `--seeds 2000 --minutes 40`). */
+    minutes: { type: 'string' },
   },
 });
 
@@ -53,9 +55,13 @@ async function main(): Promise<number> {
   const started = performance.now();
   let failures = 0;
   let totalOps = 0;
+  let ran = 0;
+  const stopAtMs =
+    values.minutes === undefined ? Number.POSITIVE_INFINITY : started + Number(values.minutes) * 60_000;
   const faults = new Map<string, number>();
   try {
-    for (let seed = first; seed < first + count; seed++) {
+    for (let seed = first; seed < first + count && performance.now() < stopAtMs; seed++) {
+      ran += 1;
       const result = await runSeed(seed, ops, {
         ...(only ? { only } : {}),
         ...(tolerated ? { tolerated } : {}),
@@ -93,8 +99,8 @@ async function main(): Promise<number> {
   }
   const hours = (performance.now() - started) / 3_600_000;
   console.log(
-    `${count} seeds, ${failures} failed, ${totalOps} ops, faults ${JSON.stringify(Object.fromEntries(faults))}, ` +
-      `${(count / hours).toFixed(0)} seeds/hour`,
+    `${ran} seeds (${first}–${first + ran - 1}) in ${(hours * 60).toFixed(1)} min, ${failures} failed, ${totalOps} ops, ` +
+      `faults ${JSON.stringify(Object.fromEntries(faults))}, ${(ran / hours).toFixed(0)} seeds/hour`,
   );
   return failures > 0 ? 1 : 0;
 }
