@@ -161,6 +161,18 @@ export async function writeWindow(
   options: WriteWindowOptions = {},
 ): Promise<WindowResult> {
   const deps = resolveDeps(injected);
+  const startedMs = deps.now().getTime();
+  const result = await writeSpan(input, deps, options);
+  // The time this invocation spent: Commit sums it per dataset for the run's `stats` (the job history).
+  return { ...result, durationMs: Math.max(0, deps.now().getTime() - startedMs) };
+}
+
+/** {@link writeWindow} without its timing. */
+async function writeSpan(
+  input: WriteWindowInput,
+  deps: EngineDeps,
+  options: WriteWindowOptions,
+): Promise<WindowResult> {
   const { run, item } = input;
   const result: WindowResult = baseResult(item);
   const deadlineMs = Math.min(run.deadlineMs, options.deadlineMs ?? Number.POSITIVE_INFINITY);
@@ -306,7 +318,9 @@ export async function writeWindow(
         const from = progress[index]?.lastKey;
         // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
-        lines = new LineCursor(deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from));
+        lines = new LineCursor(
+          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+        );
         return lines;
       };
       try {

@@ -703,10 +703,16 @@ export const openapiDocument: JsonObject = {
           stats: {
             type: 'object',
             description:
-              'Per-dataset rows, files, bytes and the window exported. While the run is `running`, rows, files and bytes (and `rowCount`, `fileCount`, `byteCount`) grow as its writers save files; once finished they are the committed totals.',
+              'Per-dataset rows, files, bytes and the window exported: each dataset\'s job in the history, with its status and duration. While the run is `running`, rows, files and bytes (and `rowCount`, `fileCount`, `byteCount`) grow as its writers save files; once finished they are the committed totals. A scheduled run with nothing to export is listed too, `succeeded` with no rows (every event dataset with `rows` 0: "No rows"); no workflow runs for it.',
             additionalProperties: {
               type: 'object',
               properties: {
+                status: {
+                  type: 'string',
+                  enum: ['running', 'succeeded', 'failed'],
+                  description:
+                    "The dataset's part of the run: `failed` when its writer failed after its retries (the run is then `failed`). Absent on runs recorded before it was reported.",
+                },
                 rows: { type: 'integer' },
                 files: { type: 'integer' },
                 bytes: { type: 'integer' },
@@ -722,6 +728,12 @@ export const openapiDocument: JsonObject = {
                   type: 'string',
                   format: 'date',
                   description: 'subscribers: the UTC day of the snapshot written.',
+                },
+                durationMs: {
+                  type: 'integer',
+                  minimum: 0,
+                  description:
+                    'The time its writers spent on the dataset in this run, in ms, summed over its spans (0 when it had nothing to write). Absent on runs recorded before it was reported.',
                 },
               },
             },
