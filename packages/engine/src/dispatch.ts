@@ -23,8 +23,8 @@ import { settleExpiredRun } from './settle.js';
 export const DISPATCH_PAGE_SIZE = 250;
 
 /**
- * Destinations of a page examined at once. Each costs 2 (queued) to 8 (nothing new: reads, a fenced cursor
- * advance, the run state) sequential DynamoDB calls; 50 at once keeps within the SDK's default of 50
+ * Destinations of a page examined at once. Each costs 2 (queued) to 9 (nothing new: reads, a fenced cursor
+ * advance, the run state, the slot's run record) sequential DynamoDB calls; 50 at once keeps within the SDK's default of 50
  * sockets and makes a page of 250 five rounds of calls (docs/internals.md, "Dispatch at scale").
  */
 export const DISPATCH_CONCURRENCY = 50;
