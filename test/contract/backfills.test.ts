@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
+import { BackfillStore } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   type ContractHarness,
   startContractHarness,
   type TestWorkspace,
 } from '../helpers/contract-harness.js';
+import { controlTable } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -214,5 +217,139 @@ describe('GET and DELETE /data-exports/{id}/backfills', () => {
     const bad = await ws.client.get(`/data-exports/${id}/backfills?nextToken=xyz`);
     expect(bad.status).toBe(400);
     expect(bad.body.code).toBe('invalid_input');
+  });
+});
+
+/** What the engine does when a backfill's chunk failed its last attempt: claim it, then commit it failed. */
+async function failBackfill(id: string, backfillId: string): Promise<void> {
+  const store = new BackfillStore(controlTable);
+  const now = new Date();
+  const ids = { workspaceId: ws.workspaceId, destinationId: id, backfillId };
+  const slot = await store.claim(
+    { ...ids, datasets: ['email_events'] },
+    { backfillId, runId: `run_${randomUUID()}`, token: randomUUID(), expiresAtMs: now.getTime() + 60_000 },
+    now,
+  );
+  expect(slot).toBeDefined();
+  const committed = await store.commit(
+    { ...ids, token: slot!.token },
+    {
+      doneThroughMs: {},
+      reached: {},
+      status: 'failed',
+      attempts: 5,
+      error: 'The bucket refused the upload.',
+      dueAt: null,
+    },
+    now,
+  );
+  expect(committed).toBe(true);
+}
+
+describe('POST /data-exports/{id}/backfills/{backfillId}/retry', () => {
+  it('queues a failed backfill again (202), once: attempts and error cleared, due now', async () => {
+    // Prepare
+    const id = await newExport({ frequency: 'hourly' });
+    const to = Math.floor(Date.now() / HOUR_MS) * HOUR_MS - HOUR_MS;
+    const created = await ws.client.post(`/data-exports/${id}/backfills`, {
+      datasets: ['email_events'],
+      from: iso(to - 3 * HOUR_MS),
+      to: iso(to),
+    });
+    const backfillId = created.body.backfill!.id as string;
+    await failBackfill(id, backfillId);
+    const failed = await ws.client.get(`/data-exports/${id}/backfills/${backfillId}`);
+
+    // Act
+    const retried = await ws.client.post(`/data-exports/${id}/backfills/${backfillId}/retry`);
+    const again = await ws.client.post(`/data-exports/${id}/backfills/${backfillId}/retry`);
+    const due = await new BackfillStore(controlTable).queryDue(new Date(), 1_000);
+
+    // Assess
+    expect(failed.body.backfill).toMatchObject({ status: 'failed', error: 'The bucket refused the upload.' });
+    expect(retried.status).toBe(202);
+    expect(retried.body.backfill).toMatchObject({
+      id: backfillId,
+      status: 'queued',
+      error: null,
+      finishedAt: null,
+    });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ success: false, code: 'backfill_not_failed' });
+    expect(due.map((entry) => entry.backfillId)).toContain(backfillId);
+  });
+
+  it('answers 404 for an unknown, malformed or foreign backfill, 409 for one not failed or a paused export, 403 read only', async () => {
+    // Prepare
+    const id = await newExport();
+    const now = Date.now();
+    const created = await ws.client.post(`/data-exports/${id}/backfills`, {
+      from: iso(now - 2 * HOUR_MS),
+      to: iso(now - HOUR_MS),
+    });
+    const backfillId = created.body.backfill!.id as string;
+    const reader = await ws.clientWith({ scopes: ['data_exports:read'] });
+    const other = await harness.newWorkspace();
+    const path = `/data-exports/${id}/backfills/${backfillId}/retry`;
+
+    // Act
+    const unknown = await ws.client.post(`/data-exports/${id}/backfills/bf_000000000000000000000000/retry`);
+    const malformed = await ws.client.post(`/data-exports/${id}/backfills/nope/retry`);
+    const foreign = await other.client.post(path);
+    const readOnly = await reader.post(path);
+    const queued = await ws.client.post(path);
+    await failBackfill(id, backfillId);
+    await ws.client.patch(`/data-exports/${id}`, { isEnabled: false });
+    const paused = await ws.client.post(path);
+
+    // Assess
+    expect([unknown.status, malformed.status, foreign.status]).toEqual([404, 404, 404]);
+    expect(unknown.body).toMatchObject({ success: false, code: 'not_found' });
+    expect(readOnly.status).toBe(403);
+    expect(queued.status).toBe(409);
+    expect(queued.body.code).toBe('backfill_not_failed');
+    expect(paused.status).toBe(409);
+    expect(paused.body.code).toBe('destination_disabled');
+  });
+});
+
+describe('the 30-day full-history allowance', () => {
+  it('is not used up by a cancelled full history', async () => {
+    // Prepare
+    const id = await newExport();
+    const first = await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' });
+    await ws.client.delete(`/data-exports/${id}/backfills/${first.body.backfill!.id}`);
+
+    // Act
+    const second = await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' });
+    const third = await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' });
+
+    // Assess: the cancelled one gave the allowance back; the second holds it.
+    expect(second.status).toBe(202);
+    expect(third.status).toBe(409);
+    expect(third.body.code).toBe('full_history_recent');
+  });
+
+  it('is not used up by a failed full history, which takes it again when retried while it is free', async () => {
+    // Prepare: full history A failed; B started meanwhile.
+    const id = await newExport();
+    const a = (await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' })).body.backfill!;
+    await failBackfill(id, a.id);
+    const b = await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' });
+
+    // Act
+    const whileHeld = await ws.client.post(`/data-exports/${id}/backfills/${a.id}/retry`);
+    await ws.client.delete(`/data-exports/${id}/backfills/${b.body.backfill!.id}`);
+    const afterCancel = await ws.client.post(`/data-exports/${id}/backfills/${a.id}/retry`);
+    const another = await ws.client.post(`/data-exports/${id}/backfills`, { from: 'earliest' });
+
+    // Assess
+    expect(b.status).toBe(202);
+    expect(whileHeld.status).toBe(409);
+    expect(whileHeld.body.code).toBe('full_history_recent');
+    expect(afterCancel.status).toBe(202);
+    expect(afterCancel.body.backfill).toMatchObject({ id: a.id, status: 'queued', fullHistory: true });
+    expect(another.status).toBe(409);
+    expect(another.body.code).toBe('full_history_recent');
   });
 });

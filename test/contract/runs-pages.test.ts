@@ -169,7 +169,13 @@ describe('GET /data-exports/{id}/runs while a run runs', () => {
     expect(running.fileCount).toBe(first.files);
     expect(running.byteCount).toBe(first.bytes);
     expect(running.stats).toEqual({
-      custom_events: { rows: first.rows, files: first.files, bytes: first.bytes },
+      custom_events: {
+        status: 'running',
+        rows: first.rows,
+        files: first.files,
+        bytes: first.bytes,
+        durationMs: 0,
+      },
     });
 
     // Act 2: the rest of the run, then Commit

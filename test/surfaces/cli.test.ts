@@ -130,7 +130,14 @@ describe('sluice data-exports against the local API', () => {
     expect(run.code).toBe(0);
     expect(run.out).toMatch(/queued/);
 
-    // runs: two recorded runs, newest first
+    // runs: three recorded runs, newest first; a scheduled run with nothing to export reads "No rows"
+    await putRun(id, 'run_idle', {
+      status: 'succeeded',
+      isManual: false,
+      startedAt: new Date(Date.now() - 180_000).toISOString(),
+      finishedAt: new Date(Date.now() - 179_000).toISOString(),
+      stats: { email_events: { status: 'succeeded', rows: 0, files: 0, bytes: 0, durationMs: 0 } },
+    });
     await putRun(id, 'run_old', {
       status: 'succeeded',
       startedAt: new Date(Date.now() - 120_000).toISOString(),
@@ -156,6 +163,7 @@ describe('sluice data-exports against the local API', () => {
     expect(lines[0]).toMatch(/^RUN +STARTED +STATUS +TRIGGER +ROWS +FILES +BYTES +ERROR$/);
     expect(lines[1]).toMatch(/^run_new .* failed +manual +0 +0 +0 B +Access denied to bucket local-exports$/);
     expect(lines[2]).toMatch(/^run_old .* succeeded +manual +1,500 +2 +2\.0 KiB$/);
+    expect(lines[3]).toMatch(/^run_idle .* succeeded +schedule +No rows +0 +0 B$/);
     const limited = await dataExports(['runs', id, '--limit', '1', '--json']);
     expect(JSON.parse(limited.out).runs.map((r: { id: string }) => r.id)).toEqual(['run_new']);
     const firstPage = await dataExports(['runs', id, '--limit', '1']);

@@ -73,6 +73,7 @@ describe('sluice mcp over stdio, against the local API', () => {
       'list_backfills',
       'list_data_export_runs',
       'list_data_exports',
+      'retry_backfill',
       'run_data_export',
       'test_data_export',
       'update_data_export',
@@ -180,7 +181,7 @@ describe('sluice mcp over stdio, against the local API', () => {
     expect(JSON.stringify(result)).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
   });
 
-  it('creates, lists, gets and cancels a backfill; a range over 7 days is a tool error with the field issue', async () => {
+  it('creates, lists, gets and cancels a backfill, and refuses to retry one that did not fail; a range over 7 days is a tool error with the field issue', async () => {
     // Prepare
     const created = apiJson(
       await callTool('create_data_export', harness.createBody({ frequency: 'hourly' })),
@@ -202,6 +203,7 @@ describe('sluice mcp over stdio, against the local API', () => {
     const listed = apiJson(await callTool('list_backfills', { id })) as { backfills: { id: string }[] };
     const got = apiJson(await callTool('get_backfill', { id, backfillId })) as One;
     const cancelled = apiJson(await callTool('cancel_backfill', { id, backfillId })) as One;
+    const notFailed = await callTool('retry_backfill', { id, backfillId });
     const tooLong = await callTool('create_backfill', {
       id,
       from: new Date(now - 9 * 86_400_000).toISOString(),
@@ -213,6 +215,8 @@ describe('sluice mcp over stdio, against the local API', () => {
     expect(listed.backfills.map((b) => b.id)).toEqual([backfillId]);
     expect(got.backfill.progress.email_events).toMatchObject({ windowsDone: 0, rows: 0 });
     expect(cancelled.backfill.status).toBe('cancelled');
+    expect(notFailed.isError).toBe(true);
+    expect((notFailed.content[0] as { text: string }).text).toMatch(/\(HTTP 409, backfill_not_failed\)/);
     expect(tooLong.isError).toBe(true);
     expect((tooLong.content[0] as { text: string }).text).toMatch(/- to: A backfill covers at most 7 days/);
   });

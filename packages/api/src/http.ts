@@ -16,7 +16,13 @@ import { HttpError, toHttpError } from './errors.js';
 import { externalIdSource } from './external-ids.js';
 import { isOpenApiPath, openApiResponse } from './openapi/serve.js';
 import type { ApiBackfillStore, ApiSealer, ApiStore, Caller, ConnectionTester, KeyMeter } from './ports.js';
-import { cancelBackfill, createBackfill, getBackfill, listBackfills } from './use-cases/backfills.js';
+import {
+  cancelBackfill,
+  createBackfill,
+  getBackfill,
+  listBackfills,
+  retryBackfill,
+} from './use-cases/backfills.js';
 import { createDataExport } from './use-cases/create-data-export.js';
 import { deleteDataExport } from './use-cases/delete-data-export.js';
 import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
@@ -183,13 +189,24 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
       run: async ({ deps, caller, id, subId }) => ok(await cancelBackfill(deps, caller, id, subId)),
     },
   },
+  backfillRetry: {
+    POST: {
+      operationId: 'retryBackfill',
+      access: 'write',
+      run: async ({ deps, caller, id, subId }) => ({
+        status: 202,
+        body: await retryBackfill(deps, caller, id, subId),
+      }),
+    },
+  },
 };
 
 function ok(body: unknown): { status: number; body: unknown } {
   return { status: 200, body };
 }
 
-const PATH_RE = /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+))?)?)?$/;
+const PATH_RE =
+  /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+)(?:\/(retry))?)?)?)?$/;
 
 /**
  * True when a path has an empty segment (`//`, a trailing `/`) or a dot segment (`.`, `..`, raw or
@@ -213,7 +230,7 @@ export function hasEmptyOrDotSegment(rawPath: string): boolean {
 export function matchRoute(rawPath: string): { route: string; id: string; subId?: string } | undefined {
   const match = PATH_RE.exec(rawPath);
   if (!match) return undefined;
-  const [, rawId, action, rawSubId] = match;
+  const [, rawId, action, rawSubId, subAction] = match;
   if (rawId === undefined) return { route: 'collection', id: '' };
   if (rawSubId !== undefined && action !== 'backfills') return undefined;
   let id: string;
@@ -224,7 +241,7 @@ export function matchRoute(rawPath: string): { route: string; id: string; subId?
   } catch {
     return undefined;
   }
-  if (subId !== undefined) return { route: 'backfill', id, subId };
+  if (subId !== undefined) return { route: subAction === 'retry' ? 'backfillRetry' : 'backfill', id, subId };
   return { route: action ?? 'item', id };
 }
 

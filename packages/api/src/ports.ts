@@ -157,4 +157,4 @@ export type ConnectionTester = (
 ) => Promise<ConnectionTestOutcome | undefined>;
 
 /** What the API needs from `@sluice/control`'s `BackfillStore`. */
-export type ApiBackfillStore = Pick<BackfillStore, 'create' | 'get' | 'list' | 'cancel'>;
+export type ApiBackfillStore = Pick<BackfillStore, 'create' | 'get' | 'list' | 'cancel' | 'retry'>;

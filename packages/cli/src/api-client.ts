@@ -157,6 +157,9 @@ export class DataExportsClient {
   cancelBackfill(id: string, backfillId: string): Promise<BackfillResponse> {
     return this.request('DELETE', backfillPath(id, backfillId));
   }
+  retryBackfill(id: string, backfillId: string): Promise<BackfillResponse> {
+    return this.request('POST', `${backfillPath(id, backfillId)}/retry`);
+  }
 
   private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
     const url = `${this.connection.apiUrl}${path}`;

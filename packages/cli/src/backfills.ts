@@ -1,5 +1,5 @@
 /**
- * `sluice data-exports backfill create | list | get | cancel`: the backfills of a data export, a thin client
+ * `sluice data-exports backfill create | list | get | cancel | retry`: the backfills of a data export, a thin client
  * of `/data-exports/{id}/backfills`. `create --watch` and `get --watch` follow one with a progress line per
  * dataset until it ends.
  */
@@ -208,6 +208,26 @@ export function backfillCommand(context: CliContext): Command {
       (result) => [`Backfill ${result.backfill.id} cancelled.`, ...backfillLines(result.backfill)],
     ),
   );
+
+  withCommonOptions(
+    group
+      .command('retry')
+      .description(
+        'retry a failed backfill from where it stopped (only the windows not yet done are written)',
+      )
+      .argument('<id>', EXPORT_ID_HELP, exportIdArgument)
+      .argument('<backfillId>', 'the backfill id (bf_…)', backfillIdArgument)
+      .option('--watch', 'follow it until it ends (exit code 1 unless it succeeds)')
+      .option('--interval <seconds>', 'seconds between polls with --watch', '2'),
+  ).action(async (id: string, backfillId: string, options: WatchFlags) => {
+    await withClient(
+      context,
+      options,
+      (client) => client.retryBackfill(id, backfillId),
+      (result) => [`Backfill ${result.backfill.id} queued again.`, ...backfillLines(result.backfill)],
+    );
+    if (options.watch) await follow(context, options, id, backfillId);
+  });
 
   return group;
 }

@@ -153,6 +153,9 @@ export function firstFilesLines(view: DataExportView): string[] {
   ];
 }
 
+/** What the runs table shows for a finished run that exported nothing. */
+export const NO_ROWS = 'No rows';
+
 /** The table of `data-exports runs`. */
 export function runsTable(runs: readonly DataExportRunView[]): string[] {
   if (runs.length === 0) return ['No runs in the last 14 days.'];
@@ -163,7 +166,8 @@ export function runsTable(runs: readonly DataExportRunView[]): string[] {
       run.startedAt,
       run.status,
       run.isManual ? 'manual' : 'schedule',
-      formatCount(run.rowCount),
+      // A finished run with nothing to export (an idle slot included) reads as the job history says it.
+      run.status === 'succeeded' && run.rowCount === 0 ? NO_ROWS : formatCount(run.rowCount),
       formatCount(run.fileCount),
       formatBytes(run.byteCount),
       run.error ?? '',

@@ -279,7 +279,7 @@ const backfillIdShape = {
     .describe('The backfill id, such as bf_0123456789abcdef01234567'),
 };
 
-/** The four backfill tools: create, list, get (with per-dataset progress), cancel. */
+/** The five backfill tools: create, list, get (with per-dataset progress), cancel, retry. */
 function registerBackfillTools(server: McpServer, client: DataExportsClient): void {
   server.registerTool(
     'create_backfill',
@@ -338,6 +338,21 @@ function registerBackfillTools(server: McpServer, client: DataExportsClient): vo
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     ({ id, backfillId }) => call(() => client.cancelBackfill(id, backfillId)),
+  );
+  server.registerTool(
+    'retry_backfill',
+    {
+      title: 'Retry backfill',
+      description: operationDescription('retryBackfill'),
+      inputSchema: backfillIdShape,
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
+    },
+    ({ id, backfillId }) => call(() => client.retryBackfill(id, backfillId)),
   );
 }
 

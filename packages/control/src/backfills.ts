@@ -113,6 +113,13 @@ function reachUpdate(reach: BackfillReach) {
   };
 }
 
+/** The outcome of {@link BackfillStore.retry}. */
+export type BackfillRetryOutcome =
+  | { outcome: 'retried'; backfill: Backfill }
+  | { outcome: 'not_failed'; backfill: Backfill }
+  | { outcome: 'not_found' }
+  | { outcome: 'full_history_recent' };
+
 /** The outcome of {@link BackfillStore.create}. */
 export type BackfillCreateOutcome = 'created' | 'destination_missing' | 'full_history_recent';
 
@@ -187,20 +194,117 @@ export class BackfillStore {
       },
     ];
     if (backfill.fullHistory) {
-      items.push({
-        Put: {
-          TableName: this.table.tableName,
-          Item: { PK: pk, SK: fullHistorySk(backfill.destinationId), lastAt: backfill.createdAt },
-          ConditionExpression: 'attribute_not_exists(PK) OR lastAt < :since',
-          ExpressionAttributeValues: { ':since': options.fullHistorySince ?? backfill.createdAt },
-        },
-      });
+      items.push(
+        await this.fullHistoryClaim(
+          backfill,
+          backfill.createdAt,
+          options.fullHistorySince ?? backfill.createdAt,
+        ),
+      );
     }
     const outcome = await transact(this.table, items);
     if (outcome === true) return 'created';
     if (outcome === 0) return 'destination_missing';
     if (outcome === 2) return 'full_history_recent';
     throw new Error(`backfill id ${backfill.id} already exists`);
+  }
+
+  /**
+   * The Put that takes a destination's full-history allowance for `backfill` (stamp `lastAt = atIso` and
+   * the backfill's id), only while the allowance is free: no full history stamped since `sinceIso`, or the
+   * one stamped is this backfill, or it failed or was cancelled (read here; the Put is then conditional on
+   * the stamp being the one read, so a retry of that one at the same time takes it once). A failed or
+   * cancelled full history does not use up the allowance. Stamps written before they named their backfill
+   * count until they are 30 days old.
+   */
+  private async fullHistoryClaim(
+    backfill: Pick<Backfill, 'workspaceId' | 'destinationId' | 'id'>,
+    atIso: string,
+    sinceIso: string,
+  ): Promise<TransactItem> {
+    const pk = workspacePk(backfill.workspaceId);
+    const key = { PK: pk, SK: fullHistorySk(backfill.destinationId) };
+    const stamp = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({ TableName: this.table.tableName, Key: key, ConsistentRead: true }),
+      ),
+    );
+    const stampedId = stamp.Item?.backfillId;
+    const stampedAt = stamp.Item?.lastAt;
+    let freed = false;
+    if (typeof stampedId === 'string' && typeof stampedAt === 'string' && stampedId !== backfill.id) {
+      const stamped = await this.get(backfill.workspaceId, backfill.destinationId, stampedId);
+      freed = stamped === undefined || stamped.status === 'failed' || stamped.status === 'cancelled';
+    }
+    const values: Record<string, unknown> = { ':since': sinceIso, ':self': backfill.id };
+    let condition = 'attribute_not_exists(PK) OR lastAt < :since OR backfillId = :self';
+    if (freed) {
+      condition += ' OR (backfillId = :freed AND lastAt = :stampedAt)';
+      values[':freed'] = stampedId;
+      values[':stampedAt'] = stampedAt;
+    }
+    return {
+      Put: {
+        TableName: this.table.tableName,
+        Item: { ...key, lastAt: atIso, backfillId: backfill.id },
+        ConditionExpression: condition,
+        ExpressionAttributeValues: values,
+      },
+    };
+  }
+
+  /**
+   * Retries a failed backfill from where it stopped: `queued` again and due now, its failed attempts
+   * reset, its positions, per-dataset counts and window progress kept, so the next run writes only the
+   * windows not yet done (a window begun continues from its next file). A full history takes the
+   * allowance again (see {@link fullHistoryClaim}). Outcomes: `retried` (with the backfill as stored now),
+   * `not_found`, `not_failed` (with the backfill: only a failed one is retried), `full_history_recent`
+   * (another full history holds the allowance).
+   */
+  async retry(
+    workspaceId: string,
+    destinationId: string,
+    backfillId: string,
+    now: Date,
+    options: { fullHistorySince?: string } = {},
+  ): Promise<BackfillRetryOutcome> {
+    const backfill = await this.get(workspaceId, destinationId, backfillId);
+    if (backfill === undefined) return { outcome: 'not_found' };
+    if (backfill.status !== 'failed') return { outcome: 'not_failed', backfill };
+    const iso = now.toISOString();
+    const items: TransactItem[] = [
+      {
+        Update: {
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: backfillSk(destinationId, backfillId) },
+          UpdateExpression:
+            'SET #status = :queued, attempts = :zero, #error = :null, updatedAt = :now, dueKey = :dueKey, ' +
+            'dueAt = :dueAt REMOVE finishedAt',
+          ConditionExpression: '#status = :failed',
+          ExpressionAttributeNames: { '#status': 'status', '#error': 'error' },
+          ExpressionAttributeValues: {
+            ':queued': 'queued',
+            ':failed': 'failed',
+            ':zero': 0,
+            ':null': null,
+            ':now': iso,
+            ':dueKey': BACKFILL_DUE_KEY,
+            ':dueAt': backfillDueAt(iso, backfill),
+          },
+        },
+      },
+    ];
+    if (backfill.fullHistory) {
+      items.push(await this.fullHistoryClaim(backfill, iso, options.fullHistorySince ?? iso));
+    }
+    const outcome = await transact(this.table, items);
+    if (outcome === 1) return { outcome: 'full_history_recent' };
+    const after = await this.get(workspaceId, destinationId, backfillId);
+    if (after === undefined) return { outcome: 'not_found' };
+    // Not ours (outcome 0): retried or cancelled by another request meanwhile.
+    return outcome === true
+      ? { outcome: 'retried', backfill: after }
+      : { outcome: 'not_failed', backfill: after };
   }
 
   /** One backfill, or undefined. Consistent read. */

@@ -1,4 +1,4 @@
-import { GetCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -15,11 +15,21 @@ import { type TransactItem, transact } from './transactions.js';
 export const RUN_STATUSES = ['running', 'succeeded', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/**
+ * A dataset's part of a run (its job in the history): `running` while the run works, then `succeeded` (also
+ * with no rows: "No rows") or `failed` (a writer of it failed after its retries).
+ */
+export type DatasetRunStatus = RunStatus;
+
 /** What one dataset contributed to a run: rows, files, bytes and the window or snapshot exported. */
 export interface DatasetRunStats {
+  /** Absent on records written before per-dataset statuses. */
+  status?: DatasetRunStatus;
   rows: number;
   files: number;
   bytes: number;
+  /** The time its writers spent on it in this run, summed over its spans (0 when nothing was written). */
+  durationMs?: number;
   /** Event datasets: the exported window, `fromMs` exclusive, `toMs` inclusive. */
   fromMs?: number;
   toMs?: number;
@@ -211,6 +221,33 @@ export class RunStore {
       },
     ]);
     return outcome === true;
+  }
+
+  /**
+   * Records a scheduled run that had nothing to export (Dispatch decided so without a workflow): a finished
+   * `succeeded` record with no rows. The key is derived from the slot by the caller, and the write is
+   * conditional on it being new, so a slot is recorded once however many Dispatch ticks look at it.
+   * Returns false when the slot was already recorded.
+   */
+  async recordIdle(run: RunRecord): Promise<boolean> {
+    try {
+      await this.table.client.send(
+        new PutCommand({
+          TableName: this.table.tableName,
+          Item: {
+            PK: runsPk(run.workspaceId, run.destinationId),
+            SK: runSk(run.startedAt, run.id),
+            ...run,
+            expiresAt: runExpiresAt(run.startedAt),
+          },
+          ConditionExpression: 'attribute_not_exists(PK)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      return mapDynamoError(error);
+    }
   }
 
   /** Reads one run record, or `undefined`. */

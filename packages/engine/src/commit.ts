@@ -77,6 +77,15 @@ export function planCommit(
 ): CommitPlan {
   const plan: CommitPlan = { writes: [], stats: {}, lagSecondsByDataset: {}, behind: false, finished: [] };
   const written = results.filter((result): result is WindowResult => result.status !== 'failed');
+  // Each dataset's job in the history: failed when a writer of it failed; the time its writers spent.
+  const jobOf = (dataset: Dataset) => ({
+    status: results.some((result) => result.status === 'failed' && result.item.dataset === dataset)
+      ? ('failed' as const)
+      : ('succeeded' as const),
+    durationMs: written
+      .filter((result) => result.dataset === dataset)
+      .reduce((sum, result) => sum + (result.durationMs ?? 0), 0),
+  });
   const isComplete = (dataset: Dataset, window: string): boolean => {
     const entry = progress.get(progressKey(dataset, window));
     return entry?.done === true && entry.configVersion === run.configVersion;
@@ -120,16 +129,21 @@ export function planCommit(
       }
       plan.lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
       if (commit.cursorMs < exportLimitOf(destination, nowMs)) plan.behind = true;
-      if (commit.committed.length > 0) {
-        plan.stats[dataset] = {
-          ...countsOf(dataset, commit.committed.map(windowKey)),
-          fromMs: (commit.committed[0] as Window).fromMs,
-          toMs: commit.cursorMs,
-        };
-      }
+      // Every event dataset has its entry, with no rows when nothing was committed ("No rows").
+      plan.stats[dataset] =
+        commit.committed.length > 0
+          ? {
+              ...jobOf(dataset),
+              ...countsOf(dataset, commit.committed.map(windowKey)),
+              fromMs: (commit.committed[0] as Window).fromMs,
+              toMs: commit.cursorMs,
+            }
+          : { ...jobOf(dataset), rows: 0, files: 0, bytes: 0 };
     } else {
       const date = cursor?.plannedSnapshot?.date;
       if (date === undefined) continue;
+      // A snapshot planned and not complete (a failure, a stop, out of time): shown with no rows committed.
+      plan.stats[dataset] = { ...jobOf(dataset), rows: 0, files: 0, bytes: 0, snapshotDate: date };
       const complete =
         isComplete(dataset, date) ||
         written.some(
@@ -143,7 +157,7 @@ export function planCommit(
           plannedSnapshot: null,
         });
         plan.finished.push({ dataset, window: date });
-        plan.stats[dataset] = { ...countsOf(dataset, [date]), snapshotDate: date };
+        plan.stats[dataset] = { ...jobOf(dataset), ...countsOf(dataset, [date]), snapshotDate: date };
         // An earlier day's snapshot finished late: today's is due too.
         if (isSnapshotDue(date, nowMs)) plan.behind = true;
       }

@@ -1,5 +1,11 @@
-import type { CursorState, CursorWrite, DueBackfill, DueEntry } from '@sluice/control';
-import { type Dataset, type Destination, isEventDataset, isSnapshotDue } from '@sluice/core';
+import { createHash } from 'node:crypto';
+import type { CursorState, CursorWrite, DueBackfill, DueEntry, RunRecord } from '@sluice/control';
+import {
+  type Dataset,
+  type Destination,
+  isEventDataset,
+  isSnapshotDue,
+} from '@sluice/core';
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
@@ -15,8 +21,8 @@ import { settleExpiredRun } from './settle.js';
 export const DISPATCH_PAGE_SIZE = 250;
 
 /**
- * Destinations of a page examined at once. Each costs 2 (queued) to 8 (nothing new: reads, a fenced cursor
- * advance, the run state) sequential DynamoDB calls; 50 at once keeps within the SDK's default of 50
+ * Destinations of a page examined at once. Each costs 2 (queued) to 9 (nothing new: reads, a fenced cursor
+ * advance, the run state, the slot's run record) sequential DynamoDB calls; 50 at once keeps within the SDK's default of 50
  * sockets and makes a page of 250 five rounds of calls (docs/internals.md, "Dispatch at scale").
  */
 export const DISPATCH_CONCURRENCY = 50;
@@ -50,7 +56,8 @@ export type DispatchDecision = 'start' | 'advanced' | 'skipped';
  * 2. Queued (manual) ones start. Others are checked cheaply: planned windows left by a failed or stopped
  *    run, a due subscriber snapshot, or one `hasRowsAfter` Query per event dataset.
  * 3. Nothing new: advance the event cursors to `now - lag` (no file for an empty span; fenced by "no
- *    live lease" and the old positions) and set `nextRunAt` to the destination's next slot, with no workflow.
+ *    live lease" and the old positions) and set `nextRunAt` to the destination's next slot, with no workflow;
+ *    the slot is recorded in the run history as a run with no rows (one record per slot, `idleRunRecord`).
  * 4. With the first page, the backfills due (`dueBackfillRuns`): one ExportRun with the trigger
  *    `backfill` per destination whose backfill slot is free.
  * 5. The rest: move their due entry ahead by the lease duration (conditional on the entry read, so an
@@ -171,7 +178,7 @@ async function advanceIdle(
   }
   const fence = { noLiveLeaseAt: nowMs, workspaceId: entry.workspaceId, destinationId: entry.destinationId };
   if (!(await deps.cursors.advance(fence, writes, now))) return;
-  await deps.runState.update(
+  const settled = await deps.runState.update(
     entry.workspaceId,
     entry.destinationId,
     {
@@ -182,6 +189,43 @@ async function advanceIdle(
     },
     now,
   );
+  // The slot still appears in the history: a run with no rows, recorded here, once per slot.
+  if (settled) await deps.runs.recordIdle(idleRunRecord(destination, entry, now));
+}
+
+/** The slot a due entry stands for: the time it was due (`nextRunAt`), the first part of its `dueAt`. */
+export function slotOfDueEntry(entry: Pick<DueEntry, 'dueAt'>): string {
+  return entry.dueAt.slice(0, entry.dueAt.indexOf('#'));
+}
+
+/**
+ * The run record of a scheduled slot with nothing new (the job history's "No rows"): `succeeded`, no rows,
+ * each event dataset with no rows. It starts at the slot and its id is derived from the export and the
+ * slot, so every Dispatch that settles the same slot writes the same key (recorded once).
+ */
+export function idleRunRecord(destination: Destination, entry: DueEntry, now: Date): RunRecord {
+  const slot = slotOfDueEntry(entry);
+  const startedAt = Number.isFinite(Date.parse(slot)) ? slot : now.toISOString();
+  const datasets = destination.datasets.filter(isEventDataset);
+  return {
+    workspaceId: entry.workspaceId,
+    id: `run_${createHash('sha256').update(`idle#${entry.destinationId}#${startedAt}`).digest('hex').slice(0, 24)}`,
+    destinationId: entry.destinationId,
+    status: 'succeeded',
+    isManual: false,
+    rowCount: 0,
+    fileCount: 0,
+    byteCount: 0,
+    stats: Object.fromEntries(
+      datasets.map((dataset) => [
+        dataset,
+        { status: 'succeeded' as const, rows: 0, files: 0, bytes: 0, durationMs: 0 },
+      ]),
+    ),
+    error: null,
+    startedAt,
+    finishedAt: now.toISOString(),
+  };
 }
 
 /**

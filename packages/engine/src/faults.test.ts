@@ -382,7 +382,9 @@ describe('the run record while a run runs', () => {
     // Prepare
     const destination = await createDestination();
     const { run, items } = await claim(destination);
-    expect((await record(run)).stats).toEqual({ custom_events: { rows: 0, files: 0, bytes: 0 } });
+    expect((await record(run)).stats).toEqual({
+      custom_events: { status: 'running', rows: 0, files: 0, bytes: 0, durationMs: 0 },
+    });
     // Act: every invocation is out of time after one file or window (the Map loops on `partial`)
     const seen: DataExportRun[] = [];
     const results: ItemResult[] = [];
@@ -414,7 +416,12 @@ describe('the run record while a run runs', () => {
     expect(committed.status).toBe('succeeded');
     expect(await idsInBucket(destination)).toBe(EVENTS);
     expect(final).toMatchObject({ status: 'succeeded', rowCount: EVENTS });
-    expect(final.stats.custom_events).toMatchObject({ rows: EVENTS, files: final.fileCount });
+    expect(final.stats.custom_events).toMatchObject({
+      status: 'succeeded',
+      rows: EVENTS,
+      files: final.fileCount,
+      durationMs: expect.any(Number),
+    });
   }, 120_000);
 
   it('counts a file once when the writer dies after saving it and the save is applied again', async () => {

@@ -125,6 +125,8 @@ export interface WindowResult {
   rows: number;
   files: number;
   bytes: number;
+  /** How long this invocation took (ms); absent from results of writers before it was reported. */
+  durationMs?: number;
 }
 
 /** A Map item whose writer failed after its retries: the ExportRun's per-item Catch makes this its result. */

@@ -207,7 +207,12 @@ export async function claimAndPlan(
         fileCount: 0,
         byteCount: 0,
         // Zeros for every dataset with work: the writers add their files to these as they go.
-        stats: Object.fromEntries(plan.items.map((item) => [item.dataset, { rows: 0, files: 0, bytes: 0 }])),
+        stats: Object.fromEntries(
+          plan.items.map((item) => [
+            item.dataset,
+            { status: 'running', rows: 0, files: 0, bytes: 0, durationMs: 0 },
+          ]),
+        ),
         error: note,
         startedAt: lease.startedAt,
         finishedAt: null,

@@ -170,6 +170,18 @@ export async function writeWindow(
   options: WriteWindowOptions = {},
 ): Promise<WindowResult> {
   const deps = resolveDeps(injected);
+  const startedMs = deps.now().getTime();
+  const result = await writeSpan(input, deps, options);
+  // The time this invocation spent: Commit sums it per dataset for the run's `stats` (the job history).
+  return { ...result, durationMs: Math.max(0, deps.now().getTime() - startedMs) };
+}
+
+/** {@link writeWindow} without its timing. */
+async function writeSpan(
+  input: WriteWindowInput,
+  deps: EngineDeps,
+  options: WriteWindowOptions,
+): Promise<WindowResult> {
   const { run, item } = input;
   const result: WindowResult = baseResult(item);
   const deadlineMs = Math.min(run.deadlineMs, options.deadlineMs ?? Number.POSITIVE_INFINITY);

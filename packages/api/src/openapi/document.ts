@@ -465,7 +465,7 @@ export const openapiDocument: JsonObject = {
       post: {
         summary: 'Create backfill',
         description:
-          'Exports a chosen range of recorded time again, on demand: at most 7 days, not in the future, not before the earliest available data. With "from": "earliest" it exports the whole history in chunks of at most 7 days (at most once per 30 days). Files have the same layout and names as the regular export, so a row exported by both lands in a file of the same name with the same content. Runs beside the regular export without moving its position; one backfill runs per data export at a time, others wait queued. Requires data_exports:write.',
+          'Exports a chosen range of recorded time again, on demand: at most 7 days, not in the future, not before the earliest available data. With "from": "earliest" it exports the whole history in chunks of at most 7 days (at most once per 30 days; one that failed or was cancelled does not count). Files have the same layout and names as the regular export, so a row exported by both lands in a file of the same name with the same content. Runs beside the regular export without moving its position; one backfill runs per data export at a time, others wait queued. Requires data_exports:write.',
         operationId: 'createBackfill',
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
@@ -534,6 +534,23 @@ export const openapiDocument: JsonObject = {
           ...itemErrorResponses(),
           '409': errorResponse(
             'The backfill has already finished or been cancelled (code backfill_finished)',
+          ),
+        },
+      },
+    },
+    '/data-exports/{id}/backfills/{backfillId}/retry': {
+      post: {
+        summary: 'Retry backfill',
+        description:
+          'Retries a failed backfill without restarting it: it is queued again and its runs write only the windows not yet done (a window begun continues from its next file); what it wrote stays, and its progress keeps counting from there. A full history retried takes the 30-day allowance again. Requires data_exports:write.',
+        operationId: 'retryBackfill',
+        tags: ['Data Exports'],
+        parameters: [ID_PARAMETER, BACKFILL_ID_PARAMETER],
+        responses: {
+          '202': successResponse('Backfill queued again', { backfill: BACKFILL_REF }),
+          ...itemErrorResponses(),
+          '409': errorResponse(
+            'The backfill has not failed (code backfill_not_failed), the data export is paused (code destination_disabled), or another full-history backfill was started in the last 30 days (code full_history_recent)',
           ),
         },
       },
@@ -738,10 +755,16 @@ export const openapiDocument: JsonObject = {
           stats: {
             type: 'object',
             description:
-              'Per-dataset rows, files, bytes and the window exported. While the run is `running`, rows, files and bytes (and `rowCount`, `fileCount`, `byteCount`) grow as its writers save files; once finished they are the committed totals.',
+              'Per-dataset rows, files, bytes and the window exported: each dataset\'s job in the history, with its status and duration. While the run is `running`, rows, files and bytes (and `rowCount`, `fileCount`, `byteCount`) grow as its writers save files; once finished they are the committed totals. A scheduled run with nothing to export is listed too, `succeeded` with no rows (every event dataset with `rows` 0: "No rows"); no workflow runs for it.',
             additionalProperties: {
               type: 'object',
               properties: {
+                status: {
+                  type: 'string',
+                  enum: ['running', 'succeeded', 'failed'],
+                  description:
+                    "The dataset's part of the run: `failed` when its writer failed after its retries (the run is then `failed`). Absent on runs recorded before it was reported.",
+                },
                 rows: { type: 'integer' },
                 files: { type: 'integer' },
                 bytes: { type: 'integer' },
@@ -757,6 +780,12 @@ export const openapiDocument: JsonObject = {
                   type: 'string',
                   format: 'date',
                   description: 'subscribers: the UTC day of the snapshot written.',
+                },
+                durationMs: {
+                  type: 'integer',
+                  minimum: 0,
+                  description:
+                    'The time its writers spent on the dataset in this run, in ms, summed over its spans (0 when it had nothing to write). Absent on runs recorded before it was reported.',
                 },
               },
             },

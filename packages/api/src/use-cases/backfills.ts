@@ -211,3 +211,46 @@ export async function cancelBackfill(
   }
   return { success: true, backfill: toBackfillView(result.backfill) };
 }
+
+/**
+ * Retries a failed backfill without restarting it: queued again, its next runs write only the windows not yet
+ * done (a window begun continues from its next file). `404` for an unknown backfill, `409 destination_disabled`
+ * for a paused export, `409 backfill_not_failed` unless it failed, `409 full_history_recent` for a full history
+ * when another one holds the 30-day allowance. Answers `{ success, backfill }` (202: it runs later).
+ */
+export async function retryBackfill(
+  deps: UseCaseDeps,
+  caller: Caller,
+  id: string,
+  backfillIdParam: string,
+): Promise<{ success: true; backfill: BackfillView }> {
+  if (!BACKFILL_ID_RE.test(backfillIdParam)) throw new NotFoundError();
+  const destination = await loadDestination(deps, caller.workspaceId, id);
+  const store = backfillStore(deps);
+  const now = deps.now();
+  if (!destination.isEnabled) {
+    if ((await store.get(caller.workspaceId, id, backfillIdParam)) === undefined) throw new NotFoundError();
+    throw new ConflictError(
+      'This data export is paused. Resume it (PATCH with "isEnabled": true) before retrying its backfill.',
+      'destination_disabled',
+    );
+  }
+  const result = await store.retry(caller.workspaceId, id, backfillIdParam, now, {
+    fullHistorySince: new Date(now.getTime() - FULL_HISTORY_INTERVAL_MS).toISOString(),
+  });
+  if (result.outcome === 'not_found') throw new NotFoundError();
+  if (result.outcome === 'full_history_recent') {
+    throw new ConflictError(
+      'Another full-history backfill of this data export was started in the last 30 days; this one can be retried once it fails, is cancelled or 30 days have passed.',
+      'full_history_recent',
+    );
+  }
+  if (result.outcome === 'not_failed') {
+    const status = result.backfill.status;
+    throw new ConflictError(
+      `This backfill is ${status}; only a failed backfill can be retried.`,
+      'backfill_not_failed',
+    );
+  }
+  return { success: true, backfill: toBackfillView(result.backfill) };
+}
