@@ -14,7 +14,6 @@ import {
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClient } from './api-client.js';
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
-import { backfillCommand } from './backfills.js';
 import { type CliContext, ExitError, UsageError } from './context.js';
 import { dataExportBlock, dataExportsTable, errorLines, runProgressLines, runsTable } from './format.js';
 import { promptSecret, readSecretFromStream } from './secret.js';
@@ -240,7 +239,7 @@ export function parseLimit(value: string): number {
   return Number(value);
 }
 
-/** The `data-exports` command group. */
+/** The `data-exports` command group (its `backfill` subgroup is added by `program.ts`). */
 export function dataExportsCommand(context: CliContext): Command {
   const group = new Command('data-exports').description('manage data exports through the HTTP API');
 
@@ -410,7 +409,6 @@ export function dataExportsCommand(context: CliContext): Command {
     },
   );
 
-  group.addCommand(backfillCommand(context));
   return group;
 }
 

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { ArchiveCoverage, CursorState, CursorWrite, Lease, PlannedSpan } from '@sluice/control';
 import {
   type Dataset,
@@ -8,7 +8,6 @@ import {
   erasAfterPlanning,
   fileFormatOf,
   gridPointAtOrBefore,
-  gridStartOf,
   gridStepMs,
   isEventDataset,
   planEventSpans,
@@ -19,51 +18,17 @@ import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
 import { claimBackfill } from './backfill.js';
+import {
+  datasetStartMs,
+  eventCursorMs,
+  exactStartMs,
+  LEASE_DURATION_MS,
+  runIdOf,
+  withStart,
+} from './positions.js';
 import { settleExpiredRun } from './settle.js';
 
-/**
- * How long a claimed lease lasts: longer than an Express execution can run (5 minutes), so a live run never
- * loses it, short enough that a run that died is settled soon (dispatch finds the expired lease).
- */
-export const LEASE_DURATION_MS = 6 * 60_000;
-
-/** The run id of an execution: stable, so a retried ClaimAndPlan of the same execution is the same run. */
-export function runIdOf(executionId: string): string {
-  return `run_${createHash('sha256').update(executionId).digest('hex').slice(0, 24)}`;
-}
-
-/**
- * The exact start of an event dataset's export: the time it was added (`datasetStartedAt`), else
- * `startFrom`, else the creation time. No row recorded at or before it is exported.
- */
-export function exactStartMs(destination: Destination, dataset: Dataset): number {
-  const started = destination.datasetStartedAt[dataset] ?? destination.startFrom;
-  const parsed = Date.parse(started);
-  return Number.isFinite(parsed) ? parsed : Date.parse(destination.createdAt);
-}
-
-/**
- * Where an event dataset's cursor starts when it has never been committed: the start of the grid cell
- * holding its exact start ({@link exactStartMs}), so the first window keeps the grid window's name; the
- * writer leaves out that window's rows recorded at or before the exact start ({@link withStart}).
- */
-export function datasetStartMs(destination: Destination, dataset: Dataset): number {
-  return gridStartOf(exactStartMs(destination, dataset), gridStepMs(destination.frequency));
-}
-
-/** An event item with the dataset's exact start when the start lies after the item's first window opens. */
-export function withStart<T extends { fromMs: number }>(item: T, startMs: number): T & { startMs?: number } {
-  return startMs > item.fromMs ? { ...item, startMs } : item;
-}
-
-/** The cursor position of an event dataset: committed `exportedThroughMs`, or the dataset's start. */
-export function eventCursorMs(
-  destination: Destination,
-  cursor: CursorState | undefined,
-  dataset: EventDataset,
-): number {
-  return cursor?.exportedThroughMs ?? datasetStartMs(destination, dataset);
-}
+export { datasetStartMs, eventCursorMs, exactStartMs, LEASE_DURATION_MS, runIdOf, withStart };
 
 /** Rows that left the event log before this export wrote them: `(fromMs, toMs]` of recorded time. */
 export interface ExpiredSpan {
