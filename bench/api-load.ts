@@ -89,8 +89,8 @@ export async function runApiLoadBench(options: ApiLoadBenchOptions = {}): Promis
   // Loaded after the environment is set: these read it at load.
   const [{ ControlStore }, { startApiServer }, s3] = await Promise.all([
     import('@sluice/control'),
-    import('../packages/local/src/http-adapter.js'),
-    import('../packages/local/src/s3-local.js'),
+    import('@sluice/local'),
+    import('@sluice/local'),
   ]);
   // The API's access log (one line a request) would drown the figures.
   const silence = silenceStdout();

@@ -40,8 +40,8 @@ interface ChildTask {
 
 async function child(task: ChildTask): Promise<void> {
   const [{ LocalWorkflows }, { loadWorkflowDefinitions }, control, engine, eventlog] = await Promise.all([
-    import('../packages/local/src/stepfunctions.js'),
-    import('../packages/local/src/template.js'),
+    import('@sluice/local'),
+    import('@sluice/local'),
     import('@sluice/control'),
     import('@sluice/engine'),
     import('@sluice/eventlog'),
@@ -147,7 +147,7 @@ export interface DispatchBenchResult extends DispatchFigures {
  */
 export async function runDispatchBench(destinations: number): Promise<DispatchBenchResult> {
   const [{ createLocalTables, localDynamoDbClient }, { createDocumentClient }, seeding] = await Promise.all([
-    import('../packages/local/src/local-tables.js'),
+    import('@sluice/local'),
     import('@sluice/control'),
     import('../test/helpers/seed-destinations.js'),
   ]);

@@ -14,10 +14,14 @@ import {
   hourStart,
   shardOf,
 } from '@sluice/eventlog';
-import { createDataCommands } from '../packages/cli/src/operator/data.js';
-import { type DynamoDbLocal, startDynamoDbLocal } from '../packages/local/src/dynamodb-local.js';
-import { createLocalTables, LOCAL_TABLE_NAMES } from '../packages/local/src/local-tables.js';
-import { DYNAMODB_SNAPSHOT_FILE } from '../packages/local/src/services.js';
+import { createDataCommands } from '@sluice/cli';
+import {
+  type DynamoDbLocal,
+  startDynamoDbLocal,
+  createLocalTables,
+  LOCAL_TABLE_NAMES,
+  DYNAMODB_SNAPSHOT_FILE,
+} from '@sluice/local';
 
 /**
  * Local ingest: events through the CLI (`seed`, `events ingest --file`, both through `EventLogWriter`) into

@@ -35,9 +35,7 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { type LocalOutput, routeLocalOutput } from '../packages/local/src/local-output.js';
-import { STATE_DIR } from '../packages/local/src/runtime-config.js';
-import type { LocalServices } from '../packages/local/src/services.js';
+import { type LocalOutput, routeLocalOutput, STATE_DIR, type LocalServices } from '@sluice/local';
 
 // The packages read their environment at load, so they are imported after the local services are up.
 const MAX_LINES_PER_FILE = 50_000;
@@ -75,7 +73,7 @@ async function main(): Promise<void> {
       (part) => !skip.has(part),
     );
     if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
-      const { startLocalServices } = await import('../packages/local/src/services.js');
+      const { startLocalServices } = await import('@sluice/local');
       // The JVM as `npm start` runs it (full JIT): the tests' quick-start flags (C1 only) made DynamoDB Local's
       // Query work of the whole export 1.6-1.9x the CPU at 1,000,000 rows.
       services = await startLocalServices({ dynamodbQuickStart: false });

@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { DAY_MS, type Frequency, gridExportLimit, MAX_LINES_PER_FILE } from '@sluice/core';
-import type { LocalServices } from '../packages/local/src/services.js';
+import type { LocalServices } from '@sluice/local';
 
 const MINUTE_MS = 60_000;
 /** Rows the encoder alone is timed on (in 50,000-line files): enough for a steady rate. */
@@ -116,7 +116,7 @@ export async function runWholeExportBench(
   let services: LocalServices | undefined;
   let dynamodbPid = options.dynamodbPid;
   if (!process.env.SLUICE_CONTROL_TABLE) {
-    const { startLocalServices } = await import('../packages/local/src/services.js');
+    const { startLocalServices } = await import('@sluice/local');
     services = await startLocalServices({ dynamodbQuickStart: false });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
     dynamodbPid = services.dynamodb.pid;
@@ -126,9 +126,9 @@ export async function runWholeExportBench(
     await Promise.all([
       import('@sluice/control'),
       import('@sluice/eventlog'),
-      import('../packages/local/src/http-adapter.js'),
-      import('../packages/local/src/stepfunctions.js'),
-      import('../packages/local/src/s3-local.js'),
+      import('@sluice/local'),
+      import('@sluice/local'),
+      import('@sluice/local'),
     ]);
   // Read once the services' environment is set.
   const { controlTable, eventTables } = await import('../test/helpers/tables.js');

@@ -14,7 +14,7 @@ import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/authorize.js';
 import { countingDocumentClient } from '../../packages/control/src/counting-client.test-support.js';
-import type { ApiFunction, AuthorizerFunction } from '../../packages/local/src/http-adapter.js';
+import type { ApiFunction, AuthorizerFunction } from '@sluice/local';
 import {
   type ContractHarness,
   startContractHarness,

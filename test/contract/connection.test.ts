@@ -3,7 +3,7 @@ import { createApiHandler } from '@sluice/api';
 import { SecretSealer } from '@sluice/secrets';
 import { testConnection } from '@sluice/sinks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
+import type { ApiFunction } from '@sluice/local';
 import { ApiClient } from '../helpers/api-client.js';
 import { type SlowBucket, startSlowBucket } from '../helpers/slow-bucket.js';
 import {

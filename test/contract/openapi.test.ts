@@ -1,7 +1,7 @@
 import { openapiDocument } from '@sluice/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as apiHandler } from '../../functions/api/handler.js';
-import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
+import type { ApiFunction } from '@sluice/local';
 import { ApiClient } from '../helpers/api-client.js';
 import { type ContractHarness, startContractHarness } from '../helpers/contract-harness.js';
 

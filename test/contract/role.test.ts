@@ -5,8 +5,7 @@ import { SecretSealer } from '@sluice/secrets';
 import { ROLE_UNAVAILABLE_MESSAGE, testConnection } from '@sluice/sinks';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
-import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
+import { type ApiFunction, LOCAL_S3_CREDENTIALS } from '@sluice/local';
 import { ApiClient } from '../helpers/api-client.js';
 import {
   type ContractHarness,

@@ -5,7 +5,7 @@ import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAuthorizer } from '../../functions/authorizer/authorize.js';
 import { handler as authorizerHandler } from '../../functions/authorizer/handler.js';
-import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
+import type { ApiFunction } from '@sluice/local';
 import { ApiClient } from '../helpers/api-client.js';
 import {
   type ContractHarness,

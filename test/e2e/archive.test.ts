@@ -53,7 +53,7 @@ afterAll(async () => {
 describe('exports behind the hot log, through the event archive', () => {
   it('writes events older than the hot retention to the customer bucket exactly once', async () => {
     // Prepare: the scheduled compaction archives the settled hours (its hot log keeps 6 hours here)...
-    const { localArchiveFunction } = await import('../../packages/local/src/local-functions.js');
+    const { localArchiveFunction } = await import('@sluice/local');
     const compact = localArchiveFunction({ ...process.env, SLUICE_EVENT_RETENTION_DAYS: String(6 / 24) });
     const summary = await compact({});
     expect(summary).toMatchObject({ failures: 0, rows: COUNT });

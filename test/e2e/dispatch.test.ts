@@ -1,7 +1,12 @@
 import { CONTROL_TABLE } from '@sluice/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
-import type { DispatchOutcome, Json, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import {
+  createLocalTables,
+  localDynamoDbClient,
+  type DispatchOutcome,
+  type Json,
+  type LocalWorkflows,
+} from '@sluice/local';
 import { uniqueId } from './harness.js';
 
 /**
@@ -29,8 +34,8 @@ beforeAll(async () => {
   process.env.SLUICE_CONTROL_TABLE = controlTable;
   const [{ LocalWorkflows }, { loadWorkflowDefinitions }, { createDocumentClient }, seeding] =
     await Promise.all([
-      import('../../packages/local/src/stepfunctions.js'),
-      import('../../packages/local/src/template.js'),
+      import('@sluice/local'),
+      import('@sluice/local'),
       import('@sluice/control'),
       import('../helpers/seed-destinations.js'),
     ]);

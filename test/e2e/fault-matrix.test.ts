@@ -18,7 +18,7 @@ import type {
   LambdaHandler,
   LocalWorkflows,
   LocalWorkflowsOptions,
-} from '../../packages/local/src/stepfunctions.js';
+} from '@sluice/local';
 import {
   createLocalExport,
   type E2eHarness,

@@ -11,7 +11,7 @@ import {
   startOfUtcDay,
 } from '@sluice/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExportRunOutcome, LambdaHandler } from '../../packages/local/src/stepfunctions.js';
+import type { ExportRunOutcome, LambdaHandler } from '@sluice/local';
 import { captureOutput } from '../helpers/output-capture.js';
 import { FAULT_KINDS, type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.js';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
@@ -78,8 +78,8 @@ async function load() {
       import('@sluice/secrets'),
       import('@sluice/core'),
       import('@sluice/engine'),
-      import('../../packages/local/src/stepfunctions.js'),
-      import('../../packages/local/src/s3-local.js'),
+      import('@sluice/local'),
+      import('@sluice/local'),
       import('../../functions/writer/function.js'),
       import('../../functions/writer/config.js'),
     ]);

@@ -3,7 +3,7 @@ import { BackfillStore } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json as StateJson } from '../../packages/local/src/stepfunctions.js';
+import type { Json as StateJson } from '@sluice/local';
 import {
   backfillView,
   createLocalExport,
@@ -104,7 +104,7 @@ describe('a full-history backfill from the event archive', () => {
     expect(regular.size).toBe(14);
     await h.clear(prefix);
     // The scheduled compaction archives every hour the hot log holds, then the rows expire from it.
-    const { localArchiveFunction } = await import('../../packages/local/src/local-functions.js');
+    const { localArchiveFunction } = await import('@sluice/local');
     const compact = localArchiveFunction({
       ...process.env,
       SLUICE_EVENT_RETENTION_DAYS: INGEST_RETENTION_DAYS,

@@ -17,9 +17,13 @@ import {
 import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
 import { CONTROL_TABLE, type EventDataset } from '@sluice/core';
 import { batchWrite, EVENT_SHARDS, type EventLogWriter, eventPk } from '@sluice/eventlog';
-import { createLocalTables, localDynamoDbClient } from '../../packages/local/src/local-tables.js';
-import type { ApiServerOptions } from '../../packages/local/src/http-adapter.js';
-import type { LocalWorkflows, LocalWorkflowsOptions } from '../../packages/local/src/stepfunctions.js';
+import {
+  createLocalTables,
+  localDynamoDbClient,
+  type ApiServerOptions,
+  type LocalWorkflows,
+  type LocalWorkflowsOptions,
+} from '@sluice/local';
 import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
 import { eventTables } from '../helpers/tables.js';
 
@@ -83,8 +87,8 @@ export async function startE2eHarness(options: Pick<ApiServerOptions, 'site'> = 
       import('../helpers/contract-harness.js'),
       import('@sluice/control'),
       import('@sluice/eventlog'),
-      import('../../packages/local/src/stepfunctions.js'),
-      import('../../packages/local/src/template.js'),
+      import('@sluice/local'),
+      import('@sluice/local'),
     ]);
   const api = await startContractHarness(options);
   const ws = await api.newWorkspace();

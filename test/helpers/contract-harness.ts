@@ -1,8 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type ApiKeyRole, type ApiKeyScope, ControlStore } from '@sluice/control';
-import { type ApiServerOptions, startApiServer } from '../../packages/local/src/http-adapter.js';
-import { LOCAL_BUCKET, LOCAL_REGION, LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
+import {
+  type ApiServerOptions,
+  startApiServer,
+  LOCAL_BUCKET,
+  LOCAL_REGION,
+  LOCAL_S3_CREDENTIALS,
+} from '@sluice/local';
 import { ApiClient, recordedResponses } from './api-client.js';
 import { captureOutput, type OutputCapture } from './output-capture.js';
 

@@ -1,7 +1,6 @@
 import aslValidator from 'asl-validator';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Json, LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
-import { definitionsFromTemplates, type WorkflowDefinitions } from '../../packages/local/src/template.js';
+import { type Json, LocalWorkflows, definitionsFromTemplates, type WorkflowDefinitions } from '@sluice/local';
 import { synthesize } from './helpers.js';
 
 let definitions: WorkflowDefinitions;

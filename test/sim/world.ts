@@ -46,7 +46,7 @@ export interface World {
   close(): Promise<void>;
 }
 
-let simS3: Promise<import('../../packages/local/src/s3-local.js').S3Local> | undefined;
+let simS3: Promise<import('@sluice/local').S3Local> | undefined;
 
 /**
  * The simulation's own s3rver (once per process), in this process and accepting any request time: its clients
@@ -55,7 +55,7 @@ let simS3: Promise<import('../../packages/local/src/s3-local.js').S3Local> | und
 function simBucketServer() {
   simS3 ??= (async () => {
     const [{ startS3Local }, { mkdtemp }, { tmpdir }, { join }] = await Promise.all([
-      import('../../packages/local/src/s3-local.js'),
+      import('@sluice/local'),
       import('node:fs/promises'),
       import('node:os'),
       import('node:path'),
@@ -101,17 +101,17 @@ export async function createWorld(workspaceCount: number): Promise<World> {
     http,
     s3local,
   ] = await Promise.all([
-    import('../../packages/local/src/local-functions.js'),
-    import('../../packages/local/src/local-tables.js'),
+    import('@sluice/local'),
+    import('@sluice/local'),
     import('@sluice/control'),
     import('@sluice/eventlog'),
     import('@sluice/engine'),
-    import('../../packages/local/src/stepfunctions.js'),
-    import('../../packages/local/src/template.js'),
+    import('@sluice/local'),
+    import('@sluice/local'),
     import('../../functions/writer/function.js'),
     import('../../functions/writer/config.js'),
-    import('../../packages/local/src/http-adapter.js'),
-    import('../../packages/local/src/s3-local.js'),
+    import('@sluice/local'),
+    import('@sluice/local'),
   ]);
   const dynamo = tables.localDynamoDbClient(env.AWS_ENDPOINT_URL_DYNAMODB!);
   await tables.createLocalTables(

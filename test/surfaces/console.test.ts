@@ -1,14 +1,13 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatCount } from '@sluice/cli/format';
+import { formatCount } from '@sluice/api/view-format';
 import { buildConsole, serveConsole } from '@sluice/console';
 import { maskAccessKeyId } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
-import type { LocalWorkflows, Json as StateJson } from '../../packages/local/src/stepfunctions.js';
+import { LOCAL_S3_CREDENTIALS, type LocalWorkflows, type Json as StateJson } from '@sluice/local';
 import { createLocalExport, type E2eHarness, ingestAll, startE2eHarness, uniqueId } from '../e2e/harness.js';
 
 /** Debian's chromium (`apt-get install chromium`; `.ci/run` installs it). */

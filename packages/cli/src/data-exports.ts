@@ -15,7 +15,6 @@ import {
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, type DataExportRunView, DataExportsClient } from './api-client.js';
 import { ConnectionError, type ConnectionOptions, resolveConnection } from './connection.js';
-import { backfillCommand } from './backfills.js';
 import { type CliContext, ExitError, UsageError } from './context.js';
 import {
   dataExportBlock,
@@ -276,7 +275,7 @@ export function parseLimit(value: string): number {
   return Number(value);
 }
 
-/** The `data-exports` command group. */
+/** The `data-exports` command group (its `backfill` subgroup is added by `program.ts`). */
 export function dataExportsCommand(context: CliContext): Command {
   const group = new Command('data-exports').description('manage data exports through the HTTP API');
 
@@ -458,7 +457,6 @@ export function dataExportsCommand(context: CliContext): Command {
     },
   );
 
-  group.addCommand(backfillCommand(context));
   return group;
 }
 

@@ -2,6 +2,7 @@
  * The readable output of the `data-exports` commands: aligned tables and key/value blocks. `--json` prints
  * the API's JSON instead, so nothing here is meant for scripts.
  */
+import { exportState, formatBytes, formatCount } from '@sluice/api/view-format';
 import type { ApiIssue, DataExportRunView, DataExportView } from './api-client.js';
 
 /**
@@ -24,6 +25,8 @@ export function terminalJson(value: unknown): string {
   return JSON.stringify(value, null, 2).replace(JSON_TERMINAL_UNSAFE, escapeChar);
 }
 
+export { exportState, formatBytes, formatCount };
+
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 export function table(headers: readonly string[], input: readonly (readonly string[])[]): string[] {
   const rows = input.map((row) => row.map(terminalSafe));
@@ -36,33 +39,6 @@ export function table(headers: readonly string[], input: readonly (readonly stri
       .join('  ')
       .trimEnd();
   return [line(headers), ...rows.map(line)];
-}
-
-/** `1,234,567` */
-export function formatCount(value: number): string {
-  return value.toLocaleString('en-US');
-}
-
-/**
- * `512 B`, `88.1 KiB`, `1.2 GiB`: powers of 1024 with their own names, the unit `npm start`'s run lines and the
- * bucket errors use too.
- */
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-
-/** `active`, `paused`, `running`, `failed (3 in a row)`. */
-export function exportState(view: DataExportView): string {
-  if (!view.isEnabled) return 'paused';
-  if (view.status === 'failed') return `failed (${view.consecutiveFailures} in a row)`;
-  return view.status === 'idle' ? 'active' : view.status;
 }
 
 /** The table of `data-exports list`. */

@@ -5,3 +5,4 @@ export * from './data-exports.js';
 export * from './format.js';
 export * from './program.js';
 export * from './secret.js';
+export { createDataCommands, type DataCommandDeps } from './operator/data.js';

@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { type CliContext, ExitError, UsageError } from './context.js';
+import { backfillCommand } from './backfills.js';
 import { dataExportsCommand } from './data-exports.js';
 import { filesCommand } from './files.js';
 import { type ConnectionOptions, resolveConnection } from './connection.js';
@@ -52,7 +53,7 @@ export function buildProgram(context: CliContext, operator: OperatorRunner = run
       writeErr: (text) => context.err(text.replace(/\n$/, '')),
     })
     .exitOverride();
-  program.addCommand(dataExportsCommand(context));
+  program.addCommand(dataExportsCommand(context).addCommand(backfillCommand(context)));
   program.addCommand(mcpCommand(context));
   program.addCommand(filesCommand(context));
   for (const [group, description] of Object.entries(OPERATOR_GROUPS)) {

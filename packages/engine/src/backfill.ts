@@ -32,7 +32,7 @@ import type {
   WorkItem,
 } from './payloads.js';
 import type { StepFunctionsError } from './errors.js';
-import { currentGrid, eventCursorMs, LEASE_DURATION_MS, runIdOf } from './plan.js';
+import { currentGrid, eventCursorMs, LEASE_DURATION_MS, runIdOf } from './positions.js';
 
 /**
  * Backfills on the ExportRun machinery (docs/internals.md, "Backfills"): an ExportRun execution with the

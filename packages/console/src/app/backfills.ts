@@ -3,7 +3,7 @@
  * request it sends, the progress it shows, and the poller that refreshes the list while a backfill is active.
  */
 import type { BackfillView } from '@sluice/api';
-import { formatBytes, formatCount } from '@sluice/cli/format';
+import { formatBytes, formatCount } from '@sluice/api/view-format';
 import { isActiveBackfill, MAX_BACKFILL_RANGE_MS } from '@sluice/core/backfills';
 import { EVENT_DATASETS } from '@sluice/core/datasets';
 import type { FieldIssue } from './api.js';

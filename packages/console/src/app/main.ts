@@ -5,7 +5,7 @@
  * Routes: `#/` the exports; `#/new` create; `#/exports/<id>` one export with its backfills and run history;
  * `#/exports/<id>/edit`.
  */
-import { exportState, formatBytes, formatCount } from '@sluice/cli/format';
+import { exportState, formatBytes, formatCount } from '@sluice/api/view-format';
 import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
 import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
 import { ApiError, type DataExportView, SluiceApi } from './api.js';
