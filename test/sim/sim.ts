@@ -7,6 +7,7 @@
 import {
   DATASETS,
   EVENT_DATASETS,
+  FIRST_PRODUCT_EVENT_DATASETS,
   type EventDataset,
   EXPORT_FORMATS,
   type ExportFormat,
@@ -491,8 +492,9 @@ class Tick extends Op {
 // ---------------------------------------------------------------------------------------------------------
 // The schedule
 
-const datasetArb = fc.constantFrom(...EVENT_DATASETS);
-const datasetsArb = fc.subarray([...EVENT_DATASETS], { minLength: 1 });
+// The simulation's rows come from `generateEvents`: the first product's event datasets.
+const datasetArb = fc.constantFrom(...FIRST_PRODUCT_EVENT_DATASETS);
+const datasetsArb = fc.subarray([...FIRST_PRODUCT_EVENT_DATASETS], { minLength: 1 });
 const exportRef = fc.nat(7);
 
 /** The operations and their weights. */

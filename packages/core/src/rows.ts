@@ -1,165 +1,35 @@
 /**
- * Row schemas of the four datasets, exactly as the product reference lists them, and their serialization.
+ * Row schemas of the datasets, exactly as the product references list them, and their serialization. Each
+ * dataset's schema and fields are in its module of the catalogue (`catalog/`); this module is their one
+ * serialization.
  *
  * Warehouses want stable columns, so every serialized row carries every field of its schema, in a fixed key
- * order, `null` when absent, and `schema_version` last. A row is serialized once, at ingest; the event log
- * stores that line and the writers copy it into files byte for byte.
+ * order, `null` when absent, and for the first product `schema_version` last. A row is serialized once, at
+ * ingest; the event log stores that line and the writers copy it into files byte for byte (the second product's
+ * lines without Sluice's `id` and `recorded_at`: `fileLineOf`).
  *
  * Pure: no AWS SDK.
  */
-import { z } from 'zod';
-import type { Dataset, EventDataset } from './datasets.js';
+import type { z } from 'zod';
+import {
+  CATALOG,
+  type ClickEventRow,
+  type CustomEventRow,
+  customEventRowSchema,
+  type EmailEventRow,
+  emailEventRowSchema,
+  type MessageEventRow,
+  type OptOutEventRow,
+  type ProjectSummaryRow,
+  type SmsEventRow,
+  type SubscriberRow,
+  smsEventRowSchema,
+  subscriberRowSchema,
+} from './catalog/index.js';
+import type { Dataset, FirstProductEventDataset } from './datasets.js';
 import { SCHEMA_VERSION } from './datasets.js';
 
-/** `email_events.event_type`. */
-export const EMAIL_EVENT_TYPES = [
-  'sent',
-  'delivered',
-  'delivery_delayed',
-  'bounced',
-  'complained',
-  'opened',
-  'clicked',
-  'unsubscribed',
-  'failed',
-] as const;
-export type EmailEventType = (typeof EMAIL_EVENT_TYPES)[number];
-
-/** `email_events.message_type`. */
-export const MESSAGE_TYPES = ['campaign', 'sequence', 'transactional'] as const;
-export type MessageType = (typeof MESSAGE_TYPES)[number];
-
-/** `sms_events.event_type`. */
-export const SMS_EVENT_TYPES = ['sent', 'delivered', 'failed', 'clicked', 'opted_out', 'received'] as const;
-export type SmsEventType = (typeof SMS_EVENT_TYPES)[number];
-
-/**
- * Ids (event ids, subscriber ids): 1 to 256 printable ASCII characters, no spaces. Keeping them ASCII makes
- * JavaScript string order equal DynamoDB's byte order, which the event log reader's shard merge relies on.
- */
-export const ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
-
-const id = z.string().regex(ID_PATTERN, 'must be 1 to 256 printable ASCII characters without spaces');
-
-/**
- * A timestamp: an ISO 8601 string with `Z` or an offset, or epoch milliseconds. Always normalized to
- * `YYYY-MM-DDTHH:mm:ss.sssZ` (UTC), so every row spells time the same way.
- */
-export const timestamp = z
-  .union([z.iso.datetime({ offset: true }), z.number().int().nonnegative()])
-  .transform((value, ctx) => {
-    const ms = typeof value === 'number' ? value : Date.parse(value);
-    if (!Number.isFinite(ms) || ms < 0 || ms > 8_640_000_000_000_000) {
-      ctx.addIssue({ code: 'custom', message: 'is not a valid time' });
-      return z.NEVER;
-    }
-    return new Date(ms).toISOString();
-  });
-
-const str = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .nullish()
-    .transform((v) => v ?? null);
-const optId = id.nullish().transform((v) => v ?? null);
-const attributes = z
-  .record(z.string(), z.unknown())
-  .nullish()
-  .transform((v) => v ?? {});
-
-/** An `email_events` row. */
-export const emailEventRowSchema = z.object({
-  id,
-  event_type: z.enum(EMAIL_EVENT_TYPES),
-  occurred_at: timestamp,
-  recorded_at: timestamp,
-  subscriber_id: optId,
-  email: z.string().min(3).max(320),
-  email_send_id: id,
-  message_type: z.enum(MESSAGE_TYPES),
-  campaign_id: optId,
-  sequence_step_id: optId,
-  transactional_email_id: optId,
-  email_name: str(1000),
-  ab_test_id: optId,
-  ab_test_variant_id: optId,
-  bounce_type: str(64),
-  bounce_sub_type: str(256),
-  complaint_type: str(256),
-  clicked_url: str(8192),
-  ip_address: str(64),
-  user_agent: str(2048),
-  country_code: str(8),
-  recipient_domain: str(255),
-  mailbox_provider: str(255),
-});
-export type EmailEventRow = z.output<typeof emailEventRowSchema>;
-
-/** An `sms_events` row. */
-export const smsEventRowSchema = z.object({
-  id,
-  event_type: z.enum(SMS_EVENT_TYPES),
-  occurred_at: timestamp,
-  recorded_at: timestamp,
-  subscriber_id: optId,
-  sms_send_id: optId,
-  campaign_id: optId,
-  sequence_step_id: optId,
-  segments: z
-    .number()
-    .int()
-    .nonnegative()
-    .nullish()
-    .transform((v) => v ?? null),
-  credits: z
-    .number()
-    .nonnegative()
-    .nullish()
-    .transform((v) => v ?? null),
-  error_code: z
-    .union([z.string().max(256), z.number()])
-    .nullish()
-    .transform((v) => (v === null || v === undefined ? null : String(v))),
-  clicked_url: str(8192),
-});
-export type SmsEventRow = z.output<typeof smsEventRowSchema>;
-
-/** A `custom_events` row. `properties` is an object, `{}` when absent. */
-export const customEventRowSchema = z.object({
-  id,
-  event_name: z.string().min(1).max(256),
-  occurred_at: timestamp,
-  recorded_at: timestamp,
-  subscriber_id: optId,
-  properties: attributes,
-  campaign_id: optId,
-  sequence_step_id: optId,
-});
-export type CustomEventRow = z.output<typeof customEventRowSchema>;
-
-/**
- * A subscriber as the subscribers table stores it: the snapshot row without `snapshot_date`, which the
- * snapshot writer adds (see {@link withSnapshotDate}).
- */
-export const subscriberRowSchema = z.object({
-  id,
-  email: str(320),
-  external_id: str(256),
-  first_name: str(256),
-  last_name: str(256),
-  phone: str(64),
-  status: z.string().min(1).max(64),
-  sms_status: str(64),
-  tags: z
-    .array(z.string().max(256))
-    .nullish()
-    .transform((v) => v ?? []),
-  custom_attributes: attributes,
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-export type SubscriberRow = z.output<typeof subscriberRowSchema>;
+export * from './catalog/index.js';
 
 /** The row type of each dataset. */
 export interface RowByDataset {
@@ -167,6 +37,10 @@ export interface RowByDataset {
   sms_events: SmsEventRow;
   custom_events: CustomEventRow;
   subscribers: SubscriberRow;
+  message_events: MessageEventRow;
+  project_summary: ProjectSummaryRow;
+  opt_out_events: OptOutEventRow;
+  click_events: ClickEventRow;
 }
 
 /** The zod schema of each dataset's row (for subscribers, the stored row without `snapshot_date`). */
@@ -175,25 +49,19 @@ export const ROW_SCHEMAS = {
   sms_events: smsEventRowSchema,
   custom_events: customEventRowSchema,
   subscribers: subscriberRowSchema,
+  message_events: CATALOG.message_events.schema,
+  project_summary: CATALOG.project_summary.schema,
+  opt_out_events: CATALOG.opt_out_events.schema,
+  click_events: CATALOG.click_events.schema,
 } as const satisfies Record<Dataset, z.ZodType>;
 
 /**
- * The keys of each serialized row, in order. Subscribers' list is the snapshot row's, `snapshot_date` first;
- * the stored subscriber line is the same without it.
+ * The keys of each file row, in order (the columns). Subscribers' list is the snapshot row's, `snapshot_date`
+ * first; the stored subscriber line is the same without it.
  */
-export const ROW_FIELDS: Record<Dataset, readonly string[]> = {
-  email_events: [...Object.keys(emailEventRowSchema.shape), 'schema_version'],
-  sms_events: [...Object.keys(smsEventRowSchema.shape), 'schema_version'],
-  custom_events: [...Object.keys(customEventRowSchema.shape), 'schema_version'],
-  subscribers: ['snapshot_date', ...Object.keys(subscriberRowSchema.shape), 'schema_version'],
-};
-
-const STORED_FIELDS: Record<Dataset, readonly string[]> = {
-  email_events: Object.keys(emailEventRowSchema.shape),
-  sms_events: Object.keys(smsEventRowSchema.shape),
-  custom_events: Object.keys(customEventRowSchema.shape),
-  subscribers: Object.keys(subscriberRowSchema.shape),
-};
+export const ROW_FIELDS: Record<Dataset, readonly string[]> = Object.fromEntries(
+  Object.values(CATALOG).map((definition) => [definition.name, definition.columns.map((c) => c.name)]),
+) as unknown as Record<Dataset, readonly string[]>;
 
 /** The outcome of {@link parseRow}: the normalized row, or a reason naming the fields (never their values). */
 export type ParseRowResult<D extends Dataset> =
@@ -202,8 +70,8 @@ export type ParseRowResult<D extends Dataset> =
 
 /**
  * Validates and normalizes one row: timestamps to UTC ISO, absent optional fields to `null` (objects to `{}`,
- * tags to `[]`), unknown fields dropped. The reason, on failure, names fields and rules, never values,
- * so it can be logged.
+ * tags to `[]`), phone numbers to E.164, unknown fields dropped. The reason, on failure, names fields and rules,
+ * never values, so it can be logged.
  */
 export function parseRow<D extends Dataset>(dataset: D, input: unknown): ParseRowResult<D> {
   const result = ROW_SCHEMAS[dataset].safeParse(input);
@@ -219,14 +87,16 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
 }
 
 /**
- * Serializes a row as one JSON line (no trailing newline): every field of the schema in its fixed order,
- * `null` when absent, then `schema_version`. Subscriber rows are serialized without `snapshot_date`.
+ * Serializes a row as one JSON line (no trailing newline): every stored field of the dataset in its fixed
+ * order, `null` when absent, then `schema_version` (the first product). Subscriber rows are serialized without
+ * `snapshot_date`.
  */
 export function serializeRow<D extends Dataset>(dataset: D, row: RowByDataset[D]): string {
+  const definition = CATALOG[dataset];
   const source = row as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const field of STORED_FIELDS[dataset]) out[field] = source[field] ?? null;
-  out.schema_version = SCHEMA_VERSION;
+  for (const field of definition.storedFields) out[field] = source[field] ?? null;
+  if (definition.schemaVersionInLine) out.schema_version = SCHEMA_VERSION;
   return JSON.stringify(out);
 }
 
@@ -240,4 +110,4 @@ export function withSnapshotDate(line: string, snapshotDate: string): string {
 }
 
 /** Event datasets whose rows carry `occurred_at` and `recorded_at`. */
-export type EventRow = RowByDataset[EventDataset];
+export type EventRow = RowByDataset[FirstProductEventDataset];

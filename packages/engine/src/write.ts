@@ -6,6 +6,7 @@ import {
   type Destination,
   eventFileKey,
   fileFormatOf,
+  fileLineOf,
   type ManifestFile,
   type ManifestInput,
   manifestKey,
@@ -330,6 +331,7 @@ export async function writeWindow(
         const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
         lines = new LineCursor(
           deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, item.toMs, from),
+          fileLineOf(dataset),
         );
         return lines;
       };

@@ -19,48 +19,23 @@ import {
   type SmsEventRow,
   type SmsEventType,
   type SubscriberRow,
+  hex,
+  mulberry32,
+  pick,
+  type Random,
+  type SampleRow,
+  type SecondProductDataset,
+  sampleClickEvent,
+  sampleMessageEvents,
+  sampleOptOutEvent,
+  sampleProjectSummary,
+  sampleWorld,
   serializeRow,
+  weighted,
 } from '@sluice/core';
 import { fnv1a } from './keys.js';
 
-/** mulberry32: a small, fast, seeded PRNG returning floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-type Random = () => number;
-
-/** `length` random hex digits, eight per PRNG draw. */
-function hex(random: Random, length: number): string {
-  let out = '';
-  while (out.length < length)
-    out += Math.floor(random() * 4_294_967_296)
-      .toString(16)
-      .padStart(8, '0');
-  return out.slice(0, length);
-}
-function pick<T>(random: Random, values: readonly T[]): T {
-  return values[Math.floor(random() * values.length)]!;
-}
-/** Picks by weight from `[value, weight]` pairs. */
-function weighted<T>(table: readonly (readonly [T, number])[]): (random: Random) => T {
-  const total = table.reduce((sum, [, weight]) => sum + weight, 0);
-  return (random) => {
-    let r = random() * total;
-    for (const [value, weight] of table) {
-      r -= weight;
-      if (r < 0) return value;
-    }
-    return table[table.length - 1]![0];
-  };
-}
+export { mulberry32 };
 
 const FIRST_NAMES = [
   'ada',
@@ -508,5 +483,57 @@ export function* generateSubscribers(
       created_at: iso(createdMs),
       updated_at: iso(updatedMs),
     };
+  }
+}
+
+/** Options of {@link generateDatasetRows}. */
+export interface GenerateDatasetRowsOptions {
+  /** A second-product dataset. */
+  dataset: SecondProductDataset;
+  /** How many source records (messages, clicks, opt-outs, project completions) start in the range. */
+  count: number;
+  /** @default 1 */
+  seed?: number;
+  workspaceId?: string;
+  /** Start of the time range, epoch ms (exclusive). */
+  from: number;
+  /** End of the time range, epoch ms (inclusive). */
+  to: number;
+  /** With `true`, each row carries `recorded_at` (when Sluice would record it). @default true */
+  recordedAt?: boolean;
+}
+
+/** A generated second-product row: an ingest input (`dataset`, the columns, maybe `recorded_at`). */
+export type GeneratedDatasetRow = { dataset: SecondProductDataset; recorded_at?: string } & Record<
+  string,
+  unknown
+>;
+
+/**
+ * Generates the second product's rows (`@sluice/core` catalogue samples over one shared world of projects,
+ * contacts and links), deterministic for the same options, in recorded-time order. `message_events` gives a
+ * message's later receipt as a second whole row (some the next day); `organization_id` is left to ingest.
+ */
+export function* generateDatasetRows(
+  options: GenerateDatasetRowsOptions,
+): Generator<GeneratedDatasetRow, void, undefined> {
+  const { count, from, to, dataset } = options;
+  if (!(to > from)) throw new RangeError('generateDatasetRows: `to` must be after `from`');
+  const baseSeed = seedOf(options.seed ?? 1, options.workspaceId);
+  const world = sampleWorld(baseSeed);
+  const random = mulberry32(baseSeed ^ fnv1a(dataset));
+  const span = to - from;
+  const rows: SampleRow[] = [];
+  for (let i = 0; i < count; i++) {
+    const timeMs = from + Math.max(1, Math.ceil(((i + 1) * span) / count));
+    if (dataset === 'message_events') rows.push(...sampleMessageEvents(world, random, timeMs, to));
+    else if (dataset === 'click_events') rows.push(sampleClickEvent(world, random, timeMs));
+    else if (dataset === 'opt_out_events') rows.push(sampleOptOutEvent(world, random, timeMs));
+    else rows.push(sampleProjectSummary(world, random, timeMs));
+  }
+  rows.sort((a, b) => a.atMs - b.atMs);
+  const withRecordedAt = options.recordedAt ?? true;
+  for (const { atMs, row } of rows) {
+    yield { dataset, ...row, ...(withRecordedAt ? { recorded_at: iso(atMs) } : {}) };
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
-import { type EventDataset, InvalidInputError, parseRow, serializeRow } from '@sluice/core';
+import { EVENT_DATASETS, type EventDataset, InvalidInputError, parseRow, serializeRow } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { defaultEventLogClient } from './client.js';
 import type { ExportPositions } from './export-positions.js';
@@ -159,7 +159,7 @@ describe('EventLogWriter.ingestEvents', () => {
     expect(result.accepted).toBe(1);
     expect(result.invalid).toEqual([
       { index: 1, reason: expect.stringMatching(/^event_type: /) },
-      { index: 2, reason: 'dataset: must be one of email_events, sms_events, custom_events' },
+      { index: 2, reason: `dataset: must be one of ${EVENT_DATASETS.join(', ')}` },
       { index: 3, reason: '(event): must be an object' },
       { index: 4, reason: expect.stringMatching(/^occurred_at: /) },
       { index: 5, reason: 'occurred_at: more than 24 hours after the recorded time' },

@@ -37,7 +37,9 @@
 import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';
 import type { Logger } from '@aws-lambda-powertools/logger';
 import {
+  CATALOG,
   EVENT_DATASETS,
+  type EventRow,
   type EventDataset,
   ID_PATTERN,
   parseRow,
@@ -290,28 +292,27 @@ export class EventLogWriter {
         refuse(index, '(event): must be an object');
         return;
       }
-      const {
-        dataset,
-        test,
-        import: isImportFlag,
-        source,
-        recorded_at,
-        ...fields
-      } = raw as Record<string, unknown>;
+      const { dataset, recorded_at, ...rest } = raw as Record<string, unknown>;
       const input = raw as Record<string, unknown>;
       if (typeof dataset !== 'string' || !EVENT_DATASET_SET.has(dataset)) {
         refuse(index, `dataset: must be one of ${EVENT_DATASETS.join(', ')}`, input);
         return;
       }
-      if (test !== undefined && typeof test !== 'boolean') {
-        refuse(index, 'test: must be a boolean', input);
-        return;
-      }
-      if (test === true) {
-        result.dropped.test++;
-        return;
-      }
       const eventDataset = dataset as EventDataset;
+      const definition = CATALOG[eventDataset];
+      // The first product's envelope: `test`, `import` and `source` are not row fields there.
+      const { test, import: isImportFlag, source, ...firstProductFields } = rest;
+      const fields = definition.firstProductIngestRules ? firstProductFields : rest;
+      if (definition.firstProductIngestRules) {
+        if (test !== undefined && typeof test !== 'boolean') {
+          refuse(index, 'test: must be a boolean', input);
+          return;
+        }
+        if (test === true) {
+          result.dropped.test++;
+          return;
+        }
+      }
       let recordedMs = nowMs;
       if (recorded_at !== undefined && recorded_at !== null && this.explicitRecordedAt === 'ignore') {
         result.recordedAtIgnored++;
@@ -334,26 +335,29 @@ export class EventLogWriter {
         refuse(index, 'recorded_at: more than 24 hours ahead of now', input);
         return;
       }
-      const parsed = parseRow(eventDataset, { ...fields, recorded_at: recordedMs });
+      const owner = definition.ownerField === undefined ? {} : { [definition.ownerField]: workspaceId };
+      const parsed = parseRow(eventDataset, { ...fields, ...owner, recorded_at: recordedMs });
       if (!parsed.ok) {
         refuse(index, parsed.reason, input);
         return;
       }
       const row = parsed.row;
-      const occurredMs = Date.parse(row.occurred_at);
-      const isImport = isImportFlag === true || source === 'import';
-      const arrivedMs = sentAtMs === undefined ? recordedMs : Math.min(recordedMs, sentAtMs);
-      if (isImport && arrivedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
-        result.dropped.history++;
-        return;
-      }
-      if (arrivedMs - occurredMs > MAX_LATENESS_MS) {
-        result.dropped.late++;
-        return;
-      }
-      if (occurredMs - recordedMs > MAX_FUTURE_SKEW_MS) {
-        refuse(index, 'occurred_at: more than 24 hours after the recorded time', input);
-        return;
+      if (definition.firstProductIngestRules) {
+        const occurredMs = Date.parse((row as EventRow).occurred_at);
+        const isImport = isImportFlag === true || source === 'import';
+        const arrivedMs = sentAtMs === undefined ? recordedMs : Math.min(recordedMs, sentAtMs);
+        if (isImport && arrivedMs - occurredMs > HISTORY_IMPORT_AGE_MS) {
+          result.dropped.history++;
+          return;
+        }
+        if (arrivedMs - occurredMs > MAX_LATENESS_MS) {
+          result.dropped.late++;
+          return;
+        }
+        if (occurredMs - recordedMs > MAX_FUTURE_SKEW_MS) {
+          refuse(index, 'occurred_at: more than 24 hours after the recorded time', input);
+          return;
+        }
       }
       const line = serializeRow(eventDataset, row);
       if (line.length > MAX_LINE_BYTES / 3 && Buffer.byteLength(line) > MAX_LINE_BYTES) {

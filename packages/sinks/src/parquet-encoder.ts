@@ -82,6 +82,8 @@ function schemaElements(column: ParquetColumn): SchemaElement[] {
       return [{ name, type: 'INT64', repetition_type }];
     case 'double':
       return [{ name, type: 'DOUBLE', repetition_type }];
+    case 'boolean':
+      return [{ name, type: 'BOOLEAN', repetition_type }];
     case 'string_list':
       return [
         { name, repetition_type, num_children: 1, converted_type: 'LIST', logical_type: { type: 'LIST' } },
@@ -116,6 +118,8 @@ function columnValue(column: ParquetColumn, value: unknown): unknown {
       return BigInt(value as number);
     case 'string_list':
       return value as string[];
+    case 'boolean':
+      return value === true;
   }
 }
 

@@ -22,7 +22,15 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
 
-const DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', 'subscribers'];
+/** The first product's datasets, then (a Sluice addition) the second product's (reference 004). */
+const SECOND_PRODUCT_DATASET_ENUM = ['message_events', 'project_summary', 'opt_out_events', 'click_events'];
+const DATASET_ENUM = [
+  'email_events',
+  'sms_events',
+  'custom_events',
+  'subscribers',
+  ...SECOND_PRODUCT_DATASET_ENUM,
+];
 const FREQUENCY_ENUM = ['every_5_minutes', 'every_15_minutes', 'hourly', 'daily'];
 /** `format` and `compression` (a Sluice addition), as create and update take them. */
 const FILE_FORMAT_PROPERTIES = {
@@ -62,7 +70,7 @@ const LAYOUT_PROPERTIES = {
       'When runs happen, hourly and daily exports only: {"minute": 5} runs at five past every hour, {"hour": 8, "minute": 0} at 08:00 UTC. Absent or null: a slot Sluice picks from the export id. In the date layout windows stay on the UTC grid; in run_hour they end five minutes before each run.',
   },
 };
-const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events'];
+const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', ...SECOND_PRODUCT_DATASET_ENUM];
 
 /** A response whose body is the `Error` schema. */
 function errorResponse(description: string): JsonObject {
