@@ -22,6 +22,7 @@ export const ENGINE_TYPES: Record<
   Record<ParquetColumnType, string>
 > = {
   athena: {
+    boolean: 'BOOLEAN',
     string: 'STRING',
     json: 'STRING',
     timestamp_millis_utc: 'TIMESTAMP',
@@ -32,6 +33,7 @@ export const ENGINE_TYPES: Record<
     string_list: 'ARRAY<STRING>',
   },
   snowflake: {
+    boolean: 'BOOLEAN',
     string: 'VARCHAR',
     json: 'VARCHAR',
     timestamp_millis_utc: 'TIMESTAMP_TZ(3)',
@@ -42,6 +44,7 @@ export const ENGINE_TYPES: Record<
     string_list: 'ARRAY',
   },
   bigquery: {
+    boolean: 'BOOL',
     string: 'STRING',
     json: 'STRING',
     timestamp_millis_utc: 'TIMESTAMP',
@@ -52,6 +55,7 @@ export const ENGINE_TYPES: Record<
     string_list: 'ARRAY<STRING>',
   },
   spark: {
+    boolean: 'BOOLEAN',
     string: 'STRING',
     json: 'STRING',
     timestamp_millis_utc: 'TIMESTAMP',
@@ -62,6 +66,7 @@ export const ENGINE_TYPES: Record<
     string_list: 'ARRAY<STRING>',
   },
   duckdb: {
+    boolean: 'BOOLEAN',
     string: 'VARCHAR',
     json: 'VARCHAR',
     timestamp_millis_utc: 'TIMESTAMPTZ',

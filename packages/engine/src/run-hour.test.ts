@@ -16,13 +16,14 @@ import {
   backfillRange,
   DAY_MS,
   type Destination,
+  type EventDataset,
   gridTimingOf,
   HOUR_MS,
   newDestination,
   type Schedule,
   startOfUtcDay,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
+import { EventLogReader, EventLogWriter, generateDatasetRows, generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
@@ -56,6 +57,9 @@ const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
 const ROWS = 500;
 const RETENTION_MS = 35 * DAY_MS;
 const recorded: number[] = [];
+/** message_events rows ingested, and the hours (epoch ms / HOUR_MS) they were recorded in. */
+let messageCount = 0;
+const messageHours = new Set<number>();
 
 function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
   return {
@@ -82,6 +86,7 @@ async function createDestination(options: {
   format?: 'parquet' | 'jsonl';
   startFromMs?: number;
   createdMs?: number;
+  datasets?: Destination['datasets'];
 }): Promise<Destination> {
   const id = `exp_${randomUUID().replaceAll('-', '')}`;
   const createdMs = options.createdMs ?? DAY0 - HOUR_MS;
@@ -97,7 +102,7 @@ async function createDestination(options: {
       pathPrefix: `run-hour-test/${id}`,
       accessKeyId: 'S3RVER',
       secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: ['sms_events'],
+      datasets: options.datasets ?? ['sms_events'],
       frequency: options.frequency ?? 'hourly',
       startFrom: new Date(options.startFromMs ?? createdMs).toISOString(),
       fileFormat:
@@ -135,13 +140,18 @@ async function runUntilDone(
 }
 
 /** The reference's name of a window's part 0, from the slot (its scheduled run) and the export id. */
-function expectedKey(destination: Destination, slotMs: number, extension = 'parquet'): string {
+function expectedKey(
+  destination: Destination,
+  slotMs: number,
+  extension = 'parquet',
+  dataset: EventDataset = 'sms_events',
+): string {
   const iso = new Date(slotMs).toISOString();
   const stamp = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
   const job = createHash('sha256').update(`${destination.id}:${stamp}`).digest('hex').slice(0, 12);
   return (
-    `${destination.pathPrefix}/v1/schema_type=sms_events/year=${iso.slice(0, 4)}/month=${iso.slice(5, 7)}/` +
-    `day=${iso.slice(8, 10)}/hour=${iso.slice(11, 13)}/${workspaceId}_sms_events_${stamp}_${job}.part-000.${extension}`
+    `${destination.pathPrefix}/v1/schema_type=${dataset}/year=${iso.slice(0, 4)}/month=${iso.slice(5, 7)}/` +
+    `day=${iso.slice(8, 10)}/hour=${iso.slice(11, 13)}/${workspaceId}_${dataset}_${stamp}_${job}.part-000.${extension}`
   );
 }
 
@@ -163,7 +173,10 @@ async function objectsOf(destination: Destination): Promise<Map<string, string>>
 }
 
 /** The rows DuckDB reads with the reference's query, on a copy of the bucket under the objects' own keys. */
-async function duckdbCount(destination: Destination): Promise<{ rows: number; hours: number }> {
+async function duckdbCount(
+  destination: Destination,
+  dataset: EventDataset = 'sms_events',
+): Promise<{ rows: number; hours: number }> {
   const folder = await mkdtemp(join(tmpdir(), 'sluice-run-hour-'));
   for (const key of await listKeys(destination.pathPrefix)) {
     const path = join(folder, key);
@@ -173,7 +186,8 @@ async function duckdbCount(destination: Destination): Promise<{ rows: number; ho
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
   try {
-    const glob = `${folder}/${destination.pathPrefix}/v1/schema_type=sms_events/**/*.parquet`;
+    // The reference's query, on the folder the objects were copied to
+    const glob = `${folder}/${destination.pathPrefix}/v1/schema_type=${dataset}/**/*.parquet`;
     const reader = await connection.runAndReadAll(
       `SELECT count(*)::INTEGER AS n, count(DISTINCT hour)::INTEGER AS h FROM read_parquet('${glob}')`,
     );
@@ -186,7 +200,13 @@ async function duckdbCount(destination: Destination): Promise<{ rows: number; ho
 }
 
 /** A queued range backfill of `[fromMs, toMs)` of sms_events, cut on the export's grid as the API cuts it. */
-async function createBackfill(destination: Destination, fromMs: number, toMs: number, nowMs: number) {
+async function createBackfill(
+  destination: Destination,
+  fromMs: number,
+  toMs: number,
+  nowMs: number,
+  datasets: EventDataset[] = ['sms_events'],
+) {
   const iso = new Date(nowMs).toISOString();
   const backfill: Backfill = {
     id: `bf_${nowMs.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
@@ -194,13 +214,13 @@ async function createBackfill(destination: Destination, fromMs: number, toMs: nu
     destinationId: destination.id,
     status: 'queued',
     fullHistory: false,
-    datasets: ['sms_events'],
+    datasets,
     from: new Date(fromMs).toISOString(),
     to: new Date(toMs).toISOString(),
     range: backfillRange(fromMs, toMs, destination.frequency, nowMs, gridTimingOf(destination)),
     doneThroughMs: {},
-    reached: { sms_events: {} },
-    progress: Object.fromEntries([['sms_events', { rows: 0, files: 0, bytes: 0 }]]),
+    reached: Object.fromEntries(datasets.map((dataset) => [dataset, {}])),
+    progress: Object.fromEntries(datasets.map((dataset) => [dataset, { rows: 0, files: 0, bytes: 0 }])),
     attempts: 0,
     error: null,
     createdAt: iso,
@@ -227,10 +247,23 @@ beforeAll(async () => {
   for (const event of events) recorded.push(Date.parse(String(event.recorded_at)));
   const result = await writer.ingestEvents(workspaceId, events);
   expect(result.invalid).toEqual([]);
+  const messages = [
+    ...generateDatasetRows({
+      dataset: 'message_events',
+      count: 120,
+      workspaceId,
+      seed: 25,
+      from: DAY0,
+      to: DAY0 + 10 * HOUR_MS - 1,
+    }),
+  ] as unknown as Record<string, unknown>[];
+  for (const row of messages) messageHours.add(Math.floor(Date.parse(String(row.recorded_at)) / HOUR_MS));
+  expect((await writer.ingestEvents(workspaceId, messages)).invalid).toEqual([]);
+  messageCount = messages.length;
 }, 120_000);
 
 describe('the run_hour layout', () => {
-  it('writes the reference names for {"minute": 5}, DuckDB reads them, and a late run, a retry and a backfill rewrite the same objects', async () => {
+  it('writes the reference names for {"minute": 5}, DuckDB reads them, and a late run and a backfill rewrite the same objects', async () => {
     // Prepare: an hourly Parquet run_hour export from the first hour of the rows
     const destination = await createDestination({
       schedule: { minute: 5 },
@@ -284,6 +317,35 @@ describe('the run_hour layout', () => {
     expect(stored2?.exportedThrough.sms_events).toBe(new Date(DAY0 + 13 * HOUR_MS - 1).toISOString());
     expect(await objectsOf(destination)).toEqual(before);
   }, 180_000);
+
+  it('the done check: message_events, run_hour, Parquet, {"minute": 5}: the reference names and query, a backfill rewrites them', async () => {
+    const destination = await createDestination({
+      schedule: { minute: 5 },
+      startFromMs: DAY0,
+      datasets: ['message_events'],
+    });
+
+    await runUntilDone(destination, DAY0 + 10 * HOUR_MS + 5 * MINUTE_MS);
+
+    expect(await listKeys(destination.pathPrefix)).toEqual(
+      [...messageHours]
+        .map((hour) =>
+          expectedKey(destination, (hour + 1) * HOUR_MS + 5 * MINUTE_MS, 'parquet', 'message_events'),
+        )
+        .sort(),
+    );
+    expect(await duckdbCount(destination, 'message_events')).toEqual({
+      rows: messageCount,
+      hours: messageHours.size,
+    });
+    const before = await objectsOf(destination);
+    const backfillId = await createBackfill(destination, DAY0, DAY0 + 10 * HOUR_MS, DAY0 + 11 * HOUR_MS, [
+      'message_events',
+    ]);
+    await runUntilDone(destination, DAY0 + 11 * HOUR_MS, 'backfill');
+    expect((await backfills.get(workspaceId, destination.id, backfillId))?.status).toBe('succeeded');
+    expect(await objectsOf(destination)).toEqual(before);
+  }, 120_000);
 
   it('a run whose writers fail part way, retried by the next run, writes exactly the names of a clean run', async () => {
     // Prepare: the bucket refuses every third upload of the first run
