@@ -120,7 +120,7 @@ describe('sluice mcp over stdio, against the local API', () => {
 
     // Assess
     expect(created.status).toBe(201);
-    const view = created.body.dataExport as Record<string, unknown>;
+    const view = created.body.dataExport as unknown as Record<string, unknown>;
     expect(view).toMatchObject({
       name: 'Analytics lake',
       datasets: ['email_events', 'sms_events'],
