@@ -81,9 +81,11 @@ describe('sluice mcp over stdio, against the local API', () => {
     const create = byName.get('create_data_export')!;
     // The credentials are one of two ways (a key pair, or roleArn): the API checks which, so none is required.
     expect([...(create.inputSchema.required ?? [])].sort()).toEqual(['bucket', 'name', 'provider']);
+    // The MCP server never asks for a secret: no access key in create or update (issue 28).
+    expect(create.inputSchema.properties).not.toHaveProperty('secretAccessKey');
+    expect(create.inputSchema.properties).not.toHaveProperty('accessKeyId');
+    expect(byName.get('update_data_export')!.inputSchema.properties).not.toHaveProperty('secretAccessKey');
     expect(create.inputSchema.properties).toMatchObject({
-      accessKeyId: { type: 'string' },
-      secretAccessKey: { type: 'string' },
       roleArn: { type: 'string' },
       provider: { enum: ['s3', 'gcs'] },
       datasets: {
@@ -114,12 +116,13 @@ describe('sluice mcp over stdio, against the local API', () => {
 
   it('creates an export, reads it back, updates, runs, lists runs and deletes it, with the API JSON as results', async () => {
     // Act
+    // The key is the customer's: created over the API (or the CLI, the secret on stdin), never through a model.
     const body = harness.createBody({ datasets: ['email_events', 'sms_events'], frequency: 'hourly' });
-    const created = await callTool('create_data_export', body);
+    const created = await ws.client.post('/data-exports', body);
 
     // Assess
-    expect(created.isError).toBeFalsy();
-    const view = apiJson(created).dataExport as Record<string, unknown>;
+    expect(created.status).toBe(201);
+    const view = created.body.dataExport as unknown as Record<string, unknown>;
     expect(view).toMatchObject({
       name: 'Analytics lake',
       datasets: ['email_events', 'sms_events'],
@@ -159,12 +162,47 @@ describe('sluice mcp over stdio, against the local API', () => {
     expect(texts(gone)[0]).toMatch(/HTTP 404, not_found/);
   });
 
+  it('never takes a secret: create or update with an access key is a tool error, and nothing reaches the API', async () => {
+    // Prepare
+    const before = (await ws.client.get('/data-exports')).body.dataExports as unknown[];
+    const existing = (await ws.client.post('/data-exports', harness.createBody())).body as {
+      dataExport: { id: string };
+    };
+
+    // Act
+    const create = await callTool('create_data_export', harness.createBody({ name: 'Through a model' }));
+    const update = await callTool('update_data_export', {
+      id: existing.dataExport.id,
+      accessKeyId: LOCAL_S3_CREDENTIALS.accessKeyId,
+      secretAccessKey: LOCAL_S3_CREDENTIALS.secretAccessKey,
+    });
+
+    // Assess
+    for (const result of [create, update]) {
+      expect(result.isError).toBe(true);
+      expect(texts(result)[0]).toMatch(/takes no access key or secret.*roleArn.*--secret-access-key-stdin/);
+      expect(JSON.stringify(result)).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
+    }
+    const after = (await ws.client.get('/data-exports')).body.dataExports as { name: string }[];
+    expect(after).toHaveLength(before.length + 1);
+    expect(after.map((view) => view.name)).not.toContain('Through a model');
+  });
+
   it("returns the API's validation error as a tool error, with the message and each field issue", async () => {
     // Act: values that pass the schema but not the API's checks, and an unknown field
-    const result = await callTool(
-      'create_data_export',
-      harness.createBody({ bucket: 's3://acme-exports', pathPrefix: '../up', colour: 'blue' }),
-    );
+    const {
+      accessKeyId: _id,
+      secretAccessKey: _secret,
+      ...keyless
+    } = harness.createBody({
+      bucket: 's3://acme-exports',
+      pathPrefix: '../up',
+      colour: 'blue',
+    });
+    const result = await callTool('create_data_export', {
+      ...keyless,
+      roleArn: 'arn:aws:iam::111122223333:role/sluice-exports',
+    });
 
     // Assess
     expect(result.isError).toBe(true);
@@ -183,9 +221,8 @@ describe('sluice mcp over stdio, against the local API', () => {
 
   it('creates, lists, gets and cancels a backfill, and refuses to retry one that did not fail; a range over 7 days is a tool error with the field issue', async () => {
     // Prepare
-    const created = apiJson(
-      await callTool('create_data_export', harness.createBody({ frequency: 'hourly' })),
-    ) as { dataExport: { id: string } };
+    const created = (await ws.client.post('/data-exports', harness.createBody({ frequency: 'hourly' })))
+      .body as { dataExport: { id: string } };
     const id = created.dataExport.id;
     const now = Date.now();
 
@@ -274,7 +311,7 @@ describe('sluice mcp over stdio, against the local API', () => {
 
   it('refuses a malformed id before any request: cancel_backfill {id, backfillId: ".."} leaves the export', async () => {
     // Prepare
-    const created = apiJson(await callTool('create_data_export', harness.createBody())) as {
+    const created = (await ws.client.post('/data-exports', harness.createBody())).body as {
       dataExport: { id: string };
     };
     const id = created.dataExport.id;

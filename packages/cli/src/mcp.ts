@@ -161,6 +161,22 @@ async function call(act: () => Promise<unknown>): Promise<CallToolResult> {
   }
 }
 
+/**
+ * The MCP server never asks for a secret: a tool's arguments pass through a model's context and its
+ * transcripts. Its create and update tools take no access key; an export writes with an IAM role
+ * (`roleArn`), or is given its key with the CLI, the secret on standard input (docs/cli.md).
+ */
+const KEY_FIELDS = ['accessKeyId', 'secretAccessKey'] as const;
+const NO_KEY = { accessKeyId: true, secretAccessKey: true } as const;
+const NO_SECRET_HERE =
+  'This tool takes no access key or secret: a secret must not pass through a model. Give the export an IAM role (roleArn), or set its key with the CLI, the secret on standard input: sluice data-exports create|update … --access-key-id <id> --secret-access-key-stdin.';
+
+/** A tool error for arguments carrying an access key, or undefined when there is none. */
+function refuseKey(args: Record<string, unknown>): CallToolResult | undefined {
+  if (!KEY_FIELDS.some((field) => field in args)) return undefined;
+  return { isError: true, content: [{ type: 'text', text: NO_SECRET_HERE }] };
+}
+
 const READ_ONLY: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, openWorldHint: false };
 
 /** The MCP server with the data export and backfill tools, each calling the API through `client`. */
@@ -180,8 +196,10 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     'create_data_export',
     {
       title: 'Create data export',
-      description: operationDescription('createDataExport'),
-      inputSchema: createRequestSchema.extend(describedShape(createRequestSchema.shape, 'createDataExport')),
+      description: `${operationDescription('createDataExport')} Through this tool: with roleArn only (no access key or secret; set a key with the CLI).`,
+      inputSchema: createRequestSchema
+        .omit(NO_KEY)
+        .extend(describedShape(createRequestSchema.omit(NO_KEY).shape, 'createDataExport')),
       annotations: {
         readOnlyHint: false,
         destructiveHint: false,
@@ -189,7 +207,7 @@ export function createMcpServer(client: DataExportsClient): McpServer {
         openWorldHint: true,
       },
     },
-    (body) => call(() => client.create(body)),
+    (body) => refuseKey(body) ?? call(() => client.create(body)),
   );
   server.registerTool(
     'get_data_export',
@@ -205,14 +223,14 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     'update_data_export',
     {
       title: 'Update data export',
-      description: `${operationDescription('updateDataExport')} Replaces the fields sent; isEnabled false pauses.`,
+      description: `${operationDescription('updateDataExport')} Replaces the fields sent; isEnabled false pauses. Takes no access key or secret (set a key with the CLI).`,
       inputSchema: z.looseObject({
         ...idShape,
-        ...describedShape(updateRequestSchema.shape, 'updateDataExport', 'createDataExport'),
+        ...describedShape(updateRequestSchema.omit(NO_KEY).shape, 'updateDataExport', 'createDataExport'),
       }),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    ({ id, ...body }) => call(() => client.update(id, body)),
+    ({ id, ...body }) => refuseKey(body) ?? call(() => client.update(id, body)),
   );
   server.registerTool(
     'delete_data_export',
