@@ -25,6 +25,12 @@ export class ApiError extends Error {
   }
 }
 
+/** A create or update: the export, and what its connection test found worth a look (`warnings`). */
+export interface Saved {
+  dataExport: DataExportView;
+  warnings: { code: string; message: string }[];
+}
+
 /** Pages of runs the console reads at most (100 runs each): 14 days of an every-5-minutes export is 4,032. */
 const MAX_RUN_PAGES = 45;
 
@@ -43,12 +49,14 @@ export class SluiceApi {
     return (await this.call<{ dataExport: DataExportView }>('GET', exportPath(id))).dataExport;
   }
 
-  async create(body: Record<string, unknown>): Promise<DataExportView> {
-    return (await this.call<{ dataExport: DataExportView }>('POST', '/data-exports', body)).dataExport;
+  async create(body: Record<string, unknown>): Promise<Saved> {
+    const saved = await this.call<Saved>('POST', '/data-exports', body);
+    return { dataExport: saved.dataExport, warnings: saved.warnings ?? [] };
   }
 
-  async update(id: string, body: Record<string, unknown>): Promise<DataExportView> {
-    return (await this.call<{ dataExport: DataExportView }>('PATCH', exportPath(id), body)).dataExport;
+  async update(id: string, body: Record<string, unknown>): Promise<Saved> {
+    const saved = await this.call<Saved>('PATCH', exportPath(id), body);
+    return { dataExport: saved.dataExport, warnings: saved.warnings ?? [] };
   }
 
   async remove(id: string): Promise<void> {

@@ -15,6 +15,15 @@ import { h } from './dom.js';
 import { clearFieldErrors, field, notice, showFieldErrors } from './forms.js';
 import './console.css';
 import { formatDuration, formatTime, runHistory } from './history.js';
+import {
+  checkExportForm,
+  compressionsOf,
+  HELP,
+  healthLine,
+  LABELS,
+  label,
+  minimalPolicy,
+} from './options.js';
 
 const KEY_STORAGE = 'sluice.apiKey';
 const REFRESH_MS = 2_000;
@@ -74,7 +83,7 @@ function signInView(problem?: string): void {
     type: 'password',
     autocomplete: 'off',
     required: true,
-    placeholder: 'sk_…',
+    placeholder: 'slk_…',
   });
   const form = h(
     'form',
@@ -117,7 +126,7 @@ function exportedThroughList(view: DataExportView): HTMLElement {
     'ul',
     { class: 'through' },
     ...Object.entries(view.exportedThrough).map(([dataset, through]) =>
-      h('li', {}, h('span', { class: 'dataset' }, dataset), ' ', formatTime(through)),
+      h('li', {}, h('span', { class: 'dataset' }, label('dataset', dataset)), ' ', formatTime(through)),
     ),
   );
 }
@@ -138,7 +147,7 @@ async function listView(): Promise<void> {
       { 'data-export': view.id },
       h('td', {}, h('a', { href: `#/exports/${encodeURIComponent(view.id)}` }, view.name)),
       h('td', {}, stateBadge(view)),
-      h('td', {}, view.frequency),
+      h('td', {}, label('frequency', view.frequency)),
       h('td', {}, exportedThroughList(view)),
       h('td', {}, formatTime(view.lastRunAt)),
     ),
@@ -180,7 +189,21 @@ const TEXT_FIELDS = [
   ['pathPrefix', 'Path prefix'],
   ['accessKeyId', 'Access key id'],
   ['secretAccessKey', 'Secret access key'],
+  ['roleArn', 'Role ARN (instead of keys)'],
+  ['kmsKeyId', 'KMS key'],
 ] as const;
+
+/** A select of the API's values of `kind`, shown by their labels. */
+function enumSelect(name: string, values: readonly string[], selected: string): HTMLSelectElement {
+  return h(
+    'select',
+    { id: `f-${name}`, name },
+    ...values.map((value) => h('option', { value, selected: value === selected }, label(name, value))),
+  ) as HTMLSelectElement;
+}
+
+/** The warnings of the last save of each export, shown on its page until it is left. */
+const savedWarnings = new Map<string, { code: string; message: string }[]>();
 
 async function formView(id?: string): Promise<void> {
   const routed = routeCount;
@@ -203,25 +226,52 @@ async function formView(id?: string): Promise<void> {
       type: name === 'secretAccessKey' ? 'password' : 'text',
       autocomplete: 'off',
       value: current && !secret ? String(current[name as keyof DataExportView] ?? '') : '',
-      placeholder: current && name === 'accessKeyId' ? current.accessKeyId : '',
+      placeholder: current && name === 'accessKeyId' ? (current.accessKeyId ?? '') : '',
     });
     inputs.set(name, input);
     const hint =
       current && secret
         ? 'Leave empty to keep the stored credentials; give both to replace them.'
-        : undefined;
+        : HELP[name];
     return field(name, label, input, hint);
   });
   const provider = h(
     'select',
     { id: 'f-provider', name: 'provider', disabled: current !== undefined },
-    ...PROVIDERS.map((p) => h('option', { value: p, selected: (current?.provider ?? 's3') === p }, p)),
+    ...PROVIDERS.map((p) =>
+      h('option', { value: p, selected: (current?.provider ?? 's3') === p }, label('provider', p)),
+    ),
   );
-  const frequency = h(
-    'select',
-    { id: 'f-frequency', name: 'frequency' },
-    ...FREQUENCIES.map((f) => h('option', { value: f, selected: (current?.frequency ?? 'hourly') === f }, f)),
+  const frequency = enumSelect('frequency', FREQUENCIES, current?.frequency ?? 'hourly');
+  const format = enumSelect('format', Object.keys(LABELS.format ?? {}), current?.format ?? 'jsonl');
+  const compression = enumSelect('compression', compressionsOf(format.value), current?.compression ?? 'gzip');
+  const encryption = enumSelect(
+    'serverSideEncryption',
+    Object.keys(LABELS.serverSideEncryption ?? {}),
+    current?.serverSideEncryption ?? '',
   );
+  const policy = h('pre', { class: 'policy', 'data-testid': 'policy' });
+  const externalId = current?.externalId
+    ? h(
+        'p',
+        { 'data-testid': 'external-id' },
+        `External ID the role's trust policy must require: ${current.externalId}`,
+      )
+    : null;
+  const updateDependents = () => {
+    const chosen = compression.value;
+    compression.replaceChildren(
+      ...compressionsOf(format.value).map((value) =>
+        h('option', { value, selected: value === chosen }, label('compression', value)),
+      ),
+    );
+    policy.textContent = minimalPolicy({
+      bucket: inputs.get('bucket')?.value ?? '',
+      pathPrefix: inputs.get('pathPrefix')?.value ?? '',
+      serverSideEncryption: encryption.value,
+      kmsKeyId: inputs.get('kmsKeyId')?.value ?? '',
+    });
+  };
   const datasetBoxes = DATASETS.map((dataset) =>
     h(
       'label',
@@ -233,6 +283,7 @@ async function formView(id?: string): Promise<void> {
         checked: current?.datasets.includes(dataset) ?? false,
       }),
       ` ${dataset}`,
+      h('small', {}, ` ${label('dataset', dataset)}`),
     ),
   );
   const datasets = h('fieldset', { id: 'f-datasets' }, ...datasetBoxes);
@@ -250,13 +301,23 @@ async function formView(id?: string): Promise<void> {
       'Saving tests the connection: Sluice writes a small test file to the bucket before it keeps the settings.',
     ),
     formError,
-    field('provider', 'Provider', provider),
-    ...textFields,
-    field('datasets', 'Datasets', datasets),
-    field('frequency', 'Frequency', frequency),
-    current
-      ? null
-      : field('startFrom', 'Start from', startFrom, 'ISO time the event datasets start from; empty: now.'),
+    field('provider', 'Provider', provider, HELP.provider),
+    ...textFields.slice(0, 5),
+    h('h2', {}, 'Credentials'),
+    ...textFields.slice(5, 8),
+    externalId,
+    field('datasets', 'Datasets', datasets, HELP.datasets),
+    field('frequency', 'Frequency', frequency, HELP.frequency),
+    field('format', 'Format', format, HELP.format),
+    field('compression', 'Compression', compression, HELP.compression),
+    field('serverSideEncryption', 'Encryption', encryption, HELP.serverSideEncryption),
+    textFields[8] ?? null,
+    current ? null : field('startFrom', 'Start from (UTC)', startFrom, HELP.startFrom),
+    // Layout, schedule and child organisations (branch `layout`) go here, as fields of the same form.
+    h('div', { class: 'layout-slot', 'data-slot': 'layout' }),
+    h('h2', {}, 'Minimal bucket policy for these options'),
+    h('p', {}, 'The least the access key (or role) needs on Amazon S3, to paste into IAM:'),
+    policy,
     h(
       'div',
       { class: 'actions' },
@@ -268,6 +329,10 @@ async function formView(id?: string): Promise<void> {
       ),
     ),
   );
+
+  form.addEventListener('input', updateDependents);
+  form.addEventListener('change', updateDependents);
+  updateDependents();
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -282,16 +347,38 @@ async function formView(id?: string): Promise<void> {
       for (const [name] of TEXT_FIELDS) if (value(name) !== '') body[name] = value(name);
       body.datasets = chosen;
       body.frequency = frequency.value;
+      body.format = format.value;
+      body.compression = compression.value;
+      if (encryption.value !== '') body.serverSideEncryption = encryption.value;
       if (startFrom.value.trim() !== '') body.startFrom = startFrom.value.trim();
     } else {
       for (const [name] of TEXT_FIELDS) {
         const before =
           name === 'accessKeyId' || name === 'secretAccessKey' ? '' : String(current[name] ?? '');
         if (value(name) !== before)
-          body[name] = value(name) === '' && name === 'endpoint' ? null : value(name);
+          body[name] =
+            value(name) === '' && (name === 'endpoint' || name === 'kmsKeyId') ? null : value(name);
       }
       if (chosen.join(',') !== current.datasets.join(',')) body.datasets = chosen;
       if (frequency.value !== current.frequency) body.frequency = frequency.value;
+      if (format.value !== current.format) body.format = format.value;
+      if (compression.value !== current.compression) body.compression = compression.value;
+      if (encryption.value !== (current.serverSideEncryption ?? ''))
+        body.serverSideEncryption = encryption.value === '' ? null : encryption.value;
+    }
+    const issues = checkExportForm(
+      {
+        ...body,
+        ...(current ? {} : { datasets: chosen }),
+        kmsKeyId: value('kmsKeyId'),
+        serverSideEncryption: encryption.value,
+      },
+      current === undefined,
+    );
+    if (issues.length > 0) {
+      clearFieldErrors(form, formError);
+      showFieldErrors(form, formError, new ApiError('Check the fields marked below.', 0, 'form', issues));
+      return;
     }
     void save(body);
   });
@@ -302,7 +389,8 @@ async function formView(id?: string): Promise<void> {
     submit.textContent = 'Testing the connection…';
     try {
       const saved = current ? await api().update(current.id, body) : await api().create(body);
-      location.hash = `#/exports/${encodeURIComponent(saved.id)}`;
+      savedWarnings.set(saved.dataExport.id, saved.warnings);
+      location.hash = `#/exports/${encodeURIComponent(saved.dataExport.id)}`;
     } catch (error) {
       showFieldErrors(form, formError, error);
     } finally {
@@ -380,22 +468,48 @@ async function detailView(id: string): Promise<void> {
     if (openBackfills === undefined && backfills.isConnected) {
       openBackfills = backfillsSection(backfills, api, view);
     }
+    const warnings = savedWarnings.get(view.id) ?? [];
     summary.replaceChildren(
       h('div', { class: 'toolbar' }, h('h1', {}, view.name), stateBadge(view, 'state')),
+      h('p', { class: 'health', 'data-testid': 'health' }, healthLine(view, Date.now())),
+      ...(view.failing
+        ? [
+            h(
+              'p',
+              { class: 'error', role: 'alert', 'data-testid': 'failing' },
+              `Failing since ${formatTime(view.failing.since)}: ${view.failing.reason}. ${view.lastError ?? ''}`,
+            ),
+          ]
+        : []),
+      ...warnings.map((warning) =>
+        h('p', { class: 'warning', 'data-testid': 'warning' }, `Warning: ${warning.message}`),
+      ),
       h(
         'dl',
         {},
         ...[
-          ['Destination', `${view.provider}://${view.bucket}/${view.pathPrefix}`],
+          ['Export id', view.id],
+          ['Destination', `${view.provider === 'gcs' ? 'gs' : 's3'}://${view.bucket}/${view.pathPrefix}`],
+          ['Provider', label('provider', view.provider)],
+          ['Endpoint', view.endpoint ?? 'none (the provider’s own)'],
           ['Region', view.region],
           ...(view.roleArn
             ? [
                 ['Role', view.roleArn],
-                ['External id', view.externalId],
+                ['External ID', view.externalId],
               ]
             : [['Access key id', view.accessKeyId]]),
-          ['Frequency', view.frequency],
-          ['Next run', formatTime(view.nextRunAt)],
+          ['Datasets', view.datasets.map((dataset) => label('dataset', dataset)).join(', ')],
+          ['Format', `${label('format', view.format)}, ${label('compression', view.compression)}`],
+          [
+            'Encryption',
+            view.serverSideEncryption
+              ? `${label('serverSideEncryption', view.serverSideEncryption)}${view.kmsKeyId ? ` ${view.kmsKeyId}` : ''}`
+              : label('serverSideEncryption', ''),
+          ],
+          ['Frequency', label('frequency', view.frequency)],
+          ['Start from', formatTime(view.startFrom)],
+          ['Next run', view.isEnabled ? formatTime(view.nextRunAt) : 'none while paused'],
           ['Last error', view.lastError ?? 'none'],
           ['Rows exported', formatCount(view.totalRowsExported)],
         ].flatMap(([term, value]) => [h('dt', {}, term ?? ''), h('dd', {}, value ?? '')]),
@@ -484,27 +598,47 @@ async function detailView(id: string): Promise<void> {
           h(
             'tr',
             {},
-            ...['Started', 'Status', 'Trigger', 'Rows', 'Files', 'Bytes', 'Error'].map((t) => h('th', {}, t)),
+            ...[
+              'Started',
+              'Status',
+              'Trigger',
+              'Datasets',
+              'Duration',
+              'Rows',
+              'Files',
+              'Bytes',
+              'Error',
+            ].map((t) => h('th', {}, t)),
           ),
         ),
         h(
           'tbody',
           {},
-          ...runs
-            .slice(0, 50)
-            .map((run) =>
+          ...runs.slice(0, 50).map((run) =>
+            h(
+              'tr',
+              { 'data-run': run.id },
+              h('td', {}, formatTime(run.startedAt)),
+              h('td', {}, h('span', { class: `state ${run.status}` }, label('status', run.status))),
+              h('td', {}, run.isManual ? 'Manual' : 'Scheduled'),
               h(
-                'tr',
-                { 'data-run': run.id },
-                h('td', {}, formatTime(run.startedAt)),
-                h('td', {}, h('span', { class: `state ${run.status}` }, run.status)),
-                h('td', {}, run.isManual ? 'manual' : 'schedule'),
-                h('td', { class: 'num' }, formatCount(run.rowCount)),
-                h('td', { class: 'num' }, formatCount(run.fileCount)),
-                h('td', { class: 'num' }, formatBytes(run.byteCount)),
-                h('td', {}, run.error ?? ''),
+                'td',
+                {},
+                Object.keys(run.stats)
+                  .map((dataset) => label('dataset', dataset))
+                  .join(', ') || '–',
               ),
+              h(
+                'td',
+                { class: 'num' },
+                run.finishedAt ? formatDuration(Date.parse(run.finishedAt) - Date.parse(run.startedAt)) : '…',
+              ),
+              h('td', { class: 'num' }, run.rowCount === 0 ? 'No rows' : formatCount(run.rowCount)),
+              h('td', { class: 'num' }, formatCount(run.fileCount)),
+              h('td', { class: 'num' }, formatBytes(run.byteCount)),
+              h('td', {}, run.error ?? ''),
             ),
+          ),
         ),
       ),
     );
