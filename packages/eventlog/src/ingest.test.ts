@@ -48,7 +48,7 @@ function email(id: string, occurredMs: number, extra: Record<string, unknown> = 
 async function readAll(
   reader: EventLogReader,
   workspaceId: string,
-  dataset: 'email_events' | 'sms_events' | 'custom_events',
+  dataset: EventDataset,
   fromMs: number,
   toMs: number,
 ) {
@@ -427,5 +427,71 @@ describe('EventLogWriter subscribers', () => {
     expect(pages.flat()).toHaveLength(30);
     expect(Math.max(...pages.map((p) => p.length))).toBeLessThanOrEqual(4);
     expect(new Set(pages.flat()).size).toBe(30);
+  });
+});
+
+describe("EventLogWriter.ingestEvents, the second product's datasets", () => {
+  const message = (id: string, extra: Record<string, unknown> = {}) => ({
+    dataset: 'message_events',
+    message_id: id,
+    conversation_id: 'cnv_1',
+    direction: 'outbound',
+    status: 'sent',
+    from_phone_number: '471016',
+    to_phone_number: '555 555 0123',
+    media_url_count: 0,
+    send_type: 'test',
+    error_code: '40300',
+    error_reason: 'Unreachable',
+    created_at: NOW - 30 * DAY,
+    ...extra,
+  });
+
+  it('keeps test sends and rows older than 7 days, fills organization_id, normalizes, and refuses what it cannot, counted', async () => {
+    // Prepare
+    const { writer, reader, workspaceId } = setup();
+    const optOut = {
+      dataset: 'opt_out_events',
+      opt_out_id: 'opt_1',
+      phone_number: '+1 555 555 0199',
+      source: 'Replied',
+      organization_id: 'someone_else',
+      created_at: NOW - 10 * DAY,
+      test: true,
+    };
+
+    // Act
+    const result = await writer.ingestEvents(workspaceId, [
+      message('msg_1'),
+      optOut,
+      message('msg_2', { to_phone_number: 'not a number' }),
+      message('msg_3', { direction: 'sideways' }),
+    ]);
+
+    // Assess
+    expect(result).toMatchObject({ accepted: 2, dropped: { test: 0, history: 0, late: 0 } });
+    expect(result.invalid).toEqual([
+      { index: 2, reason: expect.stringMatching(/^to_phone_number: must be a phone number in E\.164/) },
+      { index: 3, reason: expect.stringMatching(/^direction: /) },
+    ]);
+    const [line] = await readAll(reader, workspaceId, 'message_events', NOW - 1, NOW);
+    expect(JSON.parse(line!)).toMatchObject({
+      id: 'msg_1',
+      recorded_at: new Date(NOW).toISOString(),
+      message_id: 'msg_1',
+      send_type: 'test',
+      to_phone_number: '+15555550123',
+      from_phone_number: '471016',
+      error_code: '300',
+      error_reason: 'Unreachable',
+      organization_id: workspaceId,
+    });
+    expect(line).not.toContain('schema_version');
+    const [opt] = await readAll(reader, workspaceId, 'opt_out_events', NOW - 1, NOW);
+    expect(JSON.parse(opt!)).toMatchObject({
+      source: 'Replied',
+      phone_number: '+15555550199',
+      organization_id: workspaceId,
+    });
   });
 });

@@ -23,6 +23,7 @@ import {
   ingestBusEvent,
   workspaceSource,
 } from '@sluice/eventlog';
+import type { EventDataset } from '@sluice/core';
 import { MemoryDeadLetterQueue } from '@sluice/local';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
@@ -536,6 +537,47 @@ describe('data commands', () => {
     }
     expect(total).toBe(300);
     expect(await readLines(reader.readSubscribers(workspaceId))).toHaveLength(25);
+  });
+
+  it('seed --datasets generates --events rows per dataset named, of the second product too', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const before = Date.now();
+    const { run, out } = cli();
+
+    // Act
+    await run('seed', [
+      '--workspace',
+      workspaceId,
+      '--events',
+      '40',
+      '--datasets',
+      'sms_events,click_events,opt_out_events,message_events,project_summary',
+      '--seed',
+      '7',
+      '--json',
+    ]);
+
+    // Assess: each dataset its rows (messages: 40 and the receipts that came within the hour), none refused;
+    // recorded now, a message and its receipt share a recorded time: the log keeps the message's latest row
+    const summary = JSON.parse(out[0]!);
+    expect(summary).toMatchObject({ workspaceId, dropped: 0, invalid: 0 });
+    expect(summary.byDataset).toMatchObject({
+      sms_events: 40,
+      click_events: 40,
+      opt_out_events: 40,
+      project_summary: 40,
+    });
+    expect(summary.byDataset.message_events).toBeGreaterThan(40);
+    const reader = new EventLogReader(eventTables);
+    for (const dataset of Object.keys(summary.byDataset) as EventDataset[]) {
+      expect(await reader.countWindow(workspaceId, dataset, before - 1, Date.now()), dataset).toBe(
+        dataset === 'message_events' ? 40 : summary.byDataset[dataset],
+      );
+    }
+    await expect(
+      run('seed', ['--workspace', workspaceId, '--events', '1', '--datasets', 'sms,clicks']),
+    ).rejects.toThrow(/--datasets: unknown sms, clicks/);
   });
 
   it('seed on a terminal draws a progress bar on its progress stream; --json output stays one line', async () => {

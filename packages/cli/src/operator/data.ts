@@ -17,8 +17,11 @@
  * - `events rejected redrive [--workspace <id> [--id <id>]] [--json]`: ingests them again the ingest function's
  *   way (after a fix: a producer's IAM, Sluice's rules); what is refused again stays, with its new reasons, and
  *   the command fails (exit 1);
- * - `seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]`: generates
- *   realistic data and ingests it. Without `--since` the events are recorded now, as they are written (their
+ * - `seed --workspace <id> --events <n> [--datasets <a,b>] [--subscribers <n>] [--since <iso>] [--seed <n>]
+ *   [--json]`: generates realistic data and ingests it. Without `--datasets`, `--events` is the total of the
+ *   first product's three event datasets (mixed as a sending program's); with it, `--events` rows (messages,
+ *   clicks, opt-outs, project completions…) per dataset named, of any of the eight (`subscribers`: that many
+ *   subscribers unless `--subscribers` says otherwise). Without `--since` the events are recorded now, as they are written (their
  *   `occurred_at` spread over the hour before), so a running export picks them up at its next run. With
  *   `--since` they are recorded spread from that time to now, and those at or behind an export's position are
  *   refused and counted (`refusedBehindExport`), as for `events ingest`.
@@ -42,6 +45,7 @@ import {
   DynamoRejectedEvents,
   EventLogWriter,
   redriveRejected,
+  generateDatasetRows,
   generateEvents,
   type RedriveSummary,
   redriveDeadLetters,
@@ -54,7 +58,14 @@ import {
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 import { createProgress, type ProgressStream } from './progress.js';
-import { createLogger, type ErasureLog } from '@sluice/core';
+import {
+  createLogger,
+  DATASETS,
+  type Dataset,
+  type ErasureLog,
+  isDataset,
+  isSecondProductDataset,
+} from '@sluice/core';
 
 /** Lines sent to the writer per call. */
 const LINES_PER_CALL = 1_000;
@@ -487,13 +498,15 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
 
   const seed: CliCommand = {
     name: 'seed',
-    usage: 'seed --workspace <id> --events <n> [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]',
+    usage:
+      'seed --workspace <id> --events <n> [--datasets <a,b>] [--subscribers <n>] [--since <iso>] [--seed <n>] [--json]',
     async run(args) {
       const { values } = parseArgs({
         args,
         options: {
           workspace: { type: 'string' },
           events: { type: 'string' },
+          datasets: { type: 'string' },
           subscribers: { type: 'string' },
           since: { type: 'string' },
           seed: { type: 'string' },
@@ -503,7 +516,10 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       });
       const workspaceId = requireWorkspace(values.workspace);
       const count = positiveInteger('events', values.events, true)!;
-      const subscribers = positiveInteger('subscribers', values.subscribers, false);
+      const datasets = values.datasets === undefined ? undefined : seedDatasets(values.datasets);
+      const subscribers =
+        positiveInteger('subscribers', values.subscribers, false) ??
+        (datasets?.includes('subscribers') ? count : undefined);
       const seedValue = positiveInteger('seed', values.seed, false) ?? now() % 2_147_483_647;
       const started = now();
       let since: number | undefined;
@@ -537,19 +553,30 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       }
 
       const totals = { accepted: 0, dropped: 0, invalid: 0, refusedBehindExport: 0 };
-      const byDataset: Record<string, number> = { email_events: 0, sms_events: 0, custom_events: 0 };
-      const progress = createProgress({ unit: 'events', total: count, stream: deps.progress, now });
+      const byDataset: Record<string, number> = Object.fromEntries(
+        (datasets ?? ['email_events', 'sms_events', 'custom_events'])
+          .filter((dataset) => dataset !== 'subscribers')
+          .map((dataset) => [dataset, 0]),
+      );
+      const eventDatasets = datasets?.filter((dataset) => dataset !== 'subscribers');
+      const total = eventDatasets === undefined ? count : count * eventDatasets.length;
+      const progress = createProgress({ unit: 'events', total, stream: deps.progress, now });
       const calls = inFlight(CALLS_IN_FLIGHT);
       let eventsDone = 0;
-      const events = generateEvents({
-        count,
-        seed: seedValue,
-        workspaceId,
-        ...(subscribers ? { subscribers } : {}),
-        ...(since === undefined
+      const range =
+        since === undefined
           ? { from: started - 3_600_000, to: started, recordedAt: false }
-          : { from: since, to: started, recordedAt: true }),
-      });
+          : { from: since, to: started, recordedAt: true };
+      const events: Iterable<{ dataset: string }> =
+        datasets === undefined
+          ? generateEvents({
+              count,
+              seed: seedValue,
+              workspaceId,
+              ...(subscribers ? { subscribers } : {}),
+              ...range,
+            })
+          : seededRows(datasets, { count, seed: seedValue, workspaceId, ...range });
       let batch: { dataset: string }[] = [];
       const flush = () => {
         const inputs = batch;
@@ -595,7 +622,11 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       } else {
         out(
           `Seeded workspace ${workspaceId} (seed ${seedValue}): ${totals.accepted} events ` +
-            `(${byDataset.email_events} email, ${byDataset.sms_events} sms, ${byDataset.custom_events} custom)` +
+            (datasets === undefined
+              ? `(${byDataset.email_events} email, ${byDataset.sms_events} sms, ${byDataset.custom_events} custom)`
+              : `(${Object.entries(byDataset)
+                  .map(([dataset, n]) => `${n} ${dataset}`)
+                  .join(', ')})`) +
             (subscribers ? ` and ${subscribersWritten} subscribers` : '') +
             ` in ${summary.seconds} s, ${summary.eventsPerSecond} events/s`,
         );
@@ -625,6 +656,39 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
     subscribersDelete,
     seed,
   ];
+}
+
+/** The datasets of `seed --datasets a,b`: known names, no repeats; a usage error otherwise. */
+function seedDatasets(list: string): Dataset[] {
+  const names = list.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !isDataset(name));
+  if (unknown.length > 0 || names.length === 0)
+    throw new CliUsageError(
+      `--datasets: unknown ${unknown.join(', ')}; one or more of ${DATASETS.join(', ')}`,
+    );
+  return [...new Set(names)] as Dataset[];
+}
+
+/**
+ * The rows `seed --datasets` generates: `count` per event dataset, one dataset after the other (the first
+ * product's with `generateEvents`, the second's with `generateDatasetRows`). Subscribers are seeded apart.
+ */
+function* seededRows(
+  datasets: readonly Dataset[],
+  options: {
+    count: number;
+    seed: number;
+    workspaceId: string;
+    from: number;
+    to: number;
+    recordedAt: boolean;
+  },
+): Generator<{ dataset: string }> {
+  for (const dataset of datasets) {
+    if (dataset === 'subscribers') continue;
+    if (isSecondProductDataset(dataset)) yield* generateDatasetRows({ ...options, dataset });
+    else yield* generateEvents({ ...options, mix: { [dataset]: 1 } });
+  }
 }
 
 /** The data commands of the `npm run sluice` CLI. */

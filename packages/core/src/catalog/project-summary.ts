@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { ColumnSpec } from './columns.js';
 import { MESSAGE_PROTOCOLS } from './message-events.js';
-import { pick, type Random } from './random.js';
+import { hex, pick, type Random } from './random.js';
 import { iso, type SampleWorld } from './sample-world.js';
 import { secondProductDataset } from './second-product.js';
 import type { SampleRow } from './types.js';
@@ -64,8 +64,8 @@ export const projectSummary = secondProductDataset<'project_summary', ProjectSum
 export type ProjectSummaryRow = z.output<typeof projectSummary.schema>;
 
 /**
- * A sample `project_summary` row of a project of the world completing at `timeMs`: scheduled, sent, and its
- * delivery figures (a project of the world completes again with new figures: a rerun).
+ * A sample `project_summary` row of a new project completing at `timeMs`, modelled on one of the world's:
+ * scheduled, sent, and its delivery figures.
  */
 export function sampleProjectSummary(world: SampleWorld, random: Random, timeMs: number): SampleRow {
   const project = pick(random, world.projects);
@@ -76,7 +76,7 @@ export function sampleProjectSummary(world: SampleWorld, random: Random, timeMs:
   return {
     atMs: timeMs,
     row: {
-      project_id: project.project_id,
+      project_id: `prj_${hex(random, 12)}`,
       campaign_id: project.campaign_id,
       name: project.name,
       type: project.type,
