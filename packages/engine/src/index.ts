@@ -11,3 +11,4 @@ export * from './plan.js';
 export * from './write.js';
 export * from './settle.js';
 export * from './backfill.js';
+export * from './latest-per-key.js';
