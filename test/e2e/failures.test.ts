@@ -105,6 +105,11 @@ describe('export runs that fail, race or pause, through the synthesized state ma
     const runs = (await h.ws.client.get<Json>(`/data-exports/${id}/runs`)).body.runs as Json[];
     expect(runs[0]).toMatchObject({ status: 'failed', rowCount: 0 });
     expect(runs[0]!.error).toBe(view.lastError);
+    // The job history: each dataset failed, with no rows (its writers' time reported).
+    for (const dataset of ['email_events', 'custom_events']) {
+      expect(runs[0]!.stats[dataset]).toMatchObject({ status: 'failed', rows: 0, files: 0, bytes: 0 });
+      expect(runs[0]!.stats[dataset].durationMs).toEqual(expect.any(Number));
+    }
   });
 
   it('a wrong secret fails the run at once with a message about the secret (the local bucket checks signatures)', async () => {

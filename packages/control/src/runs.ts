@@ -53,6 +53,20 @@ export interface DataExportRun {
   finishedAt: string | null;
 }
 
+/**
+ * The `stats` of a run that failed before its Commit moved anything (RecordFailure, or a run settled after
+ * its lease expired): each dataset it had begun (the entries of its running record) `failed`, with no rows
+ * committed. Pure.
+ */
+export function failedRunStats(running: DataExportRun | undefined): Record<string, DatasetRunStats> {
+  return Object.fromEntries(
+    Object.keys(running?.stats ?? {}).map((dataset) => [
+      dataset,
+      { status: 'failed' as const, rows: 0, files: 0, bytes: 0, durationMs: 0 },
+    ]),
+  );
+}
+
 /** Runs listed when the caller names no limit, and the most it may ask for. */
 export const DEFAULT_RUNS_LIMIT = 20;
 export const MAX_RUNS_LIMIT = 100;

@@ -1,3 +1,4 @@
+import { failedRunStats } from '@sluice/control';
 import { type Destination, nextRunAfterFailure } from '@sluice/core';
 import { recordBackfillFailure } from './backfill.js';
 import { type EngineDeps, resolveDeps } from './deps.js';
@@ -34,23 +35,22 @@ export async function recordFailure(
     const now = deps.now();
     const message = describeFailure(input.error);
     if (input.run !== undefined) {
-      await deps.runs.finish(
-        {
-          workspaceId: input.workspaceId,
-          destinationId: input.destinationId,
-          id: input.run.runId,
-          startedAt: input.run.startedAt,
-        },
-        {
-          status: 'failed',
-          rowCount: 0,
-          fileCount: 0,
-          byteCount: 0,
-          stats: {},
-          error: message,
-          finishedAt: now.toISOString(),
-        },
-      );
+      const key = {
+        workspaceId: input.workspaceId,
+        destinationId: input.destinationId,
+        id: input.run.runId,
+        startedAt: input.run.startedAt,
+      };
+      const running = await deps.runs.get(key);
+      await deps.runs.finish(key, {
+        status: 'failed',
+        rowCount: 0,
+        fileCount: 0,
+        byteCount: 0,
+        stats: failedRunStats(running),
+        error: message,
+        finishedAt: now.toISOString(),
+      });
     }
     return await recordDestinationFailure(input, message, deps, { errorName: input.error?.Error });
   } catch (error) {

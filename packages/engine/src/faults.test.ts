@@ -180,7 +180,12 @@ describe('the fault matrix', () => {
     const later = NOW + LEASE_DURATION_MS + 60_000;
     expect(await settleExpiredRun(lease!, resolveDeps(deps({ now: () => new Date(later) })))).toBe(true);
     // Assess 1
-    expect(await runStore.get(runKeyOf(run))).toMatchObject({ status: 'failed', error: EXPIRED_RUN_MESSAGE });
+    expect(await runStore.get(runKeyOf(run))).toMatchObject({
+      status: 'failed',
+      error: EXPIRED_RUN_MESSAGE,
+      // The job history shows the dataset it had begun as failed, with nothing committed.
+      stats: { custom_events: { status: 'failed', rows: 0, files: 0, bytes: 0, durationMs: 0 } },
+    });
     expect(await controlStore.getDestination(workspaceId, destination.id)).toMatchObject({
       status: 'failed',
       consecutiveFailures: 1,

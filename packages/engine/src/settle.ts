@@ -1,4 +1,4 @@
-import type { Lease } from '@sluice/control';
+import { failedRunStats, type Lease } from '@sluice/control';
 import { nextRunAfterFailure } from '@sluice/core';
 import type { EngineDeps } from './deps.js';
 
@@ -25,19 +25,21 @@ export async function settleExpiredRun(
   deps: Pick<EngineDeps, 'controlStore' | 'runs' | 'runState' | 'leases' | 'now'>,
 ): Promise<boolean> {
   const now = deps.now();
+  const key = {
+    workspaceId: lease.workspaceId,
+    destinationId: lease.destinationId,
+    id: lease.runId,
+    startedAt: lease.startedAt,
+  };
+  const running = await deps.runs.get(key);
   await deps.runs.finish(
-    {
-      workspaceId: lease.workspaceId,
-      destinationId: lease.destinationId,
-      id: lease.runId,
-      startedAt: lease.startedAt,
-    },
+    key,
     {
       status: 'failed',
       rowCount: 0,
       fileCount: 0,
       byteCount: 0,
-      stats: {},
+      stats: failedRunStats(running),
       error: EXPIRED_RUN_MESSAGE,
       finishedAt: now.toISOString(),
     },
