@@ -78,6 +78,8 @@ export class Model {
    * down to the hour), or undefined before the first.
    */
   archiveThroughMs: number | undefined;
+  /** The first hour the archive holds (the first compaction's hot horizon, down to the hour). */
+  archiveStartMs: number | undefined;
   /** Faults injected so far, by kind. */
   readonly faults = new Map<string, number>();
 

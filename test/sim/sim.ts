@@ -484,26 +484,20 @@ class Compact extends Op {
     const now = virtualNow();
     sim.model.archiveThroughMs = Math.floor((now - ARCHIVE_SETTLE_MS) / HOUR_MS) * HOUR_MS;
     const missing: Violation[] = [];
+    // The archive of every workspace and dataset starts at the hour of the hot horizon of the first compaction.
+    sim.model.archiveStartMs ??= Math.floor((now - sim.world.retentionMs) / HOUR_MS) * HOUR_MS;
+    const startMs = sim.model.archiveStartMs;
     for (const [w, ws] of sim.world.workspaces.entries()) {
-      const firstHour = new Map<string, number>();
       for (const object of (await sim.world.archive.snapshot(`archive/${ws.id}/`)).values()) {
         for (const id of object.ids ?? []) sim.model.archived.add(id);
-        const match = /archive\/.+\/(\w+)\/date=(\d{4}-\d{2}-\d{2})\/hour=(\d{2})\.jsonl\.gz$/.exec(
-          object.key,
-        );
-        if (!match) continue;
-        const hourMs = Date.parse(`${match[2]}T${match[3]}:00:00Z`);
-        firstHour.set(match[1]!, Math.min(hourMs, firstHour.get(match[1]!) ?? hourMs));
       }
       const unarchived = new Map<string, { count: number; example: string }>();
       for (const [id, row] of sim.model.rows) {
         if (row.workspace !== w || row.refused || row.erasedMs !== undefined || sim.model.archived.has(id))
           continue;
         const hourMs = Math.floor(row.recordedMs / HOUR_MS) * HOUR_MS;
-        const first = firstHour.get(row.dataset);
-        if (first === undefined || hourMs < first) continue;
-        if (hourMs + HOUR_MS + ARCHIVE_SETTLE_MS > now || hourMs < now - sim.world.retentionMs + HOUR_MS)
-          continue;
+        if (hourMs < startMs || hourMs + HOUR_MS + ARCHIVE_SETTLE_MS > now) continue;
+        if (hourMs < now - sim.world.retentionMs + HOUR_MS) continue;
         const entry = unarchived.get(row.dataset) ?? {
           count: 0,
           example: `${id} recorded ${iso(row.recordedMs)}`,

@@ -184,7 +184,7 @@ export class Eraser {
         if (!mentions(line, person)) return false;
         const row = parseLine(line);
         if (!eventRowBelongsTo(row, person)) return false;
-        if (person.learnFrom(row)) learned = true;
+        // SCRATCH: no learning (21.5 as it was)
         return true;
       };
       report.hotRows += await this.eraseHot(workspaceId, 'email_events', matches);
