@@ -1,6 +1,6 @@
 import type { IngestResult } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import type { LocalWorkflows } from '@sluice/local';
 import { openParquetReader, type ParquetReader } from '../helpers/parquet.js';
 import { createLocalExport, type E2eHarness, manualRunInput, startE2eHarness } from './harness.js';
 

@@ -11,7 +11,7 @@ import {
 } from '@sluice/core';
 import { generateDatasetRows } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '../../packages/local/src/stepfunctions.js';
+import type { LocalWorkflows } from '@sluice/local';
 import { jsonLineAsRead, openParquetReader, type ParquetReader } from '../helpers/parquet.js';
 import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
 

@@ -8,8 +8,8 @@ import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { type CliContext, runSluice } from '@sluice/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localPathOf } from '../../packages/cli/src/files-pull.js';
-import { LOCAL_S3_CREDENTIALS } from '../../packages/local/src/s3-local.js';
+import { localPathOf } from '@sluice/cli';
+import { LOCAL_S3_CREDENTIALS } from '@sluice/local';
 import {
   type ContractHarness,
   startContractHarness,

@@ -31,6 +31,8 @@ const view: DataExportView = {
   totalRowsExported: 0,
   createdAt: '2026-12-04T19:00:00.000Z',
   updatedAt: '2026-12-04T19:00:00.000Z',
+  layout: 'date',
+  schedule: null,
 };
 
 describe('the data export block', () => {

@@ -6,3 +6,4 @@ export * from './format.js';
 export * from './program.js';
 export * from './secret.js';
 export { createDataCommands, type DataCommandDeps } from './operator/data.js';
+export * from './files-pull.js';

@@ -22,3 +22,4 @@ export * from './ids.js';
 export * from './erasure.js';
 export * from './workspace-id.js';
 export * from './current-rows.js';
+export * from './catalog/reference.js';

@@ -3,7 +3,7 @@ import { type Dataset, type EventDataset, FREQUENCY_MS, type Frequency, isEventD
 import { FILE_EXTENSIONS, type FileFormat } from './file-format.js';
 import type { InputIssue } from './errors.js';
 import { withPrefix } from './layout.js';
-import { slotOffsetMs } from './slots.js';
+import { runOffsetMs } from './slots.js';
 import { EXPORT_LAG_MS, type Window } from './windows.js';
 
 /**
@@ -44,20 +44,6 @@ export interface Schedule {
 /** The layout of a stored destination or planned window: absent or unknown is `date`. */
 export function layoutOf(value: { layout?: unknown } | undefined): Layout {
   return value?.layout === 'run_hour' ? 'run_hour' : 'date';
-}
-
-/**
- * Where in its frequency's period a destination runs: the schedule's minute (and hour, daily) when it has
- * one, else the spread slot of its id (`slotOffsetMs`). `schedule` is only kept for `hourly` and `daily`.
- */
-export function runOffsetMs(
-  frequency: Frequency,
-  destinationId: string,
-  schedule: Schedule | null | undefined,
-): number {
-  if (schedule === null || schedule === undefined) return slotOffsetMs(frequency, destinationId);
-  if (frequency === 'daily') return ((schedule.hour ?? 0) * 60 + schedule.minute) * 60_000;
-  return (schedule.minute * 60_000) % FREQUENCY_MS[frequency];
 }
 
 /**

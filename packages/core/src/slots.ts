@@ -1,5 +1,5 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
-import { runOffsetMs } from './run-hour.js';
+import type { Schedule } from './run-hour.js';
 import { EXPORT_LAG_MS } from './windows.js';
 
 /**
@@ -59,7 +59,7 @@ export function slotOffsetMs(frequency: Frequency, destinationId: string): numbe
 /**
  * The destination's first scheduled slot strictly after `nowMs`: the smallest `offset + k × period`
  * greater than `nowMs`, so it is at most one period away. A `schedule` (hourly and daily: the chosen minute,
- * and hour) replaces the spread offset (`runOffsetMs` in `run-hour.ts`).
+ * and hour) replaces the spread offset ({@link runOffsetMs}).
  */
 export function nextSlotAfter(
   nowMs: number,
@@ -70,4 +70,18 @@ export function nextSlotAfter(
   const period = FREQUENCY_MS[frequency];
   const offset = runOffsetMs(frequency, destinationId, schedule);
   return Math.floor((nowMs - offset) / period) * period + offset + period;
+}
+
+/**
+ * Where in its frequency's period a destination runs: the schedule's minute (and hour, daily) when it has
+ * one, else the spread slot of its id (`slotOffsetMs`). `schedule` is only kept for `hourly` and `daily`.
+ */
+export function runOffsetMs(
+  frequency: Frequency,
+  destinationId: string,
+  schedule: Schedule | null | undefined,
+): number {
+  if (schedule === null || schedule === undefined) return slotOffsetMs(frequency, destinationId);
+  if (frequency === 'daily') return ((schedule.hour ?? 0) * 60 + schedule.minute) * 60_000;
+  return (schedule.minute * 60_000) % FREQUENCY_MS[frequency];
 }

@@ -77,4 +77,3 @@ export function fileLineOf(dataset: Dataset): ((line: string) => string) | undef
 }
 export * from './random.js';
 export * from './sample-world.js';
-export * from './reference.js';
