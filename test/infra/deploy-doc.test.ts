@@ -43,7 +43,7 @@ function producerExample(): { source: string; detailType: string; detail: Record
     throw new Error('no producer example in "5. Events, then files"');
   }
   // The shell splices `$now` into the single-quoted JSON: '...'$now'...'.
-  const detail = JSON.parse(detailText.replaceAll(`'$now'`, new Date().toISOString().slice(0, 19) + 'Z'));
+  const detail = JSON.parse(detailText.replaceAll(`'$now'`, `${new Date().toISOString().slice(0, 19)}Z`));
   expect(script).toContain('--arg bus "$bus"');
   return { source, detailType, detail };
 }
