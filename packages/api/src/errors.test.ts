@@ -110,7 +110,7 @@ describe('the key service', () => {
     }
   });
 
-  it('refusing the ciphertext: a permanent SecretRejectedError, never retried, never shown', async () => {
+  it('refusing the ciphertext: a permanent SecretRejectedError, never retried, a clear 409 secret_rejected', async () => {
     // Prepare
     kms.on(DecryptCommand).rejects(awsError('InvalidCiphertextException', 400));
     const sealer = new SecretSealer({ client: new KMSClient({}), keyId: 'key-1' });
@@ -122,7 +122,14 @@ describe('the key service', () => {
     expect(failure).toBeInstanceOf(SecretRejectedError);
     expect((failure as SecretRejectedError).retryable).toBe(false);
     expect(PERMANENT_ERROR_NAMES).toContain(classifyEngineError(failure).name);
-    expect(errorResponse(failure, { error: () => undefined } as never).statusCode).toBe(500);
+    const response = errorResponse(failure, { error: () => undefined } as never);
+    expect(response.statusCode).toBe(409);
+    expect(JSON.parse(response.body)).toMatchObject({
+      code: 'secret_rejected',
+      retryable: false,
+      error:
+        'The stored secret of this export could not be decrypted. Update the export with its credentials again.',
+    });
   });
 });
 

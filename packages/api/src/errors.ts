@@ -15,6 +15,7 @@ import {
   KmsUnavailableError,
   NotFoundError,
   RateLimitedError,
+  SecretRejectedError,
   SluiceError,
   UnauthorizedError,
 } from '@sluice/core';
@@ -114,6 +115,11 @@ export function toHttpError(error: unknown): HttpError | undefined {
   }
   if (error instanceof NotFoundError) return new HttpError(404, error.message, { code: 'not_found' });
   if (error instanceof ConflictError) return new HttpError(409, error.message, { code: error.code });
+  // The stored secret will not open (another key, a damaged record): no retry helps until the credentials are
+  // sent again, so a clear 409 and never a retryable 500.
+  if (error instanceof SecretRejectedError) {
+    return new HttpError(409, error.message, { code: 'secret_rejected', retryable: false });
+  }
   if (error instanceof DatabaseUnavailableError) return unavailable('database', error);
   if (error instanceof KmsUnavailableError) return unavailable('key service', error);
   return undefined;

@@ -396,7 +396,8 @@ export const openapiDocument: JsonObject = {
     '/data-exports/{id}/test': {
       post: {
         summary: 'Test data export connection',
-        description: 'Writes a small test file with the stored credentials.',
+        description:
+          "Writes a small test file with the stored credentials and the export's server-side encryption settings.",
         operationId: 'testDataExport',
         tags: ['Data Exports'],
         parameters: [ID_PARAMETER],
@@ -406,6 +407,9 @@ export const openapiDocument: JsonObject = {
             warnings: WARNINGS,
           }),
           '400': errorResponse('The test write failed (code connection_failed)'),
+          '409': errorResponse(
+            'The stored secret no longer opens (code secret_rejected): update the export with its credentials again',
+          ),
           ...itemErrorResponses(),
         },
       },
@@ -710,7 +714,7 @@ export const openapiDocument: JsonObject = {
           code: {
             type: 'string',
             description:
-              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); rate_limited (429, with a Retry-After header); internal_error (500); SERVICE_UNAVAILABLE (503).',
+              'Optional stable machine-readable error discriminator when available. Sluice sends one on every error: invalid_input, invalid_json, connection_failed (400); unauthorized (401); forbidden (403); not_found, route_not_found (404); method_not_allowed (405, with an Allow header); destination_disabled, secret_rejected (the stored secret no longer opens: send the credentials again), limit_exceeded (409); payload_too_large (413); unsupported_media_type (415); unprocessable_entity (422); rate_limited (429, with a Retry-After header); internal_error (500); SERVICE_UNAVAILABLE (503).',
           },
           retryable: {
             type: 'boolean',
