@@ -259,18 +259,24 @@ async function formView(id?: string): Promise<void> {
       )
     : null;
   const updateDependents = () => {
-    const chosen = compression.value;
-    compression.replaceChildren(
-      ...compressionsOf(format.value).map((value) =>
-        h('option', { value, selected: value === chosen }, label('compression', value)),
-      ),
-    );
-    policy.textContent = minimalPolicy({
+    // Only what changed is touched: a change event fires as a click leaves a field, and the click must land.
+    const allowed = compressionsOf(format.value);
+    const offered = [...compression.options].map((option) => option.value);
+    if (offered.join() !== allowed.join()) {
+      const chosen = compression.value;
+      compression.replaceChildren(
+        ...allowed.map((value) =>
+          h('option', { value, selected: value === chosen }, label('compression', value)),
+        ),
+      );
+    }
+    const text = minimalPolicy({
       bucket: inputs.get('bucket')?.value ?? '',
       pathPrefix: inputs.get('pathPrefix')?.value ?? '',
       serverSideEncryption: encryption.value,
       kmsKeyId: inputs.get('kmsKeyId')?.value ?? '',
     });
+    if (policy.textContent !== text) policy.textContent = text;
   };
   const datasetBoxes = DATASETS.map((dataset) =>
     h(
