@@ -308,7 +308,9 @@ describe('the web console in Chromium against the local API', () => {
     // The event datasets only: subscribers are snapshots.
     expect(await section.getByRole('checkbox', { name: 'subscribers' }).count()).toBe(0);
     const row = (backfillId: string) => section.locator(`tr[data-backfill="${backfillId}"]`);
-    const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    // Times as the page shows them: 24-hour UTC.
+    const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
+    expect(await section.getByLabel('From (UTC)').inputValue()).toMatch(/^\d{4}-\d\d-\d\d \d\d:00$/);
 
     // The form's own check: an end before the start is refused beside "To", and nothing is sent.
     await section.getByLabel('From (UTC)').fill(inUtc(hour - HOUR_MS));
