@@ -234,6 +234,29 @@ describe('the web console in Chromium against the local API', () => {
     expect(
       await page.locator('svg[aria-label="Lag per dataset"] g[data-dataset="email_events"] circle').count(),
     ).toBe(withWindow);
+    // The legend, below the plot, names the dataset beside a dot of its line's colour.
+    const legend = page.locator('ul.legend li[data-dataset="email_events"]');
+    expect(await legend.textContent()).toBe(' Email events');
+    const lineColour = await page
+      .locator('svg[aria-label="Lag per dataset"] g[data-dataset="email_events"] circle')
+      .first()
+      .evaluate(
+        (circle) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { fill: string } }).getComputedStyle(
+            circle,
+          ).fill,
+      );
+    expect(
+      await legend
+        .locator('circle')
+        .evaluate(
+          (circle) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { fill: string } }).getComputedStyle(
+              circle,
+            ).fill,
+        ),
+    ).toBe(lineColour);
+    expect(lineColour).not.toBe('rgb(0, 0, 0)');
 
     await page.locator('section.history').screenshot({ path: join(SCREENSHOTS, '06-history-charts.png') });
 

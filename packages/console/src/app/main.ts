@@ -10,7 +10,7 @@ import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
 import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
 import { ApiError, type DataExportView, SluiceApi } from './api.js';
 import { type BackfillsSection, backfillsSection } from './backfills-view.js';
-import { barChart, lagChart } from './charts.js';
+import { barChart, lagChart, lagLegend } from './charts.js';
 import { h } from './dom.js';
 import { clearFieldErrors, field, notice, showFieldErrors } from './forms.js';
 import './console.css';
@@ -595,6 +595,7 @@ async function detailView(id: string): Promise<void> {
         from: data.from,
         to: data.to,
       }),
+      lagLegend(data.lag, (dataset) => label('dataset', dataset)),
       h(
         'table',
         { class: 'runs' },
