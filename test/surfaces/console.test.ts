@@ -23,6 +23,8 @@ let browser: Browser;
 let page: Page;
 let consoleDir: string;
 const cspViolations: string[] = [];
+/** Uncaught errors of the page: none is expected. */
+const pageErrors: string[] = [];
 
 beforeAll(async () => {
   consoleDir = await mkdtemp(join(tmpdir(), 'sluice-console-'));
@@ -50,6 +52,7 @@ beforeAll(async () => {
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
+  page.on('pageerror', (error) => pageErrors.push(error.message));
 }, 120_000);
 
 afterAll(async () => {
@@ -102,25 +105,51 @@ describe('the web console in Chromium against the local API', () => {
     expect(await page.getByTestId('key').textContent()).toBe(`Key ${maskAccessKeyId(apiKey)}`);
     await screenshot('02-exports-empty');
 
-    // Create: a URL as bucket gets the API's message beside the bucket field, nothing is created.
+    // Create: a URL as bucket and a role beside the keys: the form's own words beside both fields at once,
+    // nothing sent, nothing created.
     await page.getByRole('link', { name: 'New export' }).click();
     await page.getByLabel('Name').fill('Console lake');
     await page.getByLabel('Bucket').fill('s3://local-exports');
     await page.getByLabel('Endpoint (S3-compatible storage only)').fill(h.api.s3Endpoint);
-    await page.getByLabel('Path prefix').fill(uniqueId('console/'));
+    const prefix = uniqueId('console/');
+    await page.getByLabel('Path prefix').fill(prefix);
     await page.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
     await page.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
+    await page.getByLabel('Role ARN (instead of keys)').fill('arn:aws:iam::111122223333:role/sluice');
     await page.getByLabel('email_events').check();
     await page.getByLabel('Frequency').selectOption('every_5_minutes');
+    // Every option of the API: Parquet offers its own compressions; a KMS key adds its grant to the policy.
+    await page.getByLabel('Format').selectOption('parquet');
+    expect(await page.getByLabel('Compression').locator('option').allTextContents()).toEqual([
+      'Snappy',
+      'Zstandard',
+    ]);
+    await page.getByLabel('Compression').selectOption('zstd');
+    await page.getByLabel('Encryption').selectOption('aws:kms');
+    await page.getByLabel('KMS key').fill('alias/sluice-exports');
     await page.getByLabel('Start from').fill(new Date(Date.now() - 2 * 60 * MINUTE_MS).toISOString());
+    const policy = await page.getByTestId('policy').textContent();
+    expect(policy).toContain(`"arn:aws:s3:::s3:/`); // the bucket as typed, until it is fixed
+    expect(policy).toContain('kms:GenerateDataKey');
     await page.getByRole('button', { name: 'Create and test connection' }).click();
-    await poll(() => page.locator('#e-bucket').textContent()).toMatch(/Bucket name, not a URL/);
-    expect(await page.locator('.field.invalid').getAttribute('data-field')).toBe('bucket');
+    await poll(() => page.locator('#e-bucket').textContent()).toMatch(
+      /Enter the bucket name alone, such as local-exports/,
+    );
+    expect(await page.locator('#e-roleArn').textContent()).toBe(
+      'Use either a role or an access key, not both.',
+    );
+    expect(
+      await page.locator('.field.invalid').evaluateAll((all) => all.map((f) => f.getAttribute('data-field'))),
+    ).toEqual(['bucket', 'roleArn']);
     expect((await h.ws.client.request('GET', '/data-exports')).body.dataExports).toEqual([]);
     await screenshot('03-field-error');
 
-    // Fixed: created after the connection test, the detail page shows it, the access key masked.
+    // Fixed: created after the connection test, the detail page shows it and every option, the key masked.
     await page.getByLabel('Bucket').fill('local-exports');
+    await page.getByLabel('Role ARN (instead of keys)').fill('');
+    expect(await page.getByTestId('policy').textContent()).toContain(
+      `"Resource": "arn:aws:s3:::local-exports/${prefix}/*"`,
+    );
     await page.getByRole('button', { name: 'Create and test connection' }).click();
     await page.getByRole('heading', { name: 'Console lake' }).waitFor();
     const id = decodeURIComponent(/#\/exports\/([^/]+)$/.exec(page.url())?.[1] ?? '');
@@ -128,8 +157,43 @@ describe('the web console in Chromium against the local API', () => {
     await poll(() => page.locator('dd').allTextContents()).toContain(
       maskAccessKeyId(LOCAL_S3_CREDENTIALS.accessKeyId),
     );
+    const shown = await page.locator('dd').allTextContents();
+    expect(shown).toEqual(
+      expect.arrayContaining([
+        id,
+        `s3://local-exports/${prefix}`,
+        'Email events',
+        'Parquet, Zstandard',
+        'AWS KMS key alias/sluice-exports',
+        'Every 5 minutes',
+      ]),
+    );
+    expect(await page.getByTestId('health').textContent()).toBe('Not exported yet');
+    // The built-in bucket carries no lifecycle warning.
+    expect(await page.getByTestId('warning').count()).toBe(0);
     expect(await page.content()).not.toContain(LOCAL_S3_CREDENTIALS.secretAccessKey);
     await screenshot('04-created');
+
+    // Edit: back to JSON lines and the bucket's default encryption; the form shows the stored options.
+    await page.getByRole('link', { name: 'Edit' }).click();
+    await page.getByRole('heading', { name: 'Edit Console lake' }).waitFor();
+    expect(await page.getByLabel('Format').inputValue()).toBe('parquet');
+    expect(await page.getByLabel('Compression').inputValue()).toBe('zstd');
+    expect(await page.getByLabel('Encryption').inputValue()).toBe('aws:kms');
+    await page.getByLabel('Format').selectOption('jsonl');
+    await page.getByLabel('Encryption').selectOption('');
+    await page.getByLabel('KMS key').fill('');
+    await screenshot('04b-edit');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { name: 'Console lake', exact: true }).waitFor();
+    await poll(() => page.locator('dd').allTextContents()).toContain('JSON lines, gzip');
+    expect(await page.locator('dd').allTextContents()).toContain("Bucket's default");
+    expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      format: 'jsonl',
+      compression: 'gzip',
+      serverSideEncryption: null,
+      kmsKeyId: null,
+    });
 
     // Run now: the API queues the run; the engine (Dispatch, as the schedule would) runs it, with the catch-up
     // runs it needs, and the console's charts grow by one bar per run as it polls. Twice: the second run finds
@@ -161,11 +225,37 @@ describe('the web console in Chromium against the local API', () => {
     expect(api).toHaveLength(runs);
     expect(api.reduce((sum, run) => sum + run.rowCount, 0)).toBe(600);
     expect(await page.locator('table.runs tbody tr').count()).toBe(runs);
+    // Each run with its datasets and duration; one that found nothing says so.
+    expect(await page.locator('table.runs').textContent()).toContain('No rows');
+    expect(await page.locator('table.runs tbody tr').first().textContent()).toMatch(/\d+ s/);
     const withWindow = api.filter((run) => run.stats.email_events !== undefined).length;
     expect(withWindow).toBeGreaterThan(0);
     expect(
       await page.locator('svg[aria-label="Lag per dataset"] g[data-dataset="email_events"] circle').count(),
     ).toBe(withWindow);
+    // The legend, below the plot, names the dataset beside a dot of its line's colour.
+    const legend = page.locator('ul.legend li[data-dataset="email_events"]');
+    expect(await legend.textContent()).toBe(' Email events');
+    const lineColour = await page
+      .locator('svg[aria-label="Lag per dataset"] g[data-dataset="email_events"] circle')
+      .first()
+      .evaluate(
+        (circle) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { fill: string } }).getComputedStyle(
+            circle,
+          ).fill,
+      );
+    expect(
+      await legend
+        .locator('circle')
+        .evaluate(
+          (circle) =>
+            (globalThis as unknown as { getComputedStyle(e: unknown): { fill: string } }).getComputedStyle(
+              circle,
+            ).fill,
+        ),
+    ).toBe(lineColour);
+    expect(lineColour).not.toBe('rgb(0, 0, 0)');
 
     await page.locator('section.history').screenshot({ path: join(SCREENSHOTS, '06-history-charts.png') });
 
@@ -181,7 +271,7 @@ describe('the web console in Chromium against the local API', () => {
     const row = page.locator(`tr[data-export="${id}"]`);
     await poll(() => row.locator('.state').textContent()).toBe('paused');
     expect(await row.locator('ul.through li').textContent()).toMatch(
-      /^email_events \d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
+      /^Email events \d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
     );
     await screenshot('07-paused-in-list');
 
@@ -198,6 +288,7 @@ describe('the web console in Chromium against the local API', () => {
     await screenshot('09-deleted');
 
     expect(cspViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
   });
 
   it('starts backfills from the form, shows their progress as they run, and cancels them', async () => {
@@ -239,7 +330,9 @@ describe('the web console in Chromium against the local API', () => {
     // The event datasets only: subscribers are snapshots.
     expect(await section.getByRole('checkbox', { name: 'subscribers' }).count()).toBe(0);
     const row = (backfillId: string) => section.locator(`tr[data-backfill="${backfillId}"]`);
-    const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16);
+    // Times as the page shows them: 24-hour UTC.
+    const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
+    expect(await section.getByLabel('From (UTC)').inputValue()).toMatch(/^\d{4}-\d\d-\d\d \d\d:00$/);
 
     // The form's own check: an end before the start is refused beside "To", and nothing is sent.
     await section.getByLabel('From (UTC)').fill(inUtc(hour - HOUR_MS));

@@ -47,13 +47,14 @@ describe('the form', () => {
     expect(utcInputMs('2026-12-03')).toBeNaN();
     expect(utcInputMs('2026-12-03T10:30+02:00')).toBeNaN();
     expect(utcInputMs('2026-13-03T10:30')).toBeNaN();
-    expect(utcInputValue(Date.parse('2026-12-03T10:30:45.123Z'))).toBe('2026-12-03T10:30');
+    expect(utcInputMs('2026-12-03 10:30')).toBe(Date.parse('2026-12-03T10:30:00Z'));
+    expect(utcInputValue(Date.parse('2026-12-03T10:30:45.123Z'))).toBe('2026-12-03 10:30');
   });
 
   it('starts with the 24 hours before the current UTC hour', () => {
     expect(defaultRange(Date.parse('2026-12-03T10:42:00Z'))).toEqual({
-      from: '2026-12-02T10:00',
-      to: '2026-12-03T10:00',
+      from: '2026-12-02 10:00',
+      to: '2026-12-03 10:00',
     });
   });
 
@@ -62,8 +63,8 @@ describe('the form', () => {
     const request = backfillRequest({
       datasets: ['email_events', 'custom_events'],
       entireHistory: false,
-      from: '2026-12-01T00:00',
-      to: '2026-12-08T00:00',
+      from: '2026-12-01 00:00',
+      to: '2026-12-08 00:00',
     });
 
     // Assess: exactly 7 days is allowed

@@ -182,14 +182,23 @@ export function backfillsSection(
       }),
     );
     const entireHistory = h('input', { type: 'checkbox', id: 'bf-entire-history', name: 'entireHistory' });
+    // Text, not datetime-local: the browser would show local time, 12-hour in some locales; the page is UTC.
     const from = h('input', {
-      type: 'datetime-local',
+      type: 'text',
       id: 'bf-from',
       name: 'from',
-      step: 60,
+      autocomplete: 'off',
+      placeholder: 'YYYY-MM-DD HH:MM',
       value: range.from,
     });
-    const to = h('input', { type: 'datetime-local', id: 'bf-to', name: 'to', step: 60, value: range.to });
+    const to = h('input', {
+      type: 'text',
+      id: 'bf-to',
+      name: 'to',
+      autocomplete: 'off',
+      placeholder: 'YYYY-MM-DD HH:MM',
+      value: range.to,
+    });
     const formError = h('div', { class: 'form-error', role: 'alert' });
     const submit = h('button', { type: 'submit' }, 'Start backfill');
     const form = h(

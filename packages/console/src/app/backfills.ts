@@ -19,15 +19,19 @@ export function backfillableDatasets(datasets: readonly string[]): string[] {
   return EVENT_DATASETS.filter((dataset) => datasets.includes(dataset));
 }
 
-/** A `datetime-local` value (`2026-12-03T10:00`, seconds optional) read as UTC: epoch ms, NaN when not one. */
+/**
+ * A time typed in the form, 24-hour UTC as the page shows times (`2026-12-03 10:00`, or `2026-12-03T10:00`;
+ * seconds optional): epoch ms, NaN when not one.
+ */
 export function utcInputMs(value: string): number {
-  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/.test(value)) return Number.NaN;
-  return Date.parse(`${value}Z`);
+  const trimmed = value.trim();
+  if (!/^\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d{1,3})?)?$/.test(trimmed)) return Number.NaN;
+  return Date.parse(`${trimmed.replace(' ', 'T')}Z`);
 }
 
-/** The `datetime-local` value showing epoch ms in UTC, to the minute. */
+/** The form's value showing epoch ms in 24-hour UTC, to the minute: `2026-12-03 10:00`. */
 export function utcInputValue(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 16);
+  return new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
 }
 
 /** The range the form starts with: the 24 hours before the current UTC hour. */

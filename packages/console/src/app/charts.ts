@@ -1,5 +1,5 @@
 /** The run history's charts, drawn as inline SVG (no chart library): bars per run, a line per dataset. */
-import { svg } from './dom.js';
+import { h, svg } from './dom.js';
 import type { LagSeries, RunPoint } from './history.js';
 
 const WIDTH = 640;
@@ -86,7 +86,7 @@ export function barChart(options: {
   return chart(frame, svg('g', { class: 'bars' }, ...bars));
 }
 
-/** One line per dataset through its lag after each run, with a legend. */
+/** One line per dataset through its lag after each run (its legend: {@link lagLegend}). */
 export function lagChart(options: {
   label: string;
   series: readonly LagSeries[];
@@ -107,8 +107,30 @@ export function lagChart(options: {
       ...series.points.map((p) =>
         svg('circle', { cx: xOf(frame, p.at).toFixed(1), cy: yOf(frame, p.lagMs).toFixed(1), r: 2.5 }),
       ),
-      svg('text', { class: 'legend', x: PAD.left + 8 + index * 130, y: PAD.top + 10 }, `● ${series.dataset}`),
     );
   });
   return chart(frame, ...lines);
+}
+
+/**
+ * The legend of {@link lagChart}, below it rather than over the plot: per dataset a dot in its line's colour
+ * (the same `series-N` class) and its name as `name` gives it.
+ */
+export function lagLegend(series: readonly LagSeries[], name: (dataset: string) => string): HTMLElement {
+  return h(
+    'ul',
+    { class: 'legend', 'aria-label': 'Datasets' },
+    ...series.map((one, index) =>
+      h(
+        'li',
+        { 'data-dataset': one.dataset },
+        svg(
+          'svg',
+          { class: 'swatch', width: 10, height: 10, viewBox: '0 0 10 10', 'aria-hidden': 'true' },
+          svg('circle', { class: `series-${index % 6}`, cx: 5, cy: 5, r: 5 }),
+        ),
+        ` ${name(one.dataset)}`,
+      ),
+    ),
+  );
 }

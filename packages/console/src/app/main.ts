@@ -10,7 +10,7 @@ import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
 import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
 import { ApiError, type DataExportView, SluiceApi } from './api.js';
 import { type BackfillsSection, backfillsSection } from './backfills-view.js';
-import { barChart, lagChart } from './charts.js';
+import { barChart, lagChart, lagLegend } from './charts.js';
 import { h } from './dom.js';
 import { clearFieldErrors, field, notice, showFieldErrors } from './forms.js';
 import './console.css';
@@ -259,18 +259,24 @@ async function formView(id?: string): Promise<void> {
       )
     : null;
   const updateDependents = () => {
-    const chosen = compression.value;
-    compression.replaceChildren(
-      ...compressionsOf(format.value).map((value) =>
-        h('option', { value, selected: value === chosen }, label('compression', value)),
-      ),
-    );
-    policy.textContent = minimalPolicy({
+    // Only what changed is touched: a change event fires as a click leaves a field, and the click must land.
+    const allowed = compressionsOf(format.value);
+    const offered = [...compression.options].map((option) => option.value);
+    if (offered.join() !== allowed.join()) {
+      const chosen = compression.value;
+      compression.replaceChildren(
+        ...allowed.map((value) =>
+          h('option', { value, selected: value === chosen }, label('compression', value)),
+        ),
+      );
+    }
+    const text = minimalPolicy({
       bucket: inputs.get('bucket')?.value ?? '',
       pathPrefix: inputs.get('pathPrefix')?.value ?? '',
       serverSideEncryption: encryption.value,
       kmsKeyId: inputs.get('kmsKeyId')?.value ?? '',
     });
+    if (policy.textContent !== text) policy.textContent = text;
   };
   const datasetBoxes = DATASETS.map((dataset) =>
     h(
@@ -589,6 +595,7 @@ async function detailView(id: string): Promise<void> {
         from: data.from,
         to: data.to,
       }),
+      lagLegend(data.lag, (dataset) => label('dataset', dataset)),
       h(
         'table',
         { class: 'runs' },
