@@ -433,3 +433,97 @@ describe('erasure of current rows (message and project states)', () => {
     expect(await store.current(workspaceId, 'project_summary', 'p1')).toBeUndefined();
   });
 });
+
+describe("Eraser, the second product's people: by phone number and contact id", () => {
+  const at = NOW - 10 * MINUTE;
+  const message = (id: string, extra: Record<string, unknown>) => ({
+    dataset: 'message_events',
+    message_id: id,
+    conversation_id: 'cnv_1',
+    status: 'delivered',
+    media_url_count: 0,
+    created_at: at,
+    ...extra,
+  });
+  const rows = [
+    // Ada: +15555550101, contact con_ada. The organization's short code 471016 sends to everyone.
+    message('msg_a1', {
+      direction: 'outbound',
+      from_phone_number: '471016',
+      to_phone_number: '5555550101',
+      contact_id: 'con_ada',
+    }),
+    message('msg_a2', {
+      direction: 'inbound',
+      from_phone_number: '+1 555 555 0101',
+      to_phone_number: '471016',
+    }),
+    {
+      dataset: 'click_events',
+      click_id: 'clk_a',
+      tracking_link_id: 'lnk_1',
+      message_id: 'msg_a1',
+      project_id: 'prj_1',
+      contact_id: 'con_ada',
+      short_url: 'https://pcms.to/a',
+      destination_url: 'https://example.org/',
+      clicked_at: at,
+      is_unique_click: true,
+      is_share_click: false,
+    },
+    { dataset: 'opt_out_events', opt_out_id: 'opt_a', phone_number: '+15555550101', created_at: at },
+    // Grace: +15555550202, contact con_grace: kept.
+    message('msg_g1', {
+      direction: 'outbound',
+      from_phone_number: '471016',
+      to_phone_number: '+15555550202',
+      contact_id: 'con_grace',
+    }),
+    { dataset: 'opt_out_events', opt_out_id: 'opt_g', phone_number: '+15555550202', created_at: at },
+  ];
+  const ids = async (workspaceId: string) => {
+    const out: string[] = [];
+    for (const dataset of ['message_events', 'click_events', 'opt_out_events'] as const) {
+      for await (const page of hot.readWindow(workspaceId, dataset, at - HOUR, NOW)) {
+        out.push(...page.lines.map((line) => (JSON.parse(line) as { id: string }).id));
+      }
+    }
+    return out.sort();
+  };
+
+  it('erases the rows of a phone number and of the contact ids its messages link, never the sender’s', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const ingested = await writerAt(at).ingestEvents(workspaceId, rows);
+    expect(ingested.invalid).toEqual([]);
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'phone', phone: '(555) 555-0101' });
+
+    // Assess: Ada's message both ways, her click (linked by contact id) and opt-out; Grace's rows stay
+    expect(report.hotRows).toBe(4);
+    // …and the current rows of her two messages (a later change of either is refused as unknown).
+    expect(report.currentRows).toBe(2);
+    expect(await ids(workspaceId)).toEqual(['msg_g1@-', 'opt_g']);
+    const [entry] = await erasureLog.erasuresOf(workspaceId);
+    expect(entry?.phoneHashes).toEqual([erasureHash(workspaceId, 'phone', '+15555550101')]);
+  });
+
+  it('erases by contact id, and the phone numbers its rows link', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    await writerAt(at).ingestEvents(workspaceId, rows);
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'contact', contactId: 'con_ada' });
+
+    // Assess
+    expect(report.hotRows).toBe(4);
+    // …and the current rows of her two messages (a later change of either is refused as unknown).
+    expect(report.currentRows).toBe(2);
+    expect(await ids(workspaceId)).toEqual(['msg_g1@-', 'opt_g']);
+    await expect(eraser.erase(workspaceId, { kind: 'phone', phone: 'call me' })).rejects.toThrow(
+      'Invalid phone number',
+    );
+  });
+});

@@ -13,6 +13,7 @@ import {
   eventRowBelongsTo,
   InvalidInputError,
   KnownPerson,
+  normalizePhone,
   subscriberRowBelongsTo,
 } from '@sluice/core';
 import type { ErasureRecordInput } from '@sluice/control';
@@ -35,6 +36,9 @@ import { ARCHIVE_HOUR_MS, hourFloor } from './keys.js';
 export type ErasureTarget =
   | { kind: 'subscriber'; subscriberId: string }
   | { kind: 'email'; email: string }
+  /** The second product's people: a phone number (any spelling `normalizePhone` reads) or a contact id. */
+  | { kind: 'phone'; phone: string }
+  | { kind: 'contact'; contactId: string }
   | { kind: 'all' };
 
 /** What an erasure removed. */
@@ -85,6 +89,11 @@ export interface EraserOptions {
 
 /** DynamoDB deletes expired items within days, not at once: the hot log is searched this far past its retention. */
 const TTL_DELETION_SLACK_MS = 3 * 86_400_000;
+/**
+ * The datasets whose rows link a person's identifiers (subscriber ids and addresses; contact ids and phone
+ * numbers): searched again while they teach a new one.
+ */
+const LINKING_DATASETS: readonly EventDataset[] = ['email_events', 'message_events', 'click_events'];
 /** Event log partitions searched at once. */
 const HOT_PARTITIONS_AT_ONCE = 32;
 
@@ -98,6 +107,16 @@ export function assertErasureTarget(target: ErasureTarget): void {
   if (target.kind === 'email' && !/^[^\s@]+@[^\s@]+$/.test(target.email)) {
     throw new InvalidInputError('Invalid e-mail address', [
       { path: 'email', message: 'must be an e-mail address' },
+    ]);
+  }
+  if (target.kind === 'phone' && normalizePhone(target.phone, false) === undefined) {
+    throw new InvalidInputError('Invalid phone number', [
+      { path: 'phone', message: 'must be a phone number in E.164 (+15555550123), or a North American one' },
+    ]);
+  }
+  if (target.kind === 'contact' && !/^[\x21-\x7e]{1,256}$/.test(target.contactId)) {
+    throw new InvalidInputError('Invalid contact id', [
+      { path: 'contact', message: 'must be 1-256 printable characters' },
     ]);
   }
 }
@@ -166,17 +185,23 @@ export class Eraser {
       return report;
     }
     const person = new KnownPerson(
-      target.kind === 'subscriber' ? { subscriberIds: [target.subscriberId] } : { emails: [target.email] },
+      target.kind === 'subscriber'
+        ? { subscriberIds: [target.subscriberId] }
+        : target.kind === 'email'
+          ? { emails: [target.email] }
+          : target.kind === 'phone'
+            ? { phones: [target.phone] }
+            : { contactIds: [target.contactId] },
     );
     await this.learnFromSubscribers(workspaceId, person);
-    const recorded = identifiersOf(person);
+    const recordedSize = person.size;
     await this.options.erasureLog.record(
       workspaceId,
       { kind: 'person', ...identifiersOf(person) },
       startedAt,
     );
-    // Email events link subscriber ids and addresses: a pass that learns one is repeated, so rows before the
-    // one that taught it are erased too.
+    // Email events link subscriber ids and addresses, messages and clicks contact ids and phone numbers: a pass
+    // that learns one is repeated, so rows before the one that taught it are erased too.
     let learned: boolean;
     do {
       learned = false;
@@ -187,10 +212,12 @@ export class Eraser {
         if (person.learnFrom(row)) learned = true;
         return true;
       };
-      report.hotRows += await this.eraseHot(workspaceId, 'email_events', matches);
-      await this.eraseArchive(workspaceId, 'email_events', matches, report);
+      for (const dataset of LINKING_DATASETS) {
+        report.hotRows += await this.eraseHot(workspaceId, dataset, matches);
+        await this.eraseArchive(workspaceId, dataset, matches, report);
+      }
     } while (learned);
-    for (const dataset of ['sms_events', 'custom_events'] as const) {
+    for (const dataset of EVENT_DATASETS.filter((name) => !LINKING_DATASETS.includes(name))) {
       const matches = (line: string) => mentions(line, person) && eventRowBelongsTo(parseLine(line), person);
       report.hotRows += await this.eraseHot(workspaceId, dataset, matches);
       await this.eraseArchive(workspaceId, dataset, matches, report);
@@ -201,10 +228,7 @@ export class Eraser {
     );
     report.currentRows = await this.eraseCurrentRows(workspaceId, (row) => eventRowBelongsTo(row, person));
     const known = identifiersOf(person);
-    if (
-      known.subscriberIds.length + known.emails.length >
-      recorded.subscriberIds.length + recorded.emails.length
-    )
+    if (person.size > recordedSize)
       await this.options.erasureLog.record(workspaceId, { kind: 'person', ...known }, startedAt);
     await this.eraseRejected(workspaceId, report);
     return report;
@@ -375,8 +399,13 @@ export class Eraser {
 }
 
 /** The person's identifiers, as the erasure log records them. */
-function identifiersOf(person: KnownPerson): { subscriberIds: string[]; emails: string[] } {
-  return { subscriberIds: [...person.subscriberIds], emails: [...person.emails] };
+function identifiersOf(person: KnownPerson) {
+  return {
+    subscriberIds: [...person.subscriberIds],
+    emails: [...person.emails],
+    phones: [...person.phones],
+    contactIds: [...person.contactIds],
+  };
 }
 
 /**
@@ -385,6 +414,9 @@ function identifiersOf(person: KnownPerson): { subscriberIds: string[]; emails: 
  */
 function mentions(line: string, person: KnownPerson): boolean {
   for (const id of person.subscriberIds) if (line.includes(JSON.stringify(id).slice(1, -1))) return true;
+  for (const id of person.contactIds) if (line.includes(JSON.stringify(id).slice(1, -1))) return true;
+  // Stored phone numbers are E.164, as the person's are.
+  for (const phone of person.phones) if (line.includes(phone)) return true;
   if (person.emails.size === 0) return false;
   const lower = line.toLowerCase();
   for (const email of person.emails) if (lower.includes(JSON.stringify(email).slice(1, -1))) return true;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { type ErasureEntry, type ErasureLog, erasureHash } from '@sluice/core';
+import { type ErasureEntry, type ErasureLog, erasureHash, erasurePhone } from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -15,7 +15,14 @@ const ERASURE_SK_PREFIX = 'ERASURE#';
 /** What an erasure removes, in plain identifiers (hashed before they are stored). */
 export type ErasureRecordInput =
   | { kind: 'all' }
-  | { kind: 'person'; subscriberIds: Iterable<string>; emails: Iterable<string> };
+  | {
+      kind: 'person';
+      subscriberIds: Iterable<string>;
+      emails: Iterable<string>;
+      /** Phone numbers (hashed in E.164: `erasurePhone`) and contact ids: the second product's people. */
+      phones?: Iterable<string>;
+      contactIds?: Iterable<string>;
+    };
 
 /**
  * The erasure log in the control table (`WS#<workspaceId>` / `ERASURE#<erasedAt ISO>#<uuid>`: `kind`,
@@ -37,7 +44,7 @@ export class ErasureLogStore implements ErasureLog {
     input: ErasureRecordInput,
     now: Date = new Date(),
   ): Promise<ErasureEntry> {
-    const entry: ErasureEntry = {
+    const entry: { -readonly [K in keyof ErasureEntry]: ErasureEntry[K] } = {
       erasedAtMs: now.getTime(),
       kind: input.kind,
       subscriberIdHashes:
@@ -51,6 +58,15 @@ export class ErasureLogStore implements ErasureLog {
               erasureHash(workspaceId, 'email', email),
             ),
     };
+    if (input.kind === 'person') {
+      const phones = [...new Set([...(input.phones ?? [])].map(erasurePhone))];
+      const contactIds = [...new Set(input.contactIds ?? [])];
+      // Only when there are some: an erasure by subscriber or e-mail keeps the item it always had.
+      if (phones.length > 0)
+        entry.phoneHashes = phones.map((phone) => erasureHash(workspaceId, 'phone', phone));
+      if (contactIds.length > 0)
+        entry.contactIdHashes = contactIds.map((id) => erasureHash(workspaceId, 'contact', id));
+    }
     await withDynamoErrors(() =>
       this.table.client.send(
         new PutCommand({
@@ -75,7 +91,8 @@ export class ErasureLogStore implements ErasureLog {
         TableName: this.table.tableName,
         KeyConditionExpression: 'PK = :pk AND begins_with(SK, :prefix)',
         ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':prefix': ERASURE_SK_PREFIX },
-        ProjectionExpression: 'erasedAtMs, #kind, subscriberIdHashes, emailHashes',
+        ProjectionExpression:
+          'erasedAtMs, #kind, subscriberIdHashes, emailHashes, phoneHashes, contactIdHashes',
         ExpressionAttributeNames: { '#kind': 'kind' },
         ConsistentRead: true,
       },
@@ -88,6 +105,8 @@ export class ErasureLogStore implements ErasureLog {
             kind: item.kind === 'all' ? 'all' : 'person',
             subscriberIdHashes: (item.subscriberIdHashes as string[] | undefined) ?? [],
             emailHashes: (item.emailHashes as string[] | undefined) ?? [],
+            ...(item.phoneHashes ? { phoneHashes: item.phoneHashes as string[] } : {}),
+            ...(item.contactIdHashes ? { contactIdHashes: item.contactIdHashes as string[] } : {}),
           });
         }
       }

@@ -112,7 +112,7 @@ describe('erase', () => {
     const { run } = erase();
     await expect(run(['--workspace', workspaceId])).rejects.toThrow(CliUsageError);
     await expect(run(['--workspace', workspaceId, '--all', '--subscriber', 'x'])).rejects.toThrow(
-      'Give exactly one of --subscriber, --email or --all',
+      'Give exactly one of --subscriber, --email, --phone, --contact or --all',
     );
     await expect(run(['--subscriber', 'x'])).rejects.toThrow('--workspace is required');
     await expect(run(['--workspace', workspaceId, '--email', 'nobody'])).rejects.toThrow(

@@ -1,6 +1,7 @@
 /**
- * `erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]`: deletes a subscriber's
- * rows (by subscriber id or e-mail) or all of a workspace's rows from the hot event log, the subscribers table,
+ * `erase --workspace <id> (--subscriber <id> | --email <address> | --phone <number> | --contact <id> | --all)
+ * [--json]`: deletes a person's rows (by subscriber id or e-mail; for the second product's datasets by phone
+ * number or contact id) or all of a workspace's rows from the hot event log, the subscribers table,
  * the event archive and the rejected events (`@sluice/archive` `Eraser`), and prints what it removed. Files already delivered to
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
@@ -19,7 +20,8 @@ import { DynamoRejectedEvents } from '@sluice/eventlog';
 import { readCliTables } from '@sluice/local/runtime-config';
 import { type CliCommand, CliUsageError } from './command.js';
 
-const USAGE = 'erase --workspace <id> (--subscriber <id> | --email <address> | --all) [--json]';
+const USAGE =
+  'erase --workspace <id> (--subscriber <id> | --email <address> | --phone <number> | --contact <id> | --all) [--json]';
 
 /** What the erase command needs, injectable for tests. */
 export interface EraseCommandDeps {
@@ -29,29 +31,49 @@ export interface EraseCommandDeps {
   env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** The erasure target of the options: exactly one of `--subscriber`, `--email`, `--all`. */
+/** The erasure target of the options: exactly one of `--subscriber`, `--email`, `--phone`, `--contact`, `--all`. */
 export function erasureTargetOf(values: {
   subscriber?: string;
   email?: string;
+  phone?: string;
+  contact?: string;
   all?: boolean;
 }): ErasureTarget {
-  const given = [values.subscriber !== undefined, values.email !== undefined, values.all === true].filter(
-    Boolean,
-  );
-  if (given.length !== 1) throw new CliUsageError('Give exactly one of --subscriber, --email or --all');
+  const given = [
+    values.subscriber !== undefined,
+    values.email !== undefined,
+    values.phone !== undefined,
+    values.contact !== undefined,
+    values.all === true,
+  ].filter(Boolean);
+  if (given.length !== 1)
+    throw new CliUsageError('Give exactly one of --subscriber, --email, --phone, --contact or --all');
   if (values.subscriber !== undefined) return { kind: 'subscriber', subscriberId: values.subscriber };
   if (values.email !== undefined) return { kind: 'email', email: values.email };
+  if (values.phone !== undefined) return { kind: 'phone', phone: values.phone };
+  if (values.contact !== undefined) return { kind: 'contact', contactId: values.contact };
   return { kind: 'all' };
+}
+
+/** Whom an erasure target names, for the report. */
+function targetName(target: ErasureTarget): string {
+  switch (target.kind) {
+    case 'all':
+      return 'every row';
+    case 'subscriber':
+      return `subscriber ${target.subscriberId}`;
+    case 'email':
+      return `e-mail ${target.email}`;
+    case 'phone':
+      return `phone ${target.phone}`;
+    case 'contact':
+      return `contact ${target.contactId}`;
+  }
 }
 
 /** The report as lines a person reads. */
 export function formatErasure(report: ErasureReport): string[] {
-  const who =
-    report.target.kind === 'all'
-      ? 'every row'
-      : report.target.kind === 'subscriber'
-        ? `subscriber ${report.target.subscriberId}`
-        : `e-mail ${report.target.email}`;
+  const who = targetName(report.target);
   return [
     `Erased ${who} of workspace ${report.workspaceId}:`,
     `  event log: ${report.hotRows} rows deleted`,
@@ -80,6 +102,8 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
             workspace: { type: 'string' },
             subscriber: { type: 'string' },
             email: { type: 'string' },
+            phone: { type: 'string' },
+            contact: { type: 'string' },
             all: { type: 'boolean', default: false },
             json: { type: 'boolean', default: false },
           },
