@@ -63,7 +63,9 @@ describe('applyMessageInput', () => {
       parse,
     );
     expect(decision.kind).toBe('refused');
-    expect((decision as { reason: string }).reason).toMatch(/^message_id: no message with this id/);
+    expect((decision as { reason: string }).reason).toMatch(
+      /message_id: no message with this id was received/,
+    );
     expect((decision as { reason: string }).reason).toContain('to_phone_number');
   });
 

@@ -66,8 +66,8 @@ export function applyMessageInput(
     return {
       kind: 'refused',
       reason:
-        `message_id: no message with this id was received, and the row is not a whole message (${whole.reason}); ` +
-        'send the whole row first, then changes',
+        `${whole.reason}; message_id: no message with this id was received, so this must be a whole row ` +
+        '(send the whole row first, then changes)',
     };
   }
   if (fields.updated_at === undefined || fields.updated_at === null) {

@@ -476,7 +476,8 @@ describe("EventLogWriter.ingestEvents, the second product's datasets", () => {
     ]);
     const [line] = await readAll(reader, workspaceId, 'message_events', NOW - 1, NOW);
     expect(JSON.parse(line!)).toMatchObject({
-      id: 'msg_1',
+      // Sluice's row id of an emitted message row: `<message_id>@<updated_at ms>` (`-`: none), as in its sort key.
+      id: 'msg_1@-',
       recorded_at: new Date(NOW).toISOString(),
       message_id: 'msg_1',
       send_type: 'test',
