@@ -335,7 +335,7 @@ describe('sluice data-exports against the local API', () => {
     expect(JSON.parse(refused.out)).toMatchObject({ success: false, code: 'unauthorized' });
   });
 
-  it('backfill create | list | get | cancel, with a progress line, and the API field issues with their options', async () => {
+  it('backfill create | list | get | cancel | retry, with a progress line, and the API field issues with their options', async () => {
     // Prepare
     const created = await dataExports(
       [...createArgs({ '--frequency': 'hourly' }), '--json'],
@@ -363,6 +363,7 @@ describe('sluice data-exports against the local API', () => {
     const listed = await dataExports(['backfill', 'list', id]);
     const got = await dataExports(['backfill', 'get', id, backfillId]);
     const cancelled = await dataExports(['backfill', 'cancel', id, backfillId]);
+    const notFailed = await dataExports(['backfill', 'retry', id, backfillId]);
     const tooLong = await dataExports([
       'backfill',
       'create',
@@ -380,6 +381,10 @@ describe('sluice data-exports against the local API', () => {
     expect(listed.out).toContain(backfillId);
     expect(got.out).toContain(`${backfillId}  queued`);
     expect(cancelled.out).toContain(`Backfill ${backfillId} cancelled.`);
+    expect(notFailed.code).toBe(1);
+    expect(notFailed.err).toMatch(
+      /^Error: This backfill is cancelled; only a failed backfill can be retried\.$/m,
+    );
     expect(tooLong.code).toBe(1);
     expect(tooLong.err).toMatch(
       /^ {2}--to: A backfill covers at most 7 days; split a longer range, or send --from earliest\.$/m,

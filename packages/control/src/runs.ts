@@ -199,6 +199,16 @@ export function runCountsItem(tableName: string, key: RunKey, added: RunCountsAd
   };
 }
 
+/** A run record as stored: its keys, the run, and `expiresAt` (startedAt + 14 days). */
+function runItem(run: RunRecord): Record<string, unknown> {
+  return {
+    PK: runsPk(run.workspaceId, run.destinationId),
+    SK: runSk(run.startedAt, run.id),
+    ...run,
+    expiresAt: runExpiresAt(run.startedAt),
+  };
+}
+
 /**
  * Run records (`RUNS#<workspaceId>#<destinationId>` / `RUN#<startedAt>#<runId>`, 14 days): written by the
  * engine, read by the API ({@link listRuns}). A record is written `running` under the run's lease and
@@ -222,12 +232,7 @@ export class RunStore {
       {
         Put: {
           TableName: this.table.tableName,
-          Item: {
-            PK: runsPk(run.workspaceId, run.destinationId),
-            SK: runSk(run.startedAt, run.id),
-            ...run,
-            expiresAt: runExpiresAt(run.startedAt),
-          },
+          Item: runItem(run),
           ConditionExpression: 'attribute_not_exists(PK) OR #status = :running',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':running': 'running' },
@@ -248,12 +253,7 @@ export class RunStore {
       await this.table.client.send(
         new PutCommand({
           TableName: this.table.tableName,
-          Item: {
-            PK: runsPk(run.workspaceId, run.destinationId),
-            SK: runSk(run.startedAt, run.id),
-            ...run,
-            expiresAt: runExpiresAt(run.startedAt),
-          },
+          Item: runItem(run),
           ConditionExpression: 'attribute_not_exists(PK)',
         }),
       );
