@@ -19,3 +19,5 @@ export * from './role.js';
 export * from './ids.js';
 export * from './erasure.js';
 export * from './workspace-id.js';
+export * from './retry.js';
+export * from './concurrency.js';
