@@ -11,6 +11,7 @@ import {
   type ErasureLog,
   type EventDataset,
   eventRowBelongsTo,
+  forEachConcurrently,
   InvalidInputError,
   KnownPerson,
   normalizePhone,
@@ -280,16 +281,11 @@ export class Eraser {
     }
     // Most partitions are empty: one small Query each, many at once.
     let deleted = 0;
-    let next = 0;
-    const worker = async () => {
-      while (next < partitions.length) {
-        const pk = partitions[next++] as string;
-        // Not `deleted += await …`: that reads `deleted` before the other workers add to it.
-        const count = await this.deleteMatching(this.options.eventsTable, pk, matches);
-        deleted += count;
-      }
-    };
-    await Promise.all(Array.from({ length: HOT_PARTITIONS_AT_ONCE }, worker));
+    await forEachConcurrently(partitions, HOT_PARTITIONS_AT_ONCE, async (pk) => {
+      // Not `deleted += await …`: that reads `deleted` before the other workers add to it.
+      const count = await this.deleteMatching(this.options.eventsTable, pk, matches);
+      deleted += count;
+    });
     return deleted;
   }
 

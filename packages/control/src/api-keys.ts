@@ -6,8 +6,9 @@ import {
   paginateScan,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { DatabaseUnavailableError, InvalidInputError } from '@sluice/core';
+import { DatabaseUnavailableError, InvalidInputError, RETRY, retrying } from '@sluice/core';
 import {
+  BATCH_RETRY,
   type ControlTable,
   type ControlTableOptions,
   isConditionFailed,
@@ -218,7 +219,6 @@ export interface CreateApiKeyInput {
 }
 
 const BATCH_GET_SIZE = 100;
-const MAX_BATCH_GET_ATTEMPTS = 8;
 
 /**
  * API keys in the control table. Two items a key:
@@ -452,11 +452,8 @@ export class ApiKeyStore {
   private async batchGetKeyItems(hashes: readonly string[]): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
     let keys: Record<string, unknown>[] = hashes.map((hash) => ({ PK: apiKeyPk(hash), SK: API_KEY_SK }));
-    for (let attempt = 0; keys.length > 0; attempt++) {
-      if (attempt >= MAX_BATCH_GET_ATTEMPTS) {
-        throw new DatabaseUnavailableError(new Error('BatchGetItem left keys unprocessed'));
-      }
-      if (attempt > 0) await sleep(Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2));
+    if (keys.length === 0) return items;
+    const outcome = await retrying(BATCH_RETRY, async () => {
       const result = await withDynamoErrors(() =>
         this.table.client.send(
           new BatchGetCommand({
@@ -466,11 +463,10 @@ export class ApiKeyStore {
       );
       items.push(...(result.Responses?.[this.table.tableName] ?? []));
       keys = result.UnprocessedKeys?.[this.table.tableName]?.Keys ?? [];
-    }
+      return keys.length > 0 ? RETRY : undefined;
+    });
+    if (outcome === RETRY)
+      throw new DatabaseUnavailableError(new Error('BatchGetItem left keys unprocessed'));
     return items;
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

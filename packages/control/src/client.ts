@@ -4,6 +4,8 @@ import { NodeHttpHandler } from '@smithy/node-http-handler';
 import {
   isTransientServiceError,
   DatabaseUnavailableError,
+  RETRY,
+  retrying,
   TRANSIENT_DYNAMODB_ERROR_NAMES,
 } from '@sluice/core';
 
@@ -129,7 +131,12 @@ function hasCancellationReason(error: unknown, code: string): boolean {
 }
 
 const BATCH_SIZE = 25;
-const MAX_BATCH_ATTEMPTS = 8;
+
+/** The backoff of the control table's own retries: transaction conflicts, contention, unprocessed batch items. */
+export const CONTROL_BACKOFF = { baseMs: 25, maxMs: 1_000 } as const;
+
+/** A batch call's unprocessed items are sent again, 8 calls in all. */
+export const BATCH_RETRY = { maxAttempts: 8, ...CONTROL_BACKOFF } as const;
 
 /**
  * Deletes items by their `PK`/`SK` in BatchWriteItem calls of 25, retrying unprocessed items with backoff and jitter;
@@ -143,18 +150,14 @@ export async function deleteKeys(
     let requests = keys
       .slice(start, start + BATCH_SIZE)
       .map((key) => ({ DeleteRequest: { Key: { PK: key.PK, SK: key.SK } } }));
-    for (let attempt = 0; requests.length > 0; attempt++) {
-      if (attempt >= MAX_BATCH_ATTEMPTS) {
-        throw new DatabaseUnavailableError(new Error('BatchWriteItem left items unprocessed'));
-      }
-      if (attempt > 0) {
-        const delay = Math.min(1_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
+    const outcome = await retrying(BATCH_RETRY, async () => {
       const result = await withDynamoErrors(() =>
         table.client.send(new BatchWriteCommand({ RequestItems: { [table.tableName]: requests } })),
       );
       requests = (result.UnprocessedItems?.[table.tableName] ?? []) as typeof requests;
-    }
+      return requests.length > 0 ? RETRY : undefined;
+    });
+    if (outcome === RETRY)
+      throw new DatabaseUnavailableError(new Error('BatchWriteItem left items unprocessed'));
   }
 }

@@ -8,6 +8,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
+  backoffDelayMs,
   ConflictError,
   type Dataset,
   DATASETS,
@@ -17,9 +18,11 @@ import {
   isEventDataset,
   DatabaseUnavailableError,
   type SealedSecret,
+  sleep,
 } from '@sluice/core';
 import { ApiKeyStore, type ApiKeyRecord, type ApiKeySummary, type CreateApiKeyInput } from './api-keys.js';
 import {
+  CONTROL_BACKOFF,
   type ControlTable,
   type ControlTableOptions,
   deleteKeys,
@@ -177,10 +180,6 @@ function cursorDataset(sk: string, destinationId: string): string | undefined {
 }
 
 const MAX_UPDATE_ATTEMPTS = 5;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /**
  * The control table as the API sees it: workspaces, API keys, destinations (with their cursors' progress)
@@ -425,7 +424,7 @@ export class ControlStore {
           ? await this.sendUpdate(update)
           : await this.sendUpdateClearingCursors(update, workspaceId, destinationId, clearCursorsOf);
       if (outcome === 'conflict') {
-        await sleep(20 * 2 ** attempt * (0.5 + Math.random()));
+        await sleep(backoffDelayMs(attempt + 1, CONTROL_BACKOFF));
         continue;
       }
       if (outcome === 'condition_failed') {

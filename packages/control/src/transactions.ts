@@ -1,5 +1,6 @@
 import { TransactWriteCommand, type TransactWriteCommandInput } from '@aws-sdk/lib-dynamodb';
-import { type ControlTable, mapDynamoError } from './client.js';
+import { RETRY, retrying } from '@sluice/core';
+import { CONTROL_BACKOFF, type ControlTable, mapDynamoError } from './client.js';
 
 /** One item of a DynamoDB transaction. */
 export type TransactItem = NonNullable<TransactWriteCommandInput['TransactItems']>[number];
@@ -22,11 +23,8 @@ function isTransactionConflict(error: unknown): boolean {
   return cancellationCodes(error)?.includes('TransactionConflict') === true;
 }
 
-const MAX_CONFLICT_RETRIES = 5;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+/** A transaction that conflicted is tried again up to 5 times. */
+const CONFLICT_RETRY = { maxAttempts: 6, ...CONTROL_BACKOFF };
 
 /**
  * Runs one transaction. Returns `true` when it committed, or the index of the first item whose condition
@@ -34,19 +32,19 @@ function sleep(ms: number): Promise<void> {
  * anything else is mapped like every store error (transient → retryable `DatabaseUnavailableError`).
  */
 export async function transact(table: ControlTable, items: TransactItem[]): Promise<true | number> {
-  for (let attempt = 0; ; attempt++) {
+  let conflict: unknown;
+  const outcome = await retrying(CONFLICT_RETRY, async () => {
     try {
       await table.client.send(new TransactWriteCommand({ TransactItems: items }));
-      return true;
+      return true as const;
     } catch (error) {
       const codes = cancellationCodes(error);
       const failed = codes?.indexOf('ConditionalCheckFailed') ?? -1;
       if (failed >= 0) return failed;
-      if (isTransactionConflict(error) && attempt < MAX_CONFLICT_RETRIES) {
-        await sleep(20 * 2 ** attempt * (0.5 + Math.random()));
-        continue;
-      }
-      return mapDynamoError(error);
+      if (!isTransactionConflict(error)) return mapDynamoError(error);
+      conflict = error;
+      return RETRY;
     }
-  }
+  });
+  return outcome === RETRY ? mapDynamoError(conflict) : outcome;
 }

@@ -23,3 +23,5 @@ export * from './erasure.js';
 export * from './workspace-id.js';
 export * from './current-rows.js';
 export * from './catalog/reference.js';
+export * from './retry.js';
+export * from './concurrency.js';

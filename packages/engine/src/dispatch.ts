@@ -3,6 +3,7 @@ import type { CursorState, CursorWrite, DueBackfill, DueEntry, RunRecord } from 
 import {
   type Dataset,
   type Destination,
+  forEachConcurrently,
   isEventDataset,
   isSnapshotDue,
 } from '@sluice/core';
@@ -78,15 +79,10 @@ export async function findDueDestinations(
     const now = Number.isFinite(parsed) ? new Date(parsed) : deps.now();
     const page = await deps.dueIndex.queryDuePage(now, { limit: DISPATCH_PAGE_SIZE, after: input.next });
     const destinations: DueDestination[] = [];
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < page.entries.length) {
-        const entry = page.entries[next++] as DueEntry;
-        const started = await dispatchOne(entry, now, deps);
-        if (started !== undefined) destinations.push(started);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, page.entries.length) }, worker));
+    await forEachConcurrently(page.entries, DISPATCH_CONCURRENCY, async (entry) => {
+      const started = await dispatchOne(entry, now, deps);
+      if (started !== undefined) destinations.push(started);
+    });
     // Backfills due (once per execution, with its first page): their runs use the same ExportRun.
     if (input.next === undefined) destinations.push(...(await dueBackfillRuns(now, deps)));
     return page.next === undefined ? { destinations } : { destinations, next: page.next };
@@ -285,11 +281,7 @@ export async function dueBackfillRuns(
       });
       await setAside(entries.slice(1), untilMs, deps);
     };
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < groups.length) await examine(groups[next++] as DueBackfill[]);
-    };
-    await Promise.all(Array.from({ length: Math.min(DISPATCH_CONCURRENCY, groups.length) }, worker));
+    await forEachConcurrently(groups, DISPATCH_CONCURRENCY, examine);
     return starts;
   } catch (error) {
     throw classifyEngineError(error);

@@ -4,7 +4,15 @@ import {
   type DynamoDBClient,
   type WriteRequest,
 } from '@aws-sdk/client-dynamodb';
-import { isTransientServiceError, SluiceError, TRANSIENT_DYNAMODB_ERROR_NAMES } from '@sluice/core';
+import {
+  forEachConcurrently,
+  isTransientServiceError,
+  RETRY,
+  retrying,
+  SluiceError,
+  sleep as wait,
+  TRANSIENT_DYNAMODB_ERROR_NAMES,
+} from '@sluice/core';
 
 /** BatchWriteItem's limit of requests per call. */
 export const BATCH_WRITE_LIMIT = 25;
@@ -51,8 +59,6 @@ export class UnwrittenItemsError extends SluiceError {
   }
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 function isTransient(error: unknown): boolean {
   return isTransientServiceError(error, TRANSIENT_DYNAMODB_ERROR_NAMES);
 }
@@ -73,7 +79,7 @@ export async function batchWrite(
   const maxAttempts = options.maxAttempts ?? 8;
   const baseDelayMs = options.baseDelayMs ?? 50;
   const maxDelayMs = options.maxDelayMs ?? 2_000;
-  const sleep = options.sleep ?? defaultSleep;
+  const sleep = options.sleep ?? wait;
   const random = options.random ?? Math.random;
   const chunks: WriteRequest[][] = [];
   for (let i = 0; i < requests.length; i += BATCH_WRITE_LIMIT) {
@@ -81,12 +87,11 @@ export async function batchWrite(
   }
 
   let unwritten = 0;
-  let failure: { error: unknown } | undefined;
-  let next = 0;
 
+  const retry = { maxAttempts, baseMs: baseDelayMs, maxMs: maxDelayMs, sleep, random };
   const writeChunk = async (chunk: WriteRequest[]) => {
     let pending = chunk;
-    for (let attempt = 1; ; attempt++) {
+    const outcome = await retrying(retry, async () => {
       let output: BatchWriteItemCommandOutput | undefined;
       try {
         output = await client.send(new BatchWriteItemCommand({ RequestItems: { [tableName]: pending } }));
@@ -94,30 +99,12 @@ export async function batchWrite(
         if (!isTransient(error)) throw error;
       }
       if (output) pending = output.UnprocessedItems?.[tableName] ?? [];
-      if (pending.length === 0) return;
-      if (attempt >= maxAttempts) {
-        unwritten += pending.length;
-        return;
-      }
-      const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** (attempt - 1));
-      await sleep(Math.floor(random() * ceiling));
-    }
+      return pending.length > 0 ? RETRY : undefined;
+    });
+    if (outcome === RETRY) unwritten += pending.length;
   };
 
-  const worker = async () => {
-    while (failure === undefined && next < chunks.length) {
-      const chunk = chunks[next++]!;
-      try {
-        await writeChunk(chunk);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-
-  const workers = Math.max(1, Math.min(options.concurrency ?? 4, chunks.length));
-  await Promise.all(Array.from({ length: workers }, worker));
-  if (failure) throw failure.error;
+  await forEachConcurrently(chunks, options.concurrency ?? 4, writeChunk);
   if (unwritten > 0) throw new UnwrittenItemsError(tableName, unwritten, requests.length, maxAttempts);
   return requests.length;
 }
