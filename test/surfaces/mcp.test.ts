@@ -260,7 +260,7 @@ describe('sluice mcp over stdio, against the local API', () => {
 
   it('gives instructions, a description for every input field, and structured results with ISO times beside epoch ms', async () => {
     // Prepare: an export with a run whose stats carry epoch milliseconds
-    const created = apiJson(await callTool('create_data_export', harness.createBody())) as {
+    const created = (await ws.client.post('/data-exports', harness.createBody())).body as {
       dataExport: { id: string };
     };
     const id = created.dataExport.id;
