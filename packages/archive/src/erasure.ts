@@ -210,7 +210,7 @@ export class Eraser {
         if (!mentions(line, person)) return false;
         const row = parseLine(line);
         if (!eventRowBelongsTo(row, person)) return false;
-        // SCRATCH: no learning (21.5 as it was)
+        if (person.learnFrom(row)) learned = true;
         return true;
       };
       for (const dataset of LINKING_DATASETS) {
