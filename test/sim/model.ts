@@ -16,6 +16,11 @@ export interface ModelRow {
   emails?: string[];
   /** When an erasure removed it: accounted for, never expected, and in no file written after. */
   erasedMs?: number;
+  /**
+   * When it was first seen unavailable ({@link Model.isAvailable}) before a Dispatch tick: an export that passed
+   * it then reported it expired, so it is accounted for, even if a later compaction's archive reaches it again.
+   */
+  lapsedMs?: number;
 }
 
 /** The person fields of a generated event, as {@link ModelRow} keeps them. */
@@ -97,6 +102,14 @@ export class Model {
       this.archiveThroughMs !== undefined &&
       this.archiveThroughMs > nowMs - retentionMs + 3_600_000
     );
+  }
+
+  /** Marks the rows unavailable at `nowMs` (called before each Dispatch tick). */
+  markLapsed(nowMs: number, retentionMs: number): void {
+    for (const [id, row] of this.rows) {
+      if (row.lapsedMs === undefined && !this.isAvailable(id, row.recordedMs, nowMs, retentionMs))
+        row.lapsedMs = nowMs;
+    }
   }
 
   currentDatasets(exp: ModelExport): EventDataset[] {

@@ -329,7 +329,7 @@ export function missingRows(
     if (backfillId !== undefined) backfillOf.set(why, { id: backfillId, dataset });
     for (const [id, row] of model.rows) {
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
-      if (row.erasedMs !== undefined) continue;
+      if (row.erasedMs !== undefined || row.lapsedMs !== undefined) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
       if (!available(id, row.recordedMs)) continue;
       missing.set(why, (missing.get(why) ?? 0) + 1);
@@ -447,7 +447,7 @@ export function checkTotals(
     let example = '';
     for (const [id, row] of model.rows) {
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
-      if (row.erasedMs !== undefined || delivered.has(id)) continue;
+      if (row.erasedMs !== undefined || row.lapsedMs !== undefined || delivered.has(id)) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs) continue;
       if (!model.isAvailable(id, row.recordedMs, nowMs, retentionMs)) continue;
       owed += 1;

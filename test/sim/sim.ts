@@ -595,6 +595,7 @@ class Tick extends Op {
     if (this.kind === 'midnight') setVirtualTime(Math.ceil((now + 1) / DAY_MS) * DAY_MS + this.advanceMs);
     else if (this.kind === 'retention') setVirtualTime(now + sim.world.retentionMs + this.advanceMs);
     else setVirtualTime(now + this.advanceMs);
+    sim.model.markLapsed(virtualNow(), sim.world.retentionMs);
     if (this.fault) {
       sim.world.faults[this.fault] = true;
       sim.model.countFault(this.fault);
@@ -784,6 +785,7 @@ async function settle(sim: Sim): Promise<void> {
   let ticks = 0;
   for (; ticks < bound; ticks++) {
     advanceVirtualTime(SETTLE_TICK_MS);
+    sim.model.markLapsed(virtualNow(), sim.world.retentionMs);
     await sim.world.dispatch();
     await checkAll(sim, `settling tick ${ticks + 1}`);
     sim.options.log?.(`${new Date(virtualNow()).toISOString()} settling tick ${ticks + 1}`);
