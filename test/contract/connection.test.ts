@@ -240,13 +240,9 @@ describe('POST /data-exports/{id}/test', () => {
     const response = await ws.client.post(`/data-exports/${second}/test`);
 
     // Assess
-    expect(response.status).toBe(500);
-    expect(response.body).toEqual({
-      success: false,
-      error: 'Internal error',
-      code: 'internal_error',
-      retryable: true,
-    });
+    // Since issue 28: a stored secret that will not open is a clear, non-retryable 409 (not a retryable 500).
+    expect(response.status).toBe(409);
+    expect(response.body).toMatchObject({ success: false, code: 'secret_rejected', retryable: false });
     expect((await ws.client.post(`/data-exports/${first}/test`)).status).toBe(200);
     for (const id of [first, second])
       expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);
