@@ -34,6 +34,7 @@ export const SETTING_KEYS = [
   'apiBurstLimit',
   'apiKeyRateLimit',
   'apiKeyBurstLimit',
+  'maxExportsPerWorkspace',
   'workflowLogLevel',
   'developmentStages',
   'tracing',
@@ -300,6 +301,9 @@ const settingsSchema = z
     apiKeyBurstLimit: integer('apiKeyBurstLimit')
       .refine((n) => n >= 1 && n <= 5_000, { error: 'apiKeyBurstLimit must be 1-5000 requests' })
       .default(40),
+    maxExportsPerWorkspace: integer('maxExportsPerWorkspace')
+      .refine((n) => n >= 1 && n <= 10_000, { error: 'maxExportsPerWorkspace must be 1-10000 data exports' })
+      .default(100),
     workflowLogLevel: optionalText.pipe(
       z
         .enum(WORKFLOW_LOG_LEVELS, {
@@ -388,6 +392,8 @@ export interface SluiceSettings {
   readonly apiKeyRateLimit: number;
   /** Requests each API key may send at once after a quiet spell. @default 40 */
   readonly apiKeyBurstLimit: number;
+  /** The most data exports a workspace may have (a create beyond it is 409 limit_exceeded). @default 100 */
+  readonly maxExportsPerWorkspace: number;
   /**
    * Log level of both state machines. @default - 'ALL' in a stage of {@link developmentStages}, else 'ERROR'
    */
@@ -474,6 +480,7 @@ export function parseSettings(
     apiBurstLimit: s.apiBurstLimit ?? Math.max(100, s.apiRateLimit),
     apiKeyRateLimit: s.apiKeyRateLimit,
     apiKeyBurstLimit: s.apiKeyBurstLimit,
+    maxExportsPerWorkspace: s.maxExportsPerWorkspace,
     workflowLogLevel: s.workflowLogLevel ?? (developmentStages.includes(s.stage) ? 'ALL' : 'ERROR'),
     developmentStages,
     tracing: s.tracing,

@@ -245,6 +245,8 @@ export class StatelessStack extends Stack {
     // Every request meters its key: one conditional UpdateItem of the key item (see ApiKeyMeter).
     apiFunction.addEnvironment('SLUICE_API_KEY_RATE_LIMIT', String(settings.apiKeyRateLimit));
     apiFunction.addEnvironment('SLUICE_API_KEY_BURST_LIMIT', String(settings.apiKeyBurstLimit));
+    // A create beyond it is 409 limit_exceeded (a counter item in the create's transaction).
+    apiFunction.addEnvironment('SLUICE_MAX_EXPORTS_PER_WORKSPACE', String(settings.maxExportsPerWorkspace));
     // GenerateDataKey seals a new secret; Decrypt opens the stored one to re-test a new path prefix (PATCH).
     useSecretsKey(apiFunction, ['kms:GenerateDataKey', 'kms:Decrypt']);
     // A role destination's connection test assumes the customer's role; a roleArn of this account is refused.

@@ -19,10 +19,22 @@ describe('function configuration', () => {
       apiKeyRateLimit: { ratePerSecond: 10, burst: 20 },
       eventRetentionMs: 35 * 86_400_000,
       accountId: '111122223333',
+      maxExportsPerWorkspace: 100,
     });
     expect(readApiConfig({ ...apiEnv, SLUICE_EVENT_RETENTION_DAYS: '2' }).eventRetentionMs).toBe(
       2 * 86_400_000,
     );
+  });
+
+  it('reads the most data exports a workspace may have, refusing what is not a whole number from 1', () => {
+    expect(readApiConfig({ ...apiEnv, SLUICE_MAX_EXPORTS_PER_WORKSPACE: '7' }).maxExportsPerWorkspace).toBe(
+      7,
+    );
+    for (const value of ['0', '2.5', 'many']) {
+      expect(() => readApiConfig({ ...apiEnv, SLUICE_MAX_EXPORTS_PER_WORKSPACE: value })).toThrow(
+        'SLUICE_MAX_EXPORTS_PER_WORKSPACE',
+      );
+    }
   });
 
   it.each(['', '0', '2.5', 'ten'])('fails when the per-key rate limit is %j', (value) => {

@@ -8,6 +8,9 @@ import {
   requiredVariable,
 } from '../env.js';
 
+/** Data exports a workspace may have when `SLUICE_MAX_EXPORTS_PER_WORKSPACE` is unset (the local runtime). */
+export const DEFAULT_MAX_EXPORTS_PER_WORKSPACE = 100;
+
 /** The variables of the API function. */
 export const apiEnvironment = z.object({
   /** The control table: destinations, cursors, runs. */
@@ -22,6 +25,8 @@ export const apiEnvironment = z.object({
   SLUICE_ACCOUNT_ID: requiredVariable.regex(/^\d{12}$/, { error: 'is not a 12-digit AWS account id' }),
   /** How long the event log keeps rows, in days (default 35): the earliest a backfill may start. */
   SLUICE_EVENT_RETENTION_DAYS: positiveNumberVariable(35),
+  /** The most data exports a workspace may have (setting `maxExportsPerWorkspace`), default 100. */
+  SLUICE_MAX_EXPORTS_PER_WORKSPACE: positiveIntegerVariable.default(DEFAULT_MAX_EXPORTS_PER_WORKSPACE),
 });
 
 /** Configuration of the API function. */
@@ -34,6 +39,8 @@ export interface ApiConfig {
   eventRetentionMs: number;
   /** Sluice's own AWS account id. */
   accountId: string;
+  /** The most data exports a workspace may have. */
+  maxExportsPerWorkspace: number;
 }
 
 /** Reads the API function's configuration; throws naming a missing or invalid variable. */
@@ -48,5 +55,6 @@ export function readApiConfig(env: Env): ApiConfig {
     },
     eventRetentionMs: vars.SLUICE_EVENT_RETENTION_DAYS * DAY_MS,
     accountId: vars.SLUICE_ACCOUNT_ID,
+    maxExportsPerWorkspace: vars.SLUICE_MAX_EXPORTS_PER_WORKSPACE,
   };
 }

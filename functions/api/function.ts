@@ -40,6 +40,7 @@ export function createApiFunction(
     archiveCoverage: new ArchiveCursorStore({ tableName: config.controlTable }),
     eventRetentionMs: config.eventRetentionMs,
     ownAccountId: config.accountId,
+    maxExportsPerWorkspace: config.maxExportsPerWorkspace,
     keyMeter: new ApiKeyMeter({ tableName: config.controlTable, limit: config.apiKeyRateLimit }),
     // The gateway caches a verdict for up to a minute: a cached "store unavailable" is checked again here.
     recheckKey: async (request) => (await authorizeAgain({ headers: request.headers })).context,

@@ -1,7 +1,7 @@
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { createApiHandler } from '@sluice/api';
 import { SecretSealer } from '@sluice/secrets';
-import { testConnection } from '@sluice/sinks';
+import { endpointFailureMessage, testConnection } from '@sluice/sinks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiFunction } from '@sluice/local';
 import { ApiClient } from '../helpers/api-client.js';
@@ -179,16 +179,14 @@ describe('a bucket host that accepts and then answers one byte at a time', () =>
     expect(await slowApi.closeAndFindLeaks()).toEqual([]);
   });
 
-  it('ends a create at the deadline with 400 connection_failed "did not answer in 1 s", saving nothing', async () => {
+  it('ends a create at the deadline with 400 connection_failed, the one endpoint message, saving nothing', async () => {
     // Act
     const response = await client.post('/data-exports', harness.createBody());
 
     // Assess
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ success: false, code: 'connection_failed', retryable: true });
-    expect(response.body.error).toBe(
-      `${slow.endpoint} did not answer in 1 s. Check the endpoint; Sluice will retry.`,
-    );
+    expect(response.body.error).toBe(endpointFailureMessage(slow.endpoint));
     expect(slow.requests.length).toBeGreaterThan(0);
   });
 
@@ -204,7 +202,7 @@ describe('a bucket host that accepts and then answers one byte at a time', () =>
     // Assess
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('connection_failed');
-    expect(response.body.error).toMatch(/did not answer in 1 s/);
+    expect(response.body.error).toBe(endpointFailureMessage(slow.endpoint));
     expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);
   });
 });
@@ -242,13 +240,9 @@ describe('POST /data-exports/{id}/test', () => {
     const response = await ws.client.post(`/data-exports/${second}/test`);
 
     // Assess
-    expect(response.status).toBe(500);
-    expect(response.body).toEqual({
-      success: false,
-      error: 'Internal error',
-      code: 'internal_error',
-      retryable: true,
-    });
+    // Since issue 28: a stored secret that will not open is a clear, non-retryable 409 (not a retryable 500).
+    expect(response.status).toBe(409);
+    expect(response.body).toMatchObject({ success: false, code: 'secret_rejected', retryable: false });
     expect((await ws.client.post(`/data-exports/${first}/test`)).status).toBe(200);
     for (const id of [first, second])
       expect((await ws.client.delete(`/data-exports/${id}`)).status).toBe(200);

@@ -25,6 +25,7 @@ const PROD_CONTEXT = {
   apiRateLimit: '200',
   apiKeyRateLimit: '20',
   apiKeyBurstLimit: '60',
+  maxExportsPerWorkspace: '250',
   reservedConcurrency: 'writer=20,ingest=5',
   maxReadRequestUnits: '4000',
   maxWriteRequestUnits: '2000',
@@ -346,6 +347,15 @@ describe.each(['dev', 'prod'] as const)('the %s stage', (stage) => {
       expect([env.SLUICE_API_KEY_RATE_LIMIT, env.SLUICE_API_KEY_BURST_LIMIT]).toEqual(
         stage === 'prod' ? ['20', '60'] : ['10', '40'],
       );
+    });
+
+    it('gives the API function the most data exports a workspace may have', () => {
+      // Act
+      const api = stateless().toJSON().Resources[logicalIdOf(built().stateless.functions.api)] as Resource;
+      const env = (api.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+
+      // Assess
+      expect(env.SLUICE_MAX_EXPORTS_PER_WORKSPACE).toBe(stage === 'prod' ? '250' : '100');
     });
 
     it('caps on-demand throughput of each table and index when set (prod)', () => {

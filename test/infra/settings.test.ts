@@ -45,6 +45,7 @@ describe('settings', () => {
       apiBurstLimit: 100,
       apiKeyRateLimit: 10,
       apiKeyBurstLimit: 40,
+      maxExportsPerWorkspace: 100,
       workflowLogLevel: 'ALL',
       developmentStages: ['dev'],
       tracing: true,

@@ -320,6 +320,7 @@ describe('stateless stack: functions', () => {
         'SLUICE_CONTROL_TABLE',
         'SLUICE_EVENT_RETENTION_DAYS',
         'SLUICE_KMS_KEY_ID',
+        'SLUICE_MAX_EXPORTS_PER_WORKSPACE',
       ],
     ],
     ['authorizer', ['SLUICE_CONTROL_TABLE']],

@@ -371,6 +371,8 @@ export interface ApiHandlerOptions {
    * @default 35 days
    */
   eventRetentionMs?: number;
+  /** The most data exports a workspace may have: a create beyond it is `409 limit_exceeded`. @default no limit */
+  maxExportsPerWorkspace?: number;
   /** What the event archive holds (backfills may start at its start). @default none: the hot log only */
   archiveCoverage?: UseCaseDeps['archiveCoverage'];
   /** @default () => new Date() */
@@ -452,6 +454,9 @@ export function createApiHandler(options: ApiHandlerOptions): ApiHandler {
       }),
     endpointPolicy,
     ...(options.ownAccountId === undefined ? {} : { ownAccountId: options.ownAccountId }),
+    ...(options.maxExportsPerWorkspace === undefined
+      ? {}
+      : { maxExportsPerWorkspace: options.maxExportsPerWorkspace }),
     now: options.now ?? (() => new Date()),
     newId: options.newId ?? newDestinationId,
     ...(options.backfills ? { backfills: options.backfills } : {}),

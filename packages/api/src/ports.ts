@@ -77,7 +77,7 @@ export interface DataExportRunView {
  * keeps the use cases testable and says exactly which operations the API performs.
  */
 export interface ApiStore {
-  createDestination(destination: Destination): Promise<unknown>;
+  createDestination(destination: Destination, options?: { maxPerWorkspace?: number }): Promise<unknown>;
   getDestination(workspaceId: string, id: string): Promise<Destination | undefined>;
   listDestinations(workspaceId: string): Promise<Destination[]>;
   updateDestination(

@@ -5,7 +5,16 @@ import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
 import { ControlStore } from './destinations.js';
 import { DUE_INDEX_NAME, dueKey } from './due-index.js';
-import { cursorSk, destinationSk, leaseSk, runExpiresAt, runSk, runsPk, workspacePk } from './items.js';
+import {
+  cursorSk,
+  destinationSk,
+  EXPORT_COUNT_SK,
+  leaseSk,
+  runExpiresAt,
+  runSk,
+  runsPk,
+  workspacePk,
+} from './items.js';
 import { controlTable } from '../../../test/helpers/tables.js';
 
 const tableName = process.env.SLUICE_CONTROL_TABLE as string;
@@ -340,6 +349,7 @@ describe('ControlStore destinations', () => {
         destinationSk(destination.id),
         cursorSk(destination.id, 'email_events'),
         leaseSk(destination.id),
+        EXPORT_COUNT_SK,
       ].sort(),
     );
     expect(await rawItem(workspaceId, destination.id)).not.toHaveProperty('dueKey');
@@ -408,7 +418,9 @@ describe('ControlStore destinations', () => {
         ExpressionAttributeValues: { ':pk': pk },
       }),
     );
-    expect(left.Items?.map((item) => item.SK)).toEqual([destinationSk(neighbour.id)]);
+    // The workspace's export count: two created, one deleted (the second delete found nothing to count down).
+    expect(left.Items?.map((item) => item.SK)).toEqual([destinationSk(neighbour.id), EXPORT_COUNT_SK]);
+    expect(left.Items?.find((item) => item.SK === EXPORT_COUNT_SK)?.exports).toBe(1);
     const runs = await documentClient.send(
       new QueryCommand({
         TableName: tableName,

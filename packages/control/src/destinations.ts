@@ -1,7 +1,5 @@
 import {
-  DeleteCommand,
   GetCommand,
-  PutCommand,
   QueryCommand,
   type QueryCommandInput,
   TransactWriteCommand,
@@ -34,7 +32,16 @@ import {
   withDynamoErrors,
 } from './client.js';
 import { dueAttributes, dueIndexUpdate } from './due-index.js';
-import { cursorSk, cursorSkPrefix, destinationSk, isKeySafeId, runsPk, workspacePk } from './items.js';
+import {
+  cursorSk,
+  cursorSkPrefix,
+  destinationSk,
+  EXPORT_COUNT_SK,
+  isKeySafeId,
+  runsPk,
+  workspacePk,
+} from './items.js';
+import { transact } from './transactions.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
 import { ExternalIdKeyStore } from './external-id-key.js';
@@ -246,26 +253,47 @@ export class ControlStore {
 
   /**
    * Stores a new destination. `exportedThrough` is not stored (cursors hold progress). The due index keys
-   * are set when the destination is enabled and has a `nextRunAt`. Throws `ConflictError` when the id is
-   * already taken in the workspace.
+   * are set when the destination is enabled and has a `nextRunAt`. In the same transaction, the workspace's
+   * export count (`EXPORT_COUNT`) goes up by one, on condition that it is below `maxPerWorkspace` when given,
+   * so concurrent creates never pass the limit. Throws `ConflictError` (`conflict`) when the id is already
+   * taken in the workspace, `ConflictError` (`limit_exceeded`) when the workspace has its maximum.
    */
-  async createDestination(destination: Destination): Promise<Destination> {
+  async createDestination(
+    destination: Destination,
+    options: { maxPerWorkspace?: number } = {},
+  ): Promise<Destination> {
     if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
       throw new InvalidInputError('Destination or workspace id is not valid.');
     }
     const item = destinationItem(destination);
-    try {
-      await this.table.client.send(
-        new PutCommand({
+    const max = options.maxPerWorkspace;
+    const failed = await transact(this.table, [
+      {
+        Put: {
           TableName: this.table.tableName,
           Item: item,
           ConditionExpression: 'attribute_not_exists(PK)',
-        }),
+        },
+      },
+      {
+        Update: {
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(destination.workspaceId), SK: EXPORT_COUNT_SK },
+          UpdateExpression: 'ADD #exports :one',
+          ExpressionAttributeNames: { '#exports': 'exports' },
+          ExpressionAttributeValues: { ':one': 1, ...(max === undefined ? {} : { ':max': max }) },
+          ...(max === undefined
+            ? {}
+            : { ConditionExpression: 'attribute_not_exists(#exports) OR #exports < :max' }),
+        },
+      },
+    ]);
+    if (failed === 0) throw new ConflictError('A data export with this id already exists.', 'conflict');
+    if (failed === 1) {
+      throw new ConflictError(
+        `This workspace already has ${max} data exports, the most this deployment allows. Delete one first.`,
+        'limit_exceeded',
       );
-    } catch (error) {
-      if (isConditionFailed(error))
-        throw new ConflictError('A data export with this id already exists.', 'conflict');
-      return mapDynamoError(error);
     }
     return toDestination(item, new Map());
   }
@@ -499,15 +527,26 @@ export class ControlStore {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return false;
     const pk = workspacePk(workspaceId);
     const sk = destinationSk(destinationId);
-    const deleted = await withDynamoErrors(() =>
-      this.table.client.send(
-        new DeleteCommand({
-          TableName: this.table.tableName,
-          Key: { PK: pk, SK: sk },
-          ReturnValues: 'ALL_OLD',
-        }),
-      ),
-    );
+    // The destination item and the workspace's export count together: the count goes down only with a delete.
+    const deleted =
+      (await transact(this.table, [
+        {
+          Delete: {
+            TableName: this.table.tableName,
+            Key: { PK: pk, SK: sk },
+            ConditionExpression: 'attribute_exists(PK)',
+          },
+        },
+        {
+          Update: {
+            TableName: this.table.tableName,
+            Key: { PK: pk, SK: EXPORT_COUNT_SK },
+            UpdateExpression: 'ADD #exports :minusOne',
+            ExpressionAttributeNames: { '#exports': 'exports' },
+            ExpressionAttributeValues: { ':minusOne': -1 },
+          },
+        },
+      ])) === true;
     const children = await this.queryAll({
       KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
       ExpressionAttributeValues: { ':pk': pk, ':from': `${sk}#`, ':to': `${sk}#\uffff` },
@@ -523,7 +562,7 @@ export class ControlStore {
       ProjectionExpression: 'PK, SK',
     });
     await deleteKeys(this.table, runs);
-    return deleted.Attributes !== undefined;
+    return deleted;
   }
 
   /**

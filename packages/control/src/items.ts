@@ -16,6 +16,9 @@ export function workspacePk(workspaceId: string): string {
 /** Sort key of the workspace item. */
 export const WORKSPACE_SK = 'WORKSPACE';
 
+/** Sort key of the workspace's count of data exports (`exports`), kept by creates and deletes. */
+export const EXPORT_COUNT_SK = 'EXPORT_COUNT';
+
 /** `KEY#<sha256 hex>`: the partition of one API key. */
 export function apiKeyPk(keyHash: string): string {
   return `KEY#${keyHash}`;

@@ -1,6 +1,6 @@
 import type { S3Client } from '@aws-sdk/client-s3';
 import { type BucketLocation, ConnectionFailedError } from '@sluice/core';
-import { classifyBucketError, notAnswered } from './classify.js';
+import { type BucketErrorClassification, classifyBucketError, notAnswered } from './classify.js';
 import { createBucketClient, resolveBucketEndpoint, stsRegionOf } from './client.js';
 import { assertExternalIdRequired, type BucketCredentials, isRoleCredentials } from './role.js';
 import {
@@ -20,6 +20,41 @@ export const OVERWRITE_DENIED_MESSAGE =
   'it retries. On Google Cloud Storage, grant the service account Storage Object User ' +
   '(roles/storage.objectUser) or a role with storage.objects.delete, not only Storage Object Creator; on ' +
   'other stores, allow replacing existing objects under the path.';
+
+/**
+ * The reasons a connection test to a custom endpoint reports with one message ({@link endpointFailureMessage}):
+ * told apart (refused, reset, no such host, a certificate's errno, a huge or non-S3 answer), they would make the
+ * API a scanner of which public hosts and ports answer and what. What a customer needs to fix their own store
+ * (bucket, key, secret, access, region) keeps its own message.
+ */
+const OPAQUE_ENDPOINT_REASONS: ReadonlySet<BucketErrorClassification['reason']> = new Set([
+  'endpoint_unreachable',
+  'tls_error',
+  'not_supported',
+]);
+
+/** The one message of a custom endpoint that could not be used as a store: no errno, no host detail. */
+export function endpointFailureMessage(endpoint: string): string {
+  return (
+    `Sluice could not use ${endpoint} as an S3-compatible store. Check that the endpoint is right, reachable ` +
+    'from the internet over HTTPS with a valid certificate, and serves the S3 API; then try again.'
+  );
+}
+
+/**
+ * The error a failed connection test throws: the classification's message and retryability, except for a
+ * custom endpoint's {@link OPAQUE_ENDPOINT_REASONS}, which all get {@link endpointFailureMessage}, retryable.
+ */
+function connectionFailed(
+  classified: BucketErrorClassification,
+  location: BucketLocation,
+  cause: unknown,
+): ConnectionFailedError {
+  if (location.endpoint !== null && OPAQUE_ENDPOINT_REASONS.has(classified.reason)) {
+    return new ConnectionFailedError(endpointFailureMessage(location.endpoint), { cause, retryable: true });
+  }
+  return new ConnectionFailedError(classified.message, { cause, retryable: classified.kind === 'transient' });
+}
 
 /**
  * The default total deadline of a connection test, both writes and their retries included: the API answers
@@ -69,9 +104,11 @@ export interface ConnectionTestResult {
  *    with {@link OVERWRITE_DENIED_MESSAGE}, not at the first retry of an export;
  * 4. reads the bucket's lifecycle configuration: no rule aborting incomplete multipart uploads (or none
  *    readable) is a warning in the result, never a failure (not for the origins of `withoutLifecycleCheck`);
- * 5. on failure, classifies the error once ({@link classifyBucketError}) and throws its message.
+ * 5. on failure, classifies the error once ({@link classifyBucketError}) and throws its message; for a custom
+ *    endpoint, unreachable, TLS, not-an-S3-store and too-large answers all get one message
+ *    ({@link endpointFailureMessage}), so the test tells nothing about a host that is not the customer's store.
  * Steps 2 and 3 share one total deadline (`deadlineMs`): past it, whatever the server is still sending, the
- * test fails with "did not answer in N s".
+ * test fails with "did not answer in N s" (for a custom endpoint, the one message of step 5).
  *
  * @throws InvalidInputError (`endpoint` issue) when the endpoint breaks the rules
  * @throws ConnectionFailedError with a message a person can act on, `cause` the original error
@@ -99,11 +136,7 @@ export async function testConnection(
         region: stsRegionOf(resolveBucketEndpoint(location, { allowedEndpoints })),
       });
     } catch (error) {
-      const classified = classifyBucketError(error, location);
-      throw new ConnectionFailedError(classified.message, {
-        cause: error,
-        retryable: classified.kind === 'transient',
-      });
+      throw connectionFailed(classifyBucketError(error, location), location, error);
     }
   }
   const client =
@@ -144,18 +177,9 @@ export async function testConnection(
     const warnings = unchecked ? [] : await checkAbortIncompleteUploadsRule(client, location, deadline);
     return { key, testedAt, warnings };
   } catch (error) {
-    if (deadline.aborted) {
-      throw new ConnectionFailedError(notAnswered(location, deadlineMs).message, {
-        cause: error,
-        retryable: true,
-      });
-    }
+    if (deadline.aborted) throw connectionFailed(notAnswered(location, deadlineMs), location, error);
     if (error instanceof ConnectionFailedError) throw error;
-    const classified = classifyBucketError(error, location);
-    throw new ConnectionFailedError(classified.message, {
-      cause: error,
-      retryable: classified.kind === 'transient',
-    });
+    throw connectionFailed(classifyBucketError(error, location), location, error);
   } finally {
     if (!options.client) client.destroy();
   }

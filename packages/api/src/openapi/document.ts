@@ -307,6 +307,9 @@ export const openapiDocument: JsonObject = {
           ),
           '401': errorResponse(UNAUTHORIZED),
           '403': errorResponse(FORBIDDEN),
+          '409': errorResponse(
+            'The workspace already has the most data exports this deployment allows (code limit_exceeded; the deployment setting maxExportsPerWorkspace, 100 by default). Delete one first.',
+          ),
           '413': errorResponse(PAYLOAD_TOO_LARGE),
           '415': errorResponse(UNSUPPORTED_MEDIA_TYPE),
           '422': errorResponse(

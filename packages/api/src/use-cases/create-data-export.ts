@@ -17,7 +17,8 @@ import type { ConnectionWarning } from '../ports.js';
  *    `connection_failed` message names that ID, and the same create sent again once the customer added it uses
  *    the same ID.
  * 4. Seal the secret with KMS, bound to `{workspaceId, destinationId}` (a role destination has none).
- * 5. Save the destination: enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
+ * 5. Save the destination, counted against `maxExportsPerWorkspace` in the same transaction (beyond it,
+ *    `409 limit_exceeded` and nothing is saved; the sealed secret is then simply dropped): enabled, `status` queued, a manual run queued, `nextRunAt` now, every dataset
  *    starting at `startFrom`, `configVersion` 1.
  * 6. Return the `DataExport` view (201), with the connection test's `warnings` when it found any.
  */
@@ -62,6 +63,9 @@ export async function createDataExport(
     ...(request.schedule !== null ? { schedule: request.schedule } : {}),
     now,
   });
-  await deps.store.createDestination(destination);
+  await deps.store.createDestination(
+    destination,
+    deps.maxExportsPerWorkspace === undefined ? {} : { maxPerWorkspace: deps.maxExportsPerWorkspace },
+  );
   return { success: true, dataExport: toDataExportView(destination), ...warningsOf(tested) };
 }

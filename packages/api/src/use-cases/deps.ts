@@ -28,6 +28,8 @@ export interface UseCaseDeps {
   externalIdOf: (workspaceId: string) => Promise<string>;
   /** Sluice's own AWS account: a `roleArn` there is refused. Absent: none refused (unit tests). */
   ownAccountId?: string;
+  /** The most data exports a workspace may have (setting `maxExportsPerWorkspace`). Absent: no limit. */
+  maxExportsPerWorkspace?: number;
   /** The clock; injected so tests can pin it. */
   now: () => Date;
   /** New destination ids, `exp_` and 24 hex digits by default. */
