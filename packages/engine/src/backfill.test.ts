@@ -2,6 +2,8 @@ import type { CursorState } from '@sluice/control';
 import { type Backfill, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { backfillDoneAfter, planBackfillItems, reachedBeyond } from './backfill.js';
+import { idleAdvanceWrites } from './dispatch.js';
+import { exportLimitOf } from './positions.js';
 import type { ItemResult, WindowResult } from './payloads.js';
 
 const HOUR_MS = 3_600_000;
@@ -83,6 +85,44 @@ describe('planBackfillItems', () => {
       items: [],
       skipped: [],
     });
+  });
+
+  it('cuts time the regular export passed with nothing new on the grid it passed it on, not the era before (seed 10002)', () => {
+    // Prepare: a daily export delivered through day 2, then switched to every 5 minutes; at 14:52 on day 2
+    // Dispatch finds nothing new and moves the cursor to the export limit (no window planned)
+    const FIVE_MIN_MS = 300_000;
+    const switched = destination({ frequency: 'every_5_minutes' });
+    const format = { format: switched.format, compression: switched.compression };
+    const before: CursorState = {
+      dataset: 'email_events',
+      exportedThroughMs: FROM + 2 * DAY_MS,
+      plannedSpans: [],
+      eras: [{ fromMs: FROM, stepMs: DAY_MS, format } as NonNullable<CursorState['eras']>[number]],
+    };
+    const nowMs = FROM + 2 * DAY_MS + 14 * HOUR_MS + 52 * 60_000;
+    const limit = exportLimitOf(switched, nowMs);
+    const [write] = idleAdvanceWrites(switched, new Map([['email_events', before]]), nowMs).filter(
+      (w) => w.dataset === 'email_events',
+    );
+    const after: CursorState = {
+      ...before,
+      exportedThroughMs: write?.next?.exportedThroughMs ?? 0,
+      eras: write?.eras ?? before.eras ?? [],
+    };
+    // Act: a backfill of 13:00 to the export limit
+    const { items } = planBackfillItems(
+      backfill({ range: { fromMs: FROM + 2 * DAY_MS + 13 * HOUR_MS, toMs: limit, stepMs: FIVE_MIN_MS } }),
+      switched,
+      new Map([['email_events', after]]),
+      ALL_AVAILABLE,
+    );
+    // Assess: 5-minute windows from 13:00 to the limit; no part of the day in the daily grid (its file
+    // would be written before the day ended and hold rows of 5-minute files)
+    expect(after.exportedThroughMs).toBe(limit);
+    expect(items.length).toBeGreaterThan(0);
+    expect(items.every((item) => item.kind === 'events' && item.stepMs === FIVE_MIN_MS)).toBe(true);
+    expect(items[0]).toMatchObject({ fromMs: FROM + 2 * DAY_MS + 13 * HOUR_MS });
+    expect(items.at(-1)).toMatchObject({ toMs: limit });
   });
 
   it('plans each window in the format and on the grid it was delivered with, from the eras the cursor keeps', () => {

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { CursorState, CursorWrite, DueBackfill, DueEntry, RunRecord } from '@sluice/control';
 import {
+  alignmentOf,
   type Dataset,
   type Destination,
+  erasAfterPlanning,
   forEachConcurrently,
   isEventDataset,
   isSnapshotDue,
@@ -11,6 +13,7 @@ import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
 import { eventCursorMs, exportLimitOf, LEASE_DURATION_MS, nextRunOf, positionOf } from './plan.js';
+import { currentGrid } from './positions.js';
 import { settleExpiredRun } from './settle.js';
 
 /**
@@ -150,6 +153,47 @@ export async function needsRun(
   return false;
 }
 
+/**
+ * The cursor writes that move each event cursor with nothing new to the export limit. The time passed over
+ * is the regular export's history on the current grid (empty windows), so the eras record it as planned
+ * ({@link erasAfterPlanning}): a backfill of it is cut on that grid, never on the era before (a daily era
+ * left open would make it write the day's file with part of a day, over windows later delivered in 5 minutes).
+ * Pure.
+ */
+export function idleAdvanceWrites(
+  destination: Destination,
+  cursors: ReadonlyMap<Dataset, CursorState>,
+  nowMs: number,
+): CursorWrite[] {
+  const limit = exportLimitOf(destination, nowMs);
+  const { lagMs: _lag, ...grid } = currentGrid(destination);
+  const writes: CursorWrite[] = [];
+  for (const dataset of destination.datasets) {
+    if (!isEventDataset(dataset)) continue;
+    const cursor = cursors.get(dataset);
+    const fromMs = eventCursorMs(destination, cursor, dataset);
+    if (fromMs >= limit) continue;
+    // As the regular export would have planned it: a cursor off the grid first reaches it on a finer one.
+    const align = alignmentOf(fromMs, grid.stepMs, grid.phaseMs);
+    const passed = align
+      ? [
+          { fromMs, toMs: align.toMs, ...grid, stepMs: align.stepMs, phaseMs: 0 },
+          { fromMs: align.toMs, toMs: limit, ...grid },
+        ]
+      : [{ fromMs, toMs: limit, ...grid }];
+    const eras = erasAfterPlanning(cursor?.eras ?? [], passed);
+    const erasChanged = JSON.stringify(eras) !== JSON.stringify(cursor?.eras ?? []);
+    writes.push({
+      dataset,
+      expected: positionOf(cursor),
+      next: { exportedThroughMs: limit },
+      plannedSpans: [],
+      ...(erasChanged ? { eras } : {}),
+    });
+  }
+  return writes;
+}
+
 /** Moves the cursors of a destination with nothing new to `now - lag` and schedules its next slot. */
 async function advanceIdle(
   destination: Destination,
@@ -159,19 +203,7 @@ async function advanceIdle(
   deps: EngineDeps,
 ): Promise<void> {
   const nowMs = now.getTime();
-  const limit = exportLimitOf(destination, nowMs);
-  const writes: CursorWrite[] = [];
-  for (const dataset of destination.datasets) {
-    if (!isEventDataset(dataset)) continue;
-    const cursor = cursors.get(dataset);
-    if (eventCursorMs(destination, cursor, dataset) >= limit) continue;
-    writes.push({
-      dataset,
-      expected: positionOf(cursor),
-      next: { exportedThroughMs: limit },
-      plannedSpans: [],
-    });
-  }
+  const writes = idleAdvanceWrites(destination, cursors, nowMs);
   const fence = { noLiveLeaseAt: nowMs, workspaceId: entry.workspaceId, destinationId: entry.destinationId };
   if (!(await deps.cursors.advance(fence, writes, now))) return;
   const settled = await deps.runState.update(
