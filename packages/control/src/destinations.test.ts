@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { ConflictError, type Destination, newDestination } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { documentClient } from './client.js';
@@ -559,5 +559,118 @@ describe('ControlStore.listRuns', () => {
       finishedAt: '2026-10-19T00:00:00.000Z',
     });
     expect(other).toEqual([]);
+  });
+});
+
+/** The workspace's `EXPORT_COUNT` item's `exports`, or `undefined` when it has none. */
+async function exportCount(workspaceId: string): Promise<unknown> {
+  const result = await documentClient.send(
+    new GetCommand({ TableName: tableName, Key: { PK: workspacePk(workspaceId), SK: EXPORT_COUNT_SK } }),
+  );
+  return result.Item?.exports;
+}
+
+/** Destinations as they were before the count existed: stored, with cursors, and no `EXPORT_COUNT` item. */
+async function uncountedDestinations(workspaceId: string, n: number): Promise<Destination[]> {
+  const destinations: Destination[] = [];
+  for (let i = 0; i < n; i++) {
+    const destination = sampleDestination(workspaceId);
+    await store.createDestination(destination);
+    await documentClient.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: {
+          PK: workspacePk(workspaceId),
+          SK: cursorSk(destination.id, 'email_events'),
+          dataset: 'email_events',
+          exportedThroughMs: Date.parse('2026-10-01T00:00:00.000Z'),
+        },
+      }),
+    );
+    destinations.push(destination);
+  }
+  await documentClient.send(
+    new DeleteCommand({ TableName: tableName, Key: { PK: workspacePk(workspaceId), SK: EXPORT_COUNT_SK } }),
+  );
+  return destinations;
+}
+
+describe('ControlStore export count of a workspace with exports from before the count', () => {
+  it('counts the existing destinations on the first create, so the limit holds at the right number', async () => {
+    // Prepare
+    const workspaceId = newWorkspace();
+    await uncountedDestinations(workspaceId, 2);
+
+    // Act
+    await store.createDestination(sampleDestination(workspaceId), { maxPerWorkspace: 4 });
+    const countAfterFirst = await exportCount(workspaceId);
+    await store.createDestination(sampleDestination(workspaceId), { maxPerWorkspace: 4 });
+    const beyond = store.createDestination(sampleDestination(workspaceId), { maxPerWorkspace: 4 });
+
+    // Assess
+    expect(countAfterFirst).toBe(3);
+    await expect(beyond).rejects.toMatchObject({ code: 'limit_exceeded' });
+    expect(await exportCount(workspaceId)).toBe(4);
+    expect(await store.listDestinations(workspaceId)).toHaveLength(4);
+  });
+
+  it('refuses the first create when the existing destinations already fill the limit, without a count', async () => {
+    // Prepare
+    const workspaceId = newWorkspace();
+    await uncountedDestinations(workspaceId, 3);
+
+    // Act
+    const refused = store.createDestination(sampleDestination(workspaceId), { maxPerWorkspace: 3 });
+
+    // Assess
+    await expect(refused).rejects.toMatchObject({ code: 'limit_exceeded' });
+    expect(await store.listDestinations(workspaceId)).toHaveLength(3);
+  });
+
+  it('initialises the count once when first creates run at once', async () => {
+    // Prepare
+    const workspaceId = newWorkspace();
+    await uncountedDestinations(workspaceId, 1);
+
+    // Act
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 4 }, () =>
+        store.createDestination(sampleDestination(workspaceId), { maxPerWorkspace: 3 }),
+      ),
+    );
+
+    // Assess
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(2);
+    expect(await exportCount(workspaceId)).toBe(3);
+    expect(await store.listDestinations(workspaceId)).toHaveLength(3);
+  });
+
+  it('deletes a destination without creating a count when there is none, and never counts below 0', async () => {
+    // Prepare
+    const workspaceId = newWorkspace();
+    const [first, second] = await uncountedDestinations(workspaceId, 2);
+    const counted = sampleDestination(workspaceId);
+    await store.createDestination(counted); // the count: 3
+
+    // Act
+    await documentClient.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: { PK: workspacePk(workspaceId), SK: EXPORT_COUNT_SK, exports: 0 },
+      }),
+    );
+    const deletedAtZero = await store.deleteDestination(workspaceId, counted.id);
+    const countAtZero = await exportCount(workspaceId);
+    await documentClient.send(
+      new DeleteCommand({ TableName: tableName, Key: { PK: workspacePk(workspaceId), SK: EXPORT_COUNT_SK } }),
+    );
+    const deletedWithout = await store.deleteDestination(workspaceId, first!.id);
+
+    // Assess
+    expect(deletedAtZero).toBe(true);
+    expect(countAtZero).toBe(0);
+    expect(deletedWithout).toBe(true);
+    expect(await exportCount(workspaceId)).toBeUndefined();
+    expect((await store.listDestinations(workspaceId)).map((d) => d.id)).toEqual([second!.id]);
   });
 });

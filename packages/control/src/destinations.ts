@@ -255,7 +255,8 @@ export class ControlStore {
    * Stores a new destination. `exportedThrough` is not stored (cursors hold progress). The due index keys
    * are set when the destination is enabled and has a `nextRunAt`. In the same transaction, the workspace's
    * export count (`EXPORT_COUNT`) goes up by one, on condition that it is below `maxPerWorkspace` when given,
-   * so concurrent creates never pass the limit. Throws `ConflictError` (`conflict`) when the id is already
+   * so concurrent creates never pass the limit. A workspace without the count (exports from before it) gets it
+   * initialised with its existing destinations + 1, on condition that it still does not exist. Throws `ConflictError` (`conflict`) when the id is already
    * taken in the workspace, `ConflictError` (`limit_exceeded`) when the workspace has its maximum.
    */
   async createDestination(
@@ -267,27 +268,47 @@ export class ControlStore {
     }
     const item = destinationItem(destination);
     const max = options.maxPerWorkspace;
-    const failed = await transact(this.table, [
-      {
-        Put: {
-          TableName: this.table.tableName,
-          Item: item,
-          ConditionExpression: 'attribute_not_exists(PK)',
+    const countKey = { PK: workspacePk(destination.workspaceId), SK: EXPORT_COUNT_SK };
+    let failed: true | number = 1;
+    // Two rounds at most: a first create that finds no count initialises it; losing that race to another
+    // first create leaves a count, and the second round adds to it.
+    for (let round = 0; round < 2 && failed === 1; round++) {
+      const counted = await this.uncountedExports(destination.workspaceId);
+      if (counted !== undefined && max !== undefined && counted >= max) {
+        failed = 1;
+        break;
+      }
+      failed = await transact(this.table, [
+        {
+          Put: {
+            TableName: this.table.tableName,
+            Item: item,
+            ConditionExpression: 'attribute_not_exists(PK)',
+          },
         },
-      },
-      {
-        Update: {
-          TableName: this.table.tableName,
-          Key: { PK: workspacePk(destination.workspaceId), SK: EXPORT_COUNT_SK },
-          UpdateExpression: 'ADD #exports :one',
-          ExpressionAttributeNames: { '#exports': 'exports' },
-          ExpressionAttributeValues: { ':one': 1, ...(max === undefined ? {} : { ':max': max }) },
-          ...(max === undefined
-            ? {}
-            : { ConditionExpression: 'attribute_not_exists(#exports) OR #exports < :max' }),
-        },
-      },
-    ]);
+        counted === undefined
+          ? {
+              Update: {
+                TableName: this.table.tableName,
+                Key: countKey,
+                UpdateExpression: 'ADD #exports :one',
+                ExpressionAttributeNames: { '#exports': 'exports' },
+                ExpressionAttributeValues: { ':one': 1, ...(max === undefined ? {} : { ':max': max }) },
+                ConditionExpression:
+                  max === undefined ? 'attribute_exists(PK)' : 'attribute_exists(PK) AND #exports < :max',
+              },
+            }
+          : {
+              // Exports written before the count existed (or by tools that write destinations directly).
+              Put: {
+                TableName: this.table.tableName,
+                Item: { ...countKey, exports: counted + 1 },
+                ConditionExpression: 'attribute_not_exists(PK)',
+              },
+            },
+      ]);
+      if (counted === undefined) break;
+    }
     if (failed === 0) throw new ConflictError('A data export with this id already exists.', 'conflict');
     if (failed === 1) {
       throw new ConflictError(
@@ -296,6 +317,30 @@ export class ControlStore {
       );
     }
     return toDestination(item, new Map());
+  }
+
+  /**
+   * `undefined` when the workspace has its export count; without one, how many destinations it has
+   * (a consistent Query of its `DEST#` items, cursors and leases left out), to initialise the count with.
+   */
+  private async uncountedExports(workspaceId: string): Promise<number | undefined> {
+    const count = await withDynamoErrors(() =>
+      this.table.client.send(
+        new GetCommand({
+          TableName: this.table.tableName,
+          Key: { PK: workspacePk(workspaceId), SK: EXPORT_COUNT_SK },
+          ConsistentRead: true,
+        }),
+      ),
+    );
+    if (count.Item !== undefined) return undefined;
+    const items = await this.queryAll({
+      KeyConditionExpression: 'PK = :pk AND begins_with(SK, :dest)',
+      ExpressionAttributeValues: { ':pk': workspacePk(workspaceId), ':dest': 'DEST#' },
+      ProjectionExpression: 'SK',
+      ConsistentRead: true,
+    });
+    return items.filter((entry) => !String(entry.SK).slice('DEST#'.length).includes('#')).length;
   }
 
   /** The destination with its `exportedThrough`, or `undefined` (also for another workspace's id). */
@@ -528,25 +573,29 @@ export class ControlStore {
     const pk = workspacePk(workspaceId);
     const sk = destinationSk(destinationId);
     // The destination item and the workspace's export count together: the count goes down only with a delete.
-    const deleted =
-      (await transact(this.table, [
-        {
-          Delete: {
-            TableName: this.table.tableName,
-            Key: { PK: pk, SK: sk },
-            ConditionExpression: 'attribute_exists(PK)',
-          },
+    // A missing count is not created, and a count never goes below 0: then the destination goes alone.
+    const deleteItem = {
+      Delete: {
+        TableName: this.table.tableName,
+        Key: { PK: pk, SK: sk },
+        ConditionExpression: 'attribute_exists(PK)',
+      },
+    };
+    let outcome = await transact(this.table, [
+      deleteItem,
+      {
+        Update: {
+          TableName: this.table.tableName,
+          Key: { PK: pk, SK: EXPORT_COUNT_SK },
+          UpdateExpression: 'ADD #exports :minusOne',
+          ConditionExpression: '#exports > :zero',
+          ExpressionAttributeNames: { '#exports': 'exports' },
+          ExpressionAttributeValues: { ':minusOne': -1, ':zero': 0 },
         },
-        {
-          Update: {
-            TableName: this.table.tableName,
-            Key: { PK: pk, SK: EXPORT_COUNT_SK },
-            UpdateExpression: 'ADD #exports :minusOne',
-            ExpressionAttributeNames: { '#exports': 'exports' },
-            ExpressionAttributeValues: { ':minusOne': -1 },
-          },
-        },
-      ])) === true;
+      },
+    ]);
+    if (outcome === 1) outcome = await transact(this.table, [deleteItem]);
+    const deleted = outcome === true;
     const children = await this.queryAll({
       KeyConditionExpression: 'PK = :pk AND SK BETWEEN :from AND :to',
       ExpressionAttributeValues: { ':pk': pk, ':from': `${sk}#`, ':to': `${sk}#\uffff` },
