@@ -1,3 +1,4 @@
+import { EVENT_DATASETS } from '@sluice/core';
 import { randomUUID } from 'node:crypto';
 import { BackfillStore } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -110,7 +111,7 @@ describe('POST /data-exports/{id}/backfills', () => {
     expect(response.body.code).toBe('unprocessable_entity');
     expect(response.body.issues?.[0]).toMatchObject({
       path: 'datasets[0]',
-      allowedValues: ['email_events', 'sms_events', 'custom_events'],
+      allowedValues: [...EVENT_DATASETS],
     });
   });
 

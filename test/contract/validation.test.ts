@@ -1,3 +1,4 @@
+import { DATASETS } from '@sluice/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestMatchesSchema } from '../helpers/openapi.js';
 import {
@@ -239,7 +240,7 @@ const createCases: Case[] = [
     overrides: { datasets: ['email_events', 'page_views'] },
     status: 422,
     path: 'datasets[1]',
-    allowedValues: ['email_events', 'sms_events', 'custom_events', 'subscribers'],
+    allowedValues: [...DATASETS],
   },
   { name: 'no dataset', overrides: { datasets: [] }, status: 422, path: 'datasets' },
   { name: 'datasets not an array', overrides: { datasets: 'email_events' }, status: 422, path: 'datasets' },

@@ -266,6 +266,8 @@ async function objects(): Promise<{ key: string; lines: string[] }[]> {
         manifests.set(key, JSON.parse(bytes.toString('utf8')));
         continue;
       }
+      // The schema and reading recipes written beside the data are not data.
+      if (key.startsWith(`${pathPrefix}/_sluice/schema/`)) continue;
       sha256Of.set(key, createHash('sha256').update(bytes).digest('hex'));
       // gunzipSync throws on a truncated stream: a partial object fails here.
       const text = gunzipSync(bytes).toString('utf8');

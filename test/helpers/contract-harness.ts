@@ -74,6 +74,8 @@ export async function startContractHarness(
     port: 0,
     ...(options.handlers ? { handlers: options.handlers } : {}),
     ...(options.site ? { site: options.site } : {}),
+    // The API as a customer's bucket meets it: the lifecycle check (and its warning) included.
+    checkLocalLifecycle: true,
   });
   const s3 = new S3Client({
     endpoint: s3Endpoint,

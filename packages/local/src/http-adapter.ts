@@ -47,6 +47,11 @@ export interface ApiServerOptions {
    * (`local-functions.ts`).
    */
   handlers?: { authorizer: AuthorizerFunction; api: ApiFunction };
+  /**
+   * Checks the local bucket's lifecycle like a customer's (a warning, as s3rver keeps none), for suites that test
+   * that warning. @default false: `npm start` gives no warning that could not apply locally
+   */
+  checkLocalLifecycle?: boolean;
   /** Called once each answer is sent (`npm start` prints it). */
   onRequest?: (call: ApiCall) => void;
   /**
@@ -75,9 +80,11 @@ export interface ApiServer {
 
 const TEXT_TYPE_RE = /^(?:text\/|application\/(?:[\w.+-]+\+)?(?:json|xml|x-www-form-urlencoded))/i;
 
-async function loadHandlers(): Promise<{ authorizer: AuthorizerFunction; api: ApiFunction }> {
+async function loadHandlers(
+  checkLocalLifecycle: boolean,
+): Promise<{ authorizer: AuthorizerFunction; api: ApiFunction }> {
   const { localApiFunctions } = await import('./local-functions.js');
-  const { authorizer, api } = localApiFunctions();
+  const { authorizer, api } = localApiFunctions(process.env, { checkLocalLifecycle });
   return { authorizer, api: api as unknown as ApiFunction };
 }
 
@@ -225,7 +232,7 @@ function writeResult(res: ServerResponse, result: APIGatewayProxyStructuredResul
  * Each answer closes its connection (`Connection: close`): a client never races the server's keep-alive timeout.
  */
 export async function startApiServer(options: ApiServerOptions = {}): Promise<ApiServer> {
-  const handlers = options.handlers ?? (await loadHandlers());
+  const handlers = options.handlers ?? (await loadHandlers(options.checkLocalLifecycle ?? false));
   const server = createServer((req, res) => {
     // Every answer closes its connection (`Connection: close`), so that no client ever reuses one: a kept-alive
     // connection left idle is closed by the server after its keep-alive timeout, and a client whose event loop
