@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiFunction } from '../../packages/local/src/http-adapter.js';
-import { localApiFunctions } from '../../packages/local/src/local-functions.js';
+import { type ApiFunction, localApiFunctions } from '@sluice/local';
 import {
   type ContractHarness,
   startContractHarness,
