@@ -73,7 +73,9 @@ export function uniqueId(prefix: string): string {
  * Dispatch of this file never starts runs for destinations of the contract tests running beside it.
  * Everything that reads the environment at load is therefore imported dynamically, after.
  */
-export async function startE2eHarness(options: Pick<ApiServerOptions, 'site'> = {}): Promise<E2eHarness> {
+export async function startE2eHarness(
+  options: Pick<ApiServerOptions, 'site' | 'checkLocalLifecycle'> = {},
+): Promise<E2eHarness> {
   const endpoint = process.env.AWS_ENDPOINT_URL_DYNAMODB;
   if (!endpoint) throw new Error('AWS_ENDPOINT_URL_DYNAMODB is not set: run the tests through vitest');
   const controlTable = uniqueId('sluice-control-e2e-');

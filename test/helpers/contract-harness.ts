@@ -63,7 +63,7 @@ export function uniqueId(prefix: string): string {
  * (the console).
  */
 export async function startContractHarness(
-  options: Pick<ApiServerOptions, 'handlers' | 'site'> = {},
+  options: Pick<ApiServerOptions, 'handlers' | 'site' | 'checkLocalLifecycle'> = {},
 ): Promise<ContractHarness> {
   // Captured, and shown too when SLUICE_TEST_LOGS=1.
   const output = captureOutput({ passThrough: process.env.SLUICE_TEST_LOGS === '1' });
@@ -74,8 +74,8 @@ export async function startContractHarness(
     port: 0,
     ...(options.handlers ? { handlers: options.handlers } : {}),
     ...(options.site ? { site: options.site } : {}),
-    // The API as a customer's bucket meets it: the lifecycle check (and its warning) included.
-    checkLocalLifecycle: true,
+    // By default the API as a customer's bucket meets it: the lifecycle check (and its warning) included.
+    checkLocalLifecycle: options.checkLocalLifecycle ?? true,
   });
   const s3 = new S3Client({
     endpoint: s3Endpoint,
