@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { MAX_LINES_PER_FILE, type ParquetCompression, PARQUET_COLUMNS } from '@sluice/core';
+import { ENGINE_TYPES, MAX_LINES_PER_FILE, type ParquetCompression, PARQUET_COLUMNS } from '@sluice/core';
 import { encodeJsonlGzip, encodeParquet } from '@sluice/sinks';
 import { generateEmailLines } from './encode.js';
 
@@ -101,17 +101,7 @@ async function peakMb(work: () => Promise<unknown>): Promise<number> {
 
 /** The DuckDB column types of the Parquet schema, for `read_json(columns = …)`. */
 function duckdbColumns(): string {
-  const types: Record<string, string> = {
-    string: 'VARCHAR',
-    json: 'VARCHAR',
-    timestamp_millis_utc: 'TIMESTAMPTZ',
-    date: 'DATE',
-    int32: 'INTEGER',
-    int64: 'BIGINT',
-    double: 'DOUBLE',
-    string_list: 'VARCHAR[]',
-  };
-  return `{${PARQUET_COLUMNS.email_events.map((column) => `'${column.name}': '${types[column.type]}'`).join(', ')}}`;
+  return `{${PARQUET_COLUMNS.email_events.map((column) => `'${column.name}': '${ENGINE_TYPES.duckdb[column.type]}'`).join(', ')}}`;
 }
 
 export async function runParquetBench(rows: number): Promise<ParquetBenchResult> {

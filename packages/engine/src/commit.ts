@@ -31,7 +31,8 @@ import type {
   StopReason,
   WindowResult,
 } from './payloads.js';
-import { eventCursorMs, exportLimitOf, nextRunOf, positionOf } from './plan.js';
+import { positionOf } from './plan.js';
+import { eventCursorMs, exportLimitOf, nextRunOf } from './positions.js';
 
 /** The note a stopped run's record carries in `error` (the run itself counts as succeeded, not failed). */
 export const STOP_NOTES: Record<StopReason, string> = {

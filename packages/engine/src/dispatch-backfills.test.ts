@@ -14,7 +14,7 @@ import { createLocalTables, localDynamoDbClient } from '@sluice/local';
 import type { EngineDeps } from './deps.js';
 import { DISPATCH_BACKFILL_EXAMINED, findDueDestinations, PAUSED_BACKFILL_RECHECK_MS } from './dispatch.js';
 import type { DueDestination } from './payloads.js';
-import { LEASE_DURATION_MS } from './plan.js';
+import { LEASE_DURATION_MS } from './positions.js';
 
 /**
  * Dispatch of due backfills (issue 22, defect 6): one workspace's queue of backfills on a paused export, or

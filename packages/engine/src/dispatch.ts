@@ -12,8 +12,8 @@ import {
 import { type EngineDeps, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
-import { eventCursorMs, exportLimitOf, LEASE_DURATION_MS, nextRunOf, positionOf } from './plan.js';
-import { currentGrid } from './positions.js';
+import { positionOf } from './plan.js';
+import { currentGrid, eventCursorMs, exportLimitOf, LEASE_DURATION_MS, nextRunOf } from './positions.js';
 import { settleExpiredRun } from './settle.js';
 
 /**

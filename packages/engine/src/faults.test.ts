@@ -28,7 +28,8 @@ import { commitRun } from './commit.js';
 import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
 import type { ExpiredRowsFigures } from './metrics.js';
 import type { ItemResult, RunRef, WindowResult, WorkItem } from './payloads.js';
-import { claimAndPlan, LEASE_DURATION_MS } from './plan.js';
+import { claimAndPlan } from './plan.js';
+import { LEASE_DURATION_MS } from './positions.js';
 import { EXPIRED_RUN_MESSAGE, settleExpiredRun } from './settle.js';
 import {
   LOCAL_BUCKET,

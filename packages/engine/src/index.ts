@@ -8,6 +8,7 @@ export * from './metrics.js';
 export * from './notices.js';
 export * from './payloads.js';
 export * from './plan.js';
+export * from './positions.js';
 export * from './write.js';
 export * from './settle.js';
 export * from './backfill.js';

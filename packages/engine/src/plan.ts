@@ -21,28 +21,13 @@ import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './
 import { claimBackfill } from './backfill.js';
 import {
   currentGrid,
-  datasetStartMs,
   eventCursorMs,
   exactStartMs,
-  exportLimitOf,
   LEASE_DURATION_MS,
-  nextRunOf,
   runIdOf,
   withStart,
 } from './positions.js';
 import { settleExpiredRun } from './settle.js';
-
-export {
-  currentGrid,
-  datasetStartMs,
-  eventCursorMs,
-  exactStartMs,
-  exportLimitOf,
-  LEASE_DURATION_MS,
-  nextRunOf,
-  runIdOf,
-  withStart,
-};
 
 /** Rows that left the event log before this export wrote them: `(fromMs, toMs]` of recorded time. */
 export interface ExpiredSpan {
