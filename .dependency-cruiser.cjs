@@ -1,23 +1,32 @@
 /**
- * The package graph, enforced by `npm run lint` (dependency-cruiser). Each package under `packages/` imports
- * another only as `@sluice/<name>`, declared in its own package.json (workspace `*`); no import loop anywhere.
- * `functions/`, `infra/`, `test/`, `bench/` and `scripts/` belong to the root package, which holds the workspaces.
+ * The package graph, enforced by `npm run lint` (dependency-cruiser). Each workspace (a package under `packages/`,
+ * and `functions/` as `@sluice/functions`) imports another only as `@sluice/<name>`, declared in its own
+ * package.json (workspace `*`); no import loop anywhere. `infra/`, `test/`, `bench/` and `scripts/` belong to the
+ * root package, which holds the workspaces.
  */
 const { readdirSync, readFileSync } = require('node:fs');
 
-/** One rule per package: its imports of other packages are the `@sluice/*` its package.json declares. */
+/** The workspace packages: each folder under `packages/`, and `functions/`. */
+const WORKSPACES = [...readdirSync('packages').map((name) => `packages/${name}`), 'functions'];
+
+/** The folder of the workspace `@sluice/<name>` (the functions' is `functions/`). */
+function folderOf(name) {
+  return name === 'functions' ? 'functions' : `packages/${name}`;
+}
+
+/** One rule per workspace: its imports of other workspaces are the `@sluice/*` its package.json declares. */
 function undeclaredWorkspaceImports() {
-  return readdirSync('packages').map((name) => {
-    const manifest = JSON.parse(readFileSync(`packages/${name}/package.json`, 'utf8'));
+  return WORKSPACES.map((folder) => {
+    const manifest = JSON.parse(readFileSync(`${folder}/package.json`, 'utf8'));
     const declared = Object.keys({ ...manifest.dependencies, ...manifest.devDependencies })
       .filter((dependency) => dependency.startsWith('@sluice/'))
-      .map((dependency) => dependency.slice('@sluice/'.length));
+      .map((dependency) => folderOf(dependency.slice('@sluice/'.length)));
     return {
       name: 'no-undeclared-sluice-package',
-      comment: `packages/${name} imports a @sluice package its package.json does not declare.`,
+      comment: `${folder} imports a @sluice package its package.json does not declare.`,
       severity: 'error',
-      from: { path: `^packages/${name}/` },
-      to: { path: '^packages/', pathNot: [name, ...declared].map((allowed) => `^packages/${allowed}/`) },
+      from: { path: `^${folder}/` },
+      to: { path: '^(packages|functions)/', pathNot: [folder, ...declared].map((allowed) => `^${allowed}/`) },
     };
   });
 }
@@ -57,7 +66,10 @@ module.exports = {
       comment: "An import of a package that the importing package's package.json does not declare.",
       severity: 'error',
       from: {},
-      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'], pathNot: '^aws-lambda$' },
+      to: {
+        dependencyTypes: ['npm-no-pkg', 'npm-unknown', 'unknown', 'undetermined'],
+        pathNot: '^aws-lambda$',
+      },
     },
     {
       name: 'no-unresolvable',

@@ -4,7 +4,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * The test lanes (vitest projects; `npm run test:<lane>`, `npm test` runs them all):
  * - unit: pure tests, listed here by file: nothing started, no Java, s3rver, KMS, Chromium or network.
  *   A test belongs here when it (and what it imports) needs none of the local services: no `test/helpers/tables`,
- *   no `packages/local` services, no table or bucket variables. A new test file not listed lands in
+ *   no `@sluice/devstack` services, no table or bucket variables. A new test file not listed lands in
  *   `integration`, which has the services, so it always runs somewhere.
  * - integration: every other test beside the code, and the rest of `test/`: `test/infra/` (synthesized
  *   templates), `test/sim/`, the CLI and MCP surfaces.
@@ -44,7 +44,7 @@ const UNIT = [
   'packages/eventlog/src/producer.test.ts',
   'packages/local/src/local-output.test.ts',
   'packages/local/src/runtime-config.test.ts',
-  'packages/local/src/scheduler.test.ts',
+  'packages/devstack/src/scheduler.test.ts',
   'packages/sinks/src/client.test.ts',
   'packages/sinks/src/encoder.test.ts',
   'packages/sinks/src/endpoint.test.ts',

@@ -90,7 +90,7 @@ export async function runApiLoadBench(options: ApiLoadBenchOptions = {}): Promis
   const [{ ControlStore }, { startApiServer }, s3] = await Promise.all([
     import('@sluice/control'),
     import('@sluice/local'),
-    import('@sluice/local'),
+    import('@sluice/devstack'),
   ]);
   // The API's access log (one line a request) would drown the figures.
   const silence = silenceStdout();

@@ -39,8 +39,7 @@ interface ChildTask {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [{ LocalWorkflows }, { loadWorkflowDefinitions }, control, engine, eventlog] = await Promise.all([
-    import('@sluice/local'),
+  const [{ localWorkflows }, control, engine, eventlog] = await Promise.all([
     import('@sluice/local'),
     import('@sluice/control'),
     import('@sluice/engine'),
@@ -48,8 +47,7 @@ async function child(task: ChildTask): Promise<void> {
   ]);
   const counts = new Map<string, number>();
   let pages = 0;
-  const workflows = await LocalWorkflows.create({
-    definitions: await loadWorkflowDefinitions(),
+  const workflows = await localWorkflows({
     intercept: async (state, input, invoke) => {
       if (state.startsWith('Find')) pages += 1;
       return invoke(input);
@@ -147,7 +145,7 @@ export interface DispatchBenchResult extends DispatchFigures {
  */
 export async function runDispatchBench(destinations: number): Promise<DispatchBenchResult> {
   const [{ createLocalTables, localDynamoDbClient }, { createDocumentClient }, seeding] = await Promise.all([
-    import('@sluice/local'),
+    import('@sluice/devstack'),
     import('@sluice/control'),
     import('../test/helpers/seed-destinations.js'),
   ]);

@@ -21,7 +21,7 @@ import {
   createLocalTables,
   LOCAL_TABLE_NAMES,
   DYNAMODB_SNAPSHOT_FILE,
-} from '@sluice/local';
+} from '@sluice/devstack';
 
 /**
  * Local ingest: events through the CLI (`seed`, `events ingest --file`, both through `EventLogWriter`) into

@@ -35,7 +35,8 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { type LocalOutput, routeLocalOutput, STATE_DIR, type LocalServices } from '@sluice/local';
+import { type LocalOutput, routeLocalOutput, STATE_DIR } from '@sluice/local';
+import type { LocalServices } from '@sluice/devstack';
 
 // The packages read their environment at load, so they are imported after the local services are up.
 const MAX_LINES_PER_FILE = 50_000;
@@ -73,7 +74,7 @@ async function main(): Promise<void> {
       (part) => !skip.has(part),
     );
     if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
-      const { startLocalServices } = await import('@sluice/local');
+      const { startLocalServices } = await import('@sluice/devstack');
       // The JVM as `npm start` runs it (full JIT): the tests' quick-start flags (C1 only) made DynamoDB Local's
       // Query work of the whole export 1.6-1.9x the CPU at 1,000,000 rows.
       services = await startLocalServices({ dynamodbQuickStart: false });

@@ -4,7 +4,7 @@ import { writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { DAY_MS, type Frequency, gridExportLimit, MAX_LINES_PER_FILE } from '@sluice/core';
-import type { LocalServices } from '@sluice/local';
+import type { LocalServices } from '@sluice/devstack';
 
 const MINUTE_MS = 60_000;
 /** Rows the encoder alone is timed on (in 50,000-line files): enough for a steady rate. */
@@ -116,19 +116,18 @@ export async function runWholeExportBench(
   let services: LocalServices | undefined;
   let dynamodbPid = options.dynamodbPid;
   if (!process.env.SLUICE_CONTROL_TABLE) {
-    const { startLocalServices } = await import('@sluice/local');
+    const { startLocalServices } = await import('@sluice/devstack');
     services = await startLocalServices({ dynamodbQuickStart: false });
     for (const [name, value] of Object.entries(services.env)) process.env[name] = value;
     dynamodbPid = services.dynamodb.pid;
   }
   // Loaded after the environment is set: these read it at load.
-  const [{ ControlStore }, { EventLogWriter, generateEvents }, { startApiServer }, { LocalWorkflows }, s3] =
+  const [{ ControlStore }, { EventLogWriter, generateEvents }, { startApiServer, localWorkflows }, s3] =
     await Promise.all([
       import('@sluice/control'),
       import('@sluice/eventlog'),
       import('@sluice/local'),
-      import('@sluice/local'),
-      import('@sluice/local'),
+      import('@sluice/devstack'),
     ]);
   // Read once the services' environment is set.
   const { controlTable, eventTables } = await import('../test/helpers/tables.js');
@@ -157,7 +156,7 @@ export async function runWholeExportBench(
     if (batch.length > 0) ingested += (await writer.ingestEvents(workspaceId, batch)).accepted;
     const ingestMs = performance.now() - ingestStarted;
 
-    const workflows = await LocalWorkflows.create({ log: (line) => log(`  [sfn] ${line}`) });
+    const workflows = await localWorkflows({ log: (line) => log(`  [sfn] ${line}`) });
     const exports: WholeExportFigures[] = [];
     for (const frequency of frequencies) {
       const response = await fetch(`${server.url}/api/v1/data-exports`, {

@@ -1,6 +1,6 @@
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
-import { type LocalServices, startLocalServices } from '@sluice/local';
+import { type LocalServices, startLocalServices } from '@sluice/devstack';
 
 /**
  * The lanes that need the services (vitest.config.ts) each run this setup; they share one start per run: the

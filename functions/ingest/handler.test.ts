@@ -11,7 +11,7 @@ import {
   redriveRejected,
   workspaceSource,
 } from '@sluice/eventlog';
-import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/local';
+import { invokeAsync, MemoryDeadLetterQueue } from '@sluice/devstack';
 import type { EventBridgeEvent } from 'aws-lambda';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { controlTable, eventTables } from '../../test/helpers/tables.js';

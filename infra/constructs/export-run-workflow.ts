@@ -64,7 +64,7 @@ export interface ExportRunWorkflowProps {
  * destination and decrypts its secret itself).
  *
  * Written in JSONPath only, with an inline Map and no `Assign`, so that `aws-local-stepfunctions` runs the
- * very definition synthesized here (`packages/local/src/stepfunctions.ts`).
+ * very definition synthesized here (`packages/devstack/src/stepfunctions.ts`).
  */
 export class ExportRunWorkflow extends Construct {
   /** The Express state machine. */

@@ -5,7 +5,8 @@ import { SecretSealer } from '@sluice/secrets';
 import { ROLE_UNAVAILABLE_MESSAGE, testConnection } from '@sluice/sinks';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type ApiFunction, LOCAL_S3_CREDENTIALS } from '@sluice/local';
+import type { ApiFunction } from '@sluice/local';
+import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import { ApiClient } from '../helpers/api-client.js';
 import {
   type ContractHarness,

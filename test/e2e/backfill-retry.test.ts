@@ -1,7 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json as StateJson } from '@sluice/local';
+import type { Json as StateJson } from '@sluice/devstack';
 import {
   backfillView,
   createLocalExport,

@@ -2,7 +2,7 @@ import { gunzipSync } from 'node:zlib';
 import { BackfillStore } from '@sluice/control';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json as StateJson } from '@sluice/local';
+import type { Json as StateJson } from '@sluice/devstack';
 import {
   backfillView,
   createLocalExport,

@@ -6,7 +6,7 @@ import {
   type DispatchOutcome,
   type Json,
   type LocalWorkflows,
-} from '@sluice/local';
+} from '@sluice/devstack';
 import { uniqueId } from './harness.js';
 
 /**
@@ -32,14 +32,12 @@ beforeAll(async () => {
   dynamo.destroy();
   // Read at load by the dispatch function's config: set before it is imported.
   process.env.SLUICE_CONTROL_TABLE = controlTable;
-  const [{ LocalWorkflows }, { loadWorkflowDefinitions }, { createDocumentClient }, seeding] =
-    await Promise.all([
-      import('@sluice/local'),
-      import('@sluice/local'),
-      import('@sluice/control'),
-      import('../helpers/seed-destinations.js'),
-    ]);
-  workflows = await LocalWorkflows.create({ definitions: await loadWorkflowDefinitions() });
+  const [{ localWorkflows }, { createDocumentClient }, seeding] = await Promise.all([
+    import('@sluice/local'),
+    import('@sluice/control'),
+    import('../helpers/seed-destinations.js'),
+  ]);
+  workflows = await localWorkflows();
   const client = createDocumentClient();
   seed = async (workspaceId) => {
     const destinations = seeding.queuedDestinations(DESTINATIONS, workspaceId, new Date(Date.now() - 60_000));

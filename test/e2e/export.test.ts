@@ -21,7 +21,7 @@ import type { SubscriberRow } from '@sluice/core';
 import { EventLogReader, type GeneratedEvent, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '@sluice/local';
+import type { LocalWorkflows } from '@sluice/devstack';
 import { eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
 import { type E2eHarness, ingestAll, startE2eHarness, uniqueId } from './harness.js';
 

@@ -2,7 +2,7 @@ import { eventFileKey, gridStartOf, spanWindows, splitAtBoundaries, startOfUtcDa
 import { generateEvents } from '@sluice/eventlog';
 import { SecretSealer } from '@sluice/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json as Payload, LocalWorkflows } from '@sluice/local';
+import type { Json as Payload, LocalWorkflows } from '@sluice/devstack';
 import {
   createLocalExport,
   type E2eHarness,

@@ -18,7 +18,7 @@ import type {
   LambdaHandler,
   LocalWorkflows,
   LocalWorkflowsOptions,
-} from '@sluice/local';
+} from '@sluice/devstack';
 import {
   createLocalExport,
   type E2eHarness,

@@ -11,7 +11,7 @@ import {
   startOfUtcDay,
 } from '@sluice/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ExportRunOutcome, LambdaHandler } from '@sluice/local';
+import type { ExportRunOutcome, LambdaHandler } from '@sluice/devstack';
 import { captureOutput } from '../helpers/output-capture.js';
 import { FAULT_KINDS, type FaultProxy, startFaultProxy } from '../helpers/fault-proxy.js';
 import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../helpers/tables.js';
@@ -79,7 +79,7 @@ async function load() {
       import('@sluice/core'),
       import('@sluice/engine'),
       import('@sluice/local'),
-      import('@sluice/local'),
+      import('@sluice/devstack'),
       import('../../functions/writer/function.js'),
       import('../../functions/writer/config.js'),
     ]);
@@ -205,7 +205,7 @@ async function exportUntilCaughtUp(): Promise<void> {
   const writer = writerFunction.createWriterFunction(writerConfig.readWriterConfig(process.env), {
     allowedEndpoints: new Set([...localBucketOrigins, new URL(s3Proxy.endpoint).origin]),
   });
-  const runner = await local.LocalWorkflows.create({
+  const runner = await local.localWorkflows({
     functions: { writer: writer as LambdaHandler },
     retryIntervalOverrides,
     log: (line) => taskErrors.push(line),

@@ -3,7 +3,7 @@ import { BackfillStore } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json as StateJson } from '@sluice/local';
+import type { Json as StateJson } from '@sluice/devstack';
 import {
   backfillView,
   createLocalExport,

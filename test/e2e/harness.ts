@@ -17,13 +17,8 @@ import {
 import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
 import { CONTROL_TABLE, type EventDataset } from '@sluice/core';
 import { batchWrite, EVENT_SHARDS, type EventLogWriter, eventPk } from '@sluice/eventlog';
-import {
-  createLocalTables,
-  localDynamoDbClient,
-  type ApiServerOptions,
-  type LocalWorkflows,
-  type LocalWorkflowsOptions,
-} from '@sluice/local';
+import type { ApiServerOptions, LocalAppWorkflowsOptions } from '@sluice/local';
+import { createLocalTables, localDynamoDbClient, type LocalWorkflows } from '@sluice/devstack';
 import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
 import { eventTables } from '../helpers/tables.js';
 
@@ -45,7 +40,7 @@ export interface E2eHarness {
   /** The control table of this test file only: Dispatch sees no other file's destinations. */
   controlTable: string;
   /** A runner of the synthesized definitions with the real handlers (plus the given options). */
-  workflows(options?: Omit<LocalWorkflowsOptions, 'definitions'>): Promise<LocalWorkflows>;
+  workflows(options?: Omit<LocalAppWorkflowsOptions, 'definitions'>): Promise<LocalWorkflows>;
   /** Every object under a prefix of the local bucket. */
   list(prefix: string): Promise<BucketObject[]>;
   /** The lines of a `.jsonl.gz` object. */
@@ -84,12 +79,11 @@ export async function startE2eHarness(
   dynamo.destroy();
   process.env.SLUICE_CONTROL_TABLE = controlTable;
 
-  const [{ startContractHarness }, control, eventlog, { LocalWorkflows }, { loadWorkflowDefinitions }] =
+  const [{ startContractHarness }, control, eventlog, { localWorkflows, loadWorkflowDefinitions }] =
     await Promise.all([
       import('../helpers/contract-harness.js'),
       import('@sluice/control'),
       import('@sluice/eventlog'),
-      import('@sluice/local'),
       import('@sluice/local'),
     ]);
   const api = await startContractHarness(options);
@@ -129,7 +123,7 @@ export async function startE2eHarness(
     leases: new control.LeaseStore({ tableName: controlTable }),
     events: new eventlog.EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' }),
     controlTable,
-    workflows: (options = {}) => LocalWorkflows.create({ ...options, definitions }),
+    workflows: (options = {}) => localWorkflows({ ...options, definitions }),
     list,
     readBytes,
     async readLines(key) {

@@ -1,6 +1,6 @@
 import type { IngestResult } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '@sluice/local';
+import type { LocalWorkflows } from '@sluice/devstack';
 import { openParquetReader, type ParquetReader } from '../helpers/parquet.js';
 import { createLocalExport, type E2eHarness, manualRunInput, startE2eHarness } from './harness.js';
 

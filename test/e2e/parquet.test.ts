@@ -1,7 +1,7 @@
 import { type Dataset, startOfUtcDay } from '@sluice/core';
 import { generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '@sluice/local';
+import type { LocalWorkflows } from '@sluice/devstack';
 import { jsonLineAsRead, openParquetReader, type ParquetReader } from '../helpers/parquet.js';
 import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
 

@@ -12,7 +12,7 @@ import {
 } from '@sluice/core';
 import { generateDatasetRows } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalWorkflows } from '@sluice/local';
+import type { LocalWorkflows } from '@sluice/devstack';
 import { jsonLineAsRead, openParquetReader, type ParquetReader } from '../helpers/parquet.js';
 import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
 

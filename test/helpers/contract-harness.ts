@@ -1,13 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { type ApiKeyRole, type ApiKeyScope, ControlStore } from '@sluice/control';
-import {
-  type ApiServerOptions,
-  startApiServer,
-  LOCAL_BUCKET,
-  LOCAL_REGION,
-  LOCAL_S3_CREDENTIALS,
-} from '@sluice/local';
+import { type ApiServerOptions, startApiServer } from '@sluice/local';
+import { LOCAL_BUCKET, LOCAL_REGION, LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import { ApiClient, recordedResponses } from './api-client.js';
 import { captureOutput, type OutputCapture } from './output-capture.js';
 

@@ -43,9 +43,11 @@ function sourceFiles(dir: string): string[] {
 
 describe('one configuration path', () => {
   it('no package reads process.env; of the functions, only handler.ts reads it (its config validates it)', () => {
-    // Prepare: every source file of the domain packages (the local runtime and the CLI are entry points) and of
-    // the functions
-    const packages = readdirSync(join(ROOT, 'packages')).filter((name) => name !== 'local' && name !== 'cli');
+    // Prepare: every source file of the domain packages (the local runtime, its dev stack and the CLI are entry
+    // points) and of the functions
+    const packages = readdirSync(join(ROOT, 'packages')).filter(
+      (name) => name !== 'local' && name !== 'devstack' && name !== 'cli',
+    );
     const files = [
       ...packages.flatMap((name) => sourceFiles(join(ROOT, 'packages', name, 'src'))),
       ...sourceFiles(join(ROOT, 'functions')),

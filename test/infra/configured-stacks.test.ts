@@ -1,7 +1,7 @@
 import type { Template } from 'aws-cdk-lib/assertions';
 import { Match } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { definitionsFromTemplates } from '@sluice/local';
+import { definitionsFromTemplates } from '@sluice/devstack';
 import { build, type Synthesized, synthesize } from './helpers.js';
 
 /** Every optional setting given, each with a value other than its default. */

@@ -4,7 +4,7 @@
  */
 import { PERMANENT_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '@sluice/engine';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type CloudFormationTemplate, definitionsFromTemplates } from '@sluice/local';
+import { type CloudFormationTemplate, definitionsFromTemplates } from '@sluice/devstack';
 import { synthesize } from './helpers.js';
 
 interface Matcher {

@@ -1,6 +1,11 @@
 import aslValidator from 'asl-validator';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Json, LocalWorkflows, definitionsFromTemplates, type WorkflowDefinitions } from '@sluice/local';
+import {
+  type Json,
+  LocalWorkflows,
+  definitionsFromTemplates,
+  type WorkflowDefinitions,
+} from '@sluice/devstack';
 import { synthesize } from './helpers.js';
 
 let definitions: WorkflowDefinitions;

@@ -5,7 +5,7 @@
  * `SLUICE_SIM_SEED=<n> npm run sim` replays it.
  */
 import { parseArgs } from 'node:util';
-import { startLocalServices } from '@sluice/local';
+import { startLocalServices } from '@sluice/devstack';
 import { toleratedChecks } from './known-defects.js';
 import { CHECKS, type Check } from './oracle.js';
 

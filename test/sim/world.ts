@@ -46,7 +46,7 @@ export interface World {
   close(): Promise<void>;
 }
 
-let simS3: Promise<import('@sluice/local').S3Local> | undefined;
+let simS3: Promise<import('@sluice/devstack').S3Local> | undefined;
 
 /**
  * The simulation's own s3rver (once per process), in this process and accepting any request time: its clients
@@ -55,7 +55,7 @@ let simS3: Promise<import('@sluice/local').S3Local> | undefined;
 function simBucketServer() {
   simS3 ??= (async () => {
     const [{ startS3Local }, { mkdtemp }, { tmpdir }, { join }] = await Promise.all([
-      import('@sluice/local'),
+      import('@sluice/devstack'),
       import('node:fs/promises'),
       import('node:os'),
       import('node:path'),
@@ -102,16 +102,16 @@ export async function createWorld(workspaceCount: number): Promise<World> {
     s3local,
   ] = await Promise.all([
     import('@sluice/local'),
-    import('@sluice/local'),
+    import('@sluice/devstack'),
     import('@sluice/control'),
     import('@sluice/eventlog'),
     import('@sluice/engine'),
-    import('@sluice/local'),
+    import('@sluice/devstack'),
     import('@sluice/local'),
     import('../../functions/writer/function.js'),
     import('../../functions/writer/config.js'),
     import('@sluice/local'),
-    import('@sluice/local'),
+    import('@sluice/devstack'),
   ]);
   const dynamo = tables.localDynamoDbClient(env.AWS_ENDPOINT_URL_DYNAMODB!);
   await tables.createLocalTables(

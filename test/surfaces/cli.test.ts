@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { DataExportRun } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_S3_CREDENTIALS } from '@sluice/local';
+import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import {
   type ContractHarness,
   startContractHarness,

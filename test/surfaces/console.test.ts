@@ -7,7 +7,7 @@ import { maskAccessKeyId } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_S3_CREDENTIALS, type LocalWorkflows, type Json as StateJson } from '@sluice/local';
+import { LOCAL_S3_CREDENTIALS, type LocalWorkflows, type Json as StateJson } from '@sluice/devstack';
 import { createLocalExport, type E2eHarness, ingestAll, startE2eHarness, uniqueId } from '../e2e/harness.js';
 
 /** Debian's chromium (`apt-get install chromium`; `.ci/run` installs it). */

@@ -9,7 +9,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { type CliContext, runSluice } from '@sluice/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localPathOf } from '@sluice/cli';
-import { LOCAL_S3_CREDENTIALS } from '@sluice/local';
+import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import {
   type ContractHarness,
   startContractHarness,

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LOCAL_S3_CREDENTIALS } from '@sluice/local';
+import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import { putRunRecord } from '../helpers/seed-runs.js';
 import {
   type ContractHarness,

@@ -27,7 +27,7 @@ export interface ArchiveClientOptions {
   region?: string;
 }
 
-/** s3rver's fixed credentials (`@sluice/local` `LOCAL_S3_CREDENTIALS`). */
+/** s3rver's fixed credentials (`@sluice/devstack` `LOCAL_S3_CREDENTIALS`). */
 const LOCAL_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 
 /** The S3 client of Sluice's own archive bucket. */

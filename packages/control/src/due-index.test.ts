@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CONTROL_TABLE, DUE_INDEX_SHARDS, type Destination, newDestination } from '@sluice/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLocalTables, localDynamoDbClient } from '@sluice/local';
+import { createLocalTables, localDynamoDbClient } from '@sluice/devstack';
 import { ControlStore } from './destinations.js';
 import { type DueEntry, DueIndex, dueIndexUpdate, dueShard } from './due-index.js';
 

@@ -10,7 +10,7 @@ import {
 } from '@sluice/control';
 import { type Backfill, CONTROL_TABLE, newDestination } from '@sluice/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createLocalTables, localDynamoDbClient } from '@sluice/local';
+import { createLocalTables, localDynamoDbClient } from '@sluice/devstack';
 import type { EngineDeps } from './deps.js';
 import { DISPATCH_BACKFILL_EXAMINED, findDueDestinations, PAUSED_BACKFILL_RECHECK_MS } from './dispatch.js';
 import type { DueDestination } from './payloads.js';

@@ -3,7 +3,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import { type Destination, type DestinationNotice, newDestination } from '@sluice/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BusLocal, type LocalBusEvent, startBusLocal } from '@sluice/local';
+import { type BusLocal, type LocalBusEvent, startBusLocal } from '@sluice/devstack';
 import { commitRun } from './commit.js';
 import type { EngineDeps } from './deps.js';
 import { recordFailure } from './failure.js';

@@ -6,19 +6,23 @@
  * saying they need AWS). No
  * environment variable of a deployed function can set these options.
  */
-import { readApiConfig } from '../../../functions/api/config.js';
-import { createApiFunction } from '../../../functions/api/function.js';
-import { readArchiveConfig } from '../../../functions/archive/config.js';
-import { createArchiveFunction } from '../../../functions/archive/function.js';
-import { readAuthorizerConfig } from '../../../functions/authorizer/config.js';
-import { createAuthorizerFunction } from '../../../functions/authorizer/function.js';
-import { readDispatchConfig } from '../../../functions/dispatch/config.js';
-import { createDispatchFunction } from '../../../functions/dispatch/function.js';
-import type { Env } from '../../../functions/env.js';
-import { readRunControlConfig } from '../../../functions/run-control/config.js';
-import { createRunControlFunction } from '../../../functions/run-control/function.js';
-import { readWriterConfig } from '../../../functions/writer/config.js';
-import { createWriterFunction } from '../../../functions/writer/function.js';
+import { LocalWorkflows, type LocalWorkflowsOptions, type WorkflowFunctions } from '@sluice/devstack';
+import {
+  createApiFunction,
+  createArchiveFunction,
+  createAuthorizerFunction,
+  createDispatchFunction,
+  createRunControlFunction,
+  createWriterFunction,
+  type Env,
+  readApiConfig,
+  readArchiveConfig,
+  readAuthorizerConfig,
+  readDispatchConfig,
+  readRunControlConfig,
+  readWriterConfig,
+} from '@sluice/functions';
+import { loadWorkflowDefinitions } from './workflow-definitions.js';
 
 /**
  * The origins the local runtime exempts from the endpoint rules: its own s3rver (`SLUICE_LOCAL_S3_ENDPOINT`,
@@ -66,4 +70,29 @@ export function localWorkflowFunctions(env: Env = process.env) {
 /** The archive compaction function, built for the local runtime (the scheduler runs it every 15 minutes). */
 export function localArchiveFunction(env: Env = process.env) {
   return createArchiveFunction(readArchiveConfig(env), localArchive(env));
+}
+
+/** Options of {@link localWorkflows}: those of `LocalWorkflows`, with the app's definitions and handlers by default. */
+export type LocalAppWorkflowsOptions = Omit<LocalWorkflowsOptions, 'definitions' | 'functions'> & {
+  /** @default the definitions of the synthesized CDK app ({@link loadWorkflowDefinitions}) */
+  definitions?: LocalWorkflowsOptions['definitions'];
+  /** Replaces some or all functions. @default the real handlers ({@link localWorkflowFunctions}) */
+  functions?: Partial<WorkflowFunctions>;
+};
+
+/**
+ * The ExportRun and Dispatch workflows of this app, run locally: the synthesized CDK app's definitions and the real
+ * handlers, built from `process.env` now (those not given), with the local bucket allow-listed.
+ */
+export async function localWorkflows(options: LocalAppWorkflowsOptions = {}): Promise<LocalWorkflows> {
+  const definitions = options.definitions ?? (await loadWorkflowDefinitions());
+  const given = options.functions ?? {};
+  const missing = (['runControl', 'writer', 'dispatch'] as const).some((name) => given[name] === undefined);
+  const loaded = missing ? (localWorkflowFunctions() as unknown as WorkflowFunctions) : undefined;
+  const functions: WorkflowFunctions = {
+    runControl: given.runControl ?? loaded!.runControl,
+    writer: given.writer ?? loaded!.writer,
+    dispatch: given.dispatch ?? loaded!.dispatch,
+  };
+  return LocalWorkflows.create({ ...options, definitions, functions });
 }

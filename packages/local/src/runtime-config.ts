@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { REPO_ROOT } from './jar.js';
+import { REPO_ROOT } from '@sluice/devstack';
 
 /** The state folder of `npm start`: `.sluice/` under the repository root. */
 export const STATE_DIR = join(REPO_ROOT, '.sluice');

@@ -24,8 +24,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { formatRequestLine, routeLocalOutput } from './local-output.js';
-import { tickSecondsFromEnv } from './scheduler.js';
-import { type LocalServices, startLocalServices } from './services.js';
+import { type LocalServices, startLocalServices, tickSecondsFromEnv } from '@sluice/devstack';
 import {
   isProcessAlive,
   LOCAL_JSON,
@@ -232,20 +231,18 @@ async function main(): Promise<void> {
     } else {
       print('  (no packages/local/src/http-adapter.ts yet: the API server is not started)');
     }
-    if (existsSync(here('./scheduler.ts')) || existsSync(here('./scheduler.js'))) {
-      const { startScheduler } = await import('./scheduler.js');
+    const [{ startScheduler }, { localArchiveFunction, localWorkflows }] = await Promise.all([
+      import('@sluice/devstack'),
+      import('./local-functions.js'),
+    ]);
+    const compact = localArchiveFunction();
+    const scheduler = startScheduler({
+      log: print,
       // One line per run on the terminal; the runner's task errors ([sfn]) beside the functions' logs.
-      const { localArchiveFunction } = await import('./local-functions.js');
-      const compact = localArchiveFunction();
-      const scheduler = startScheduler({
-        log: print,
-        workflows: { log: (line) => console.log(`[sfn] ${line}`) },
-        archive: { run: () => compact({}), intervalMs: 15 * 60_000 },
-      });
-      started.push({ name: 'scheduler', stop: () => scheduler.stop() });
-    } else {
-      print('  (no packages/local/src/scheduler.ts yet: exports are not scheduled)');
-    }
+      workflows: () => localWorkflows({ log: (line) => console.log(`[sfn] ${line}`) }),
+      archive: { run: () => compact({}), intervalMs: 15 * 60_000 },
+    });
+    started.push({ name: 'scheduler', stop: () => scheduler.stop() });
 
     const local: LocalJson = {
       apiUrl,

@@ -24,7 +24,7 @@ import {
   workspaceSource,
 } from '@sluice/eventlog';
 import type { EventDataset } from '@sluice/core';
-import { MemoryDeadLetterQueue } from '@sluice/local';
+import { MemoryDeadLetterQueue } from '@sluice/devstack';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CliUsageError } from './command.js';
 import { commands, createDataCommands } from './data.js';

@@ -26,7 +26,7 @@ import {
   StateMachine,
   type StateMachineDefinition,
 } from 'aws-local-stepfunctions';
-import { loadWorkflowDefinitions, type WorkflowDefinitions } from './template.js';
+import type { WorkflowDefinitions } from './template.js';
 
 /** A JSON value, as state machine payloads are. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -76,15 +76,6 @@ const FUNCTION_TIMEOUT_MS: Record<keyof WorkflowFunctions, number> = {
 /** Step Functions refuses a state's input or output above 256 KiB. */
 const PAYLOAD_LIMIT_BYTES = 256 * 1024;
 const START_EXECUTION_RESOURCE = 'arn:aws:states:::states:startExecution';
-
-/**
- * Builds the real Lambda handlers with the factories `functions/<name>/handler.ts` use, from `process.env`
- * now, with the local bucket allow-listed (`local-functions.ts`): the local runtime runs the same code as Lambda.
- */
-export async function loadWorkflowFunctions(): Promise<WorkflowFunctions> {
-  const { localWorkflowFunctions } = await import('./local-functions.js');
-  return localWorkflowFunctions() as unknown as WorkflowFunctions;
-}
 
 /** The error Step Functions reports: `Error` is the Lambda's errorType, `Cause` its JSON error. */
 export interface StatesError {
@@ -150,10 +141,10 @@ export interface DispatchOptions {
 
 /** Options of {@link LocalWorkflows.create}. */
 export interface LocalWorkflowsOptions {
-  /** @default the definitions of the synthesized CDK app ({@link loadWorkflowDefinitions}) */
-  definitions?: WorkflowDefinitions;
-  /** Replaces some or all functions. @default the real handlers ({@link loadWorkflowFunctions}) */
-  functions?: Partial<WorkflowFunctions>;
+  /** The two workflows (`npm start`'s `localWorkflows` brings the synthesized CDK app's). */
+  definitions: WorkflowDefinitions;
+  /** The Lambda handlers the Task states call (`npm start`'s `localWorkflows` brings the real ones). */
+  functions: WorkflowFunctions;
   /** Wraps every Task handler call. */
   intercept?: TaskInterceptor;
   /**
@@ -206,20 +197,9 @@ export class LocalWorkflows {
     this.dispatchHandlers = this.taskHandlers('dispatch');
   }
 
-  /** Loads the definitions and the handlers (unless given) and checks every Task state has a handler. */
-  static async create(options: LocalWorkflowsOptions = {}): Promise<LocalWorkflows> {
-    const definitions = options.definitions ?? (await loadWorkflowDefinitions());
-    const given = options.functions ?? {};
-    const missing = (['runControl', 'writer', 'dispatch'] as const).filter(
-      (name) => given[name] === undefined,
-    );
-    const loaded = missing.length > 0 ? await loadWorkflowFunctions() : undefined;
-    const functions: WorkflowFunctions = {
-      runControl: given.runControl ?? loaded!.runControl,
-      writer: given.writer ?? loaded!.writer,
-      dispatch: given.dispatch ?? loaded!.dispatch,
-    };
-    return new LocalWorkflows(definitions, functions, options);
+  /** Checks every Task state of the definitions has a handler. */
+  static async create(options: LocalWorkflowsOptions): Promise<LocalWorkflows> {
+    return new LocalWorkflows(options.definitions, options.functions, options);
   }
 
   /** Runs one ExportRun execution to its end (it never throws for a failed run: see `status`). */

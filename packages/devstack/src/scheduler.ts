@@ -3,7 +3,6 @@ import {
   type DispatchOutcome,
   type ExportRunOutcome,
   LocalWorkflows,
-  type LocalWorkflowsOptions,
 } from './stepfunctions.js';
 
 /** Options of {@link startScheduler}. */
@@ -18,12 +17,9 @@ export interface SchedulerOptions {
    * @default 1,000
    */
   firstTickMs?: number;
-  /** The runner. @default one over the synthesized definitions and the real handlers */
-  workflows?: LocalWorkflows | LocalWorkflowsOptions;
-  /**
-   * One line per export run (see {@link formatRunLine}) and per scheduler event. The runner's own lines (task
-   * errors, prefixed `[sfn]`) go here too unless `workflows` brings its own `log`. @default console.log
-   */
+  /** The runner, or how to make it on the first tick (`npm start` synthesizes the definitions then). */
+  workflows: LocalWorkflows | (() => Promise<LocalWorkflows>);
+  /** One line per export run (see {@link formatRunLine}) and per scheduler event. @default console.log */
   log?: (line: string) => void;
   /**
    * The event archive's compaction, run every `intervalMs` (its first run with the first tick).
@@ -49,12 +45,11 @@ const MAX_CATCH_UP_TICKS = 50;
  * A tick whose runs report `runAgain` (a destination still catching up) is followed at once by another.
  * Set `SLUICE_TICK_SECONDS` to tick faster for a demo.
  */
-export function startScheduler(options: SchedulerOptions = {}): Scheduler {
+export function startScheduler(options: SchedulerOptions): Scheduler {
   const log = options.log ?? ((line: string) => console.log(line));
   const intervalMs = options.intervalMs ?? tickSecondsFromEnv() * 1000;
-  let runner: LocalWorkflows | undefined =
-    options.workflows instanceof LocalWorkflows ? options.workflows : undefined;
-  const workflowOptions = options.workflows instanceof LocalWorkflows ? {} : (options.workflows ?? {});
+  const { workflows } = options;
+  let runner: LocalWorkflows | undefined;
   let running: Promise<DispatchOutcome | undefined> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -63,7 +58,7 @@ export function startScheduler(options: SchedulerOptions = {}): Scheduler {
   const runOnce = async (): Promise<DispatchOutcome | undefined> => {
     try {
       // Loaded on the first tick (a synth may take seconds); a failed load is tried again next tick.
-      runner ??= await LocalWorkflows.create({ log: (line) => log(`[sfn] ${line}`), ...workflowOptions });
+      runner ??= workflows instanceof LocalWorkflows ? workflows : await workflows();
       const outcome = await runner.runDispatch();
       report(outcome, log);
       return outcome;
