@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkExportForm,
+  checkMove,
   compressionsOf,
   healthLine,
   label,
@@ -171,5 +172,23 @@ describe('console options', () => {
     expect(sameSchedule({ minute: 5, hour: 8 }, { hour: 8, minute: 5 })).toBe(true);
     expect(sameSchedule(null, undefined)).toBe(true);
     expect(sameSchedule({ minute: 5 }, null)).toBe(false);
+  });
+
+  it('asks for the keys again when an edit moves an export with keys to another bucket, endpoint or region', () => {
+    expect(checkMove({ bucket: 'other', endpoint: null }, false)).toEqual([
+      {
+        path: 'bucket',
+        message:
+          'A new bucket needs the access key id and secret again: the stored secret is only used where it was given.',
+      },
+      {
+        path: 'endpoint',
+        message:
+          'A new endpoint needs the access key id and secret again: the stored secret is only used where it was given.',
+      },
+    ]);
+    expect(checkMove({ bucket: 'other', accessKeyId: 'AKIA', secretAccessKey: 's' }, false)).toEqual([]);
+    expect(checkMove({ region: 'eu-west-1' }, true)).toEqual([]); // a role signs for itself
+    expect(checkMove({ name: 'Renamed', pathPrefix: 'elsewhere' }, false)).toEqual([]);
   });
 });

@@ -322,7 +322,10 @@ async function formView(id?: string): Promise<void> {
       new Date(nextScheduledRun(frequency.value, read.schedule, Date.now())).toISOString(),
     );
     const planned =
-      current?.isEnabled && current.nextRunAt && !sameSchedule(read.schedule, current.schedule)
+      current?.isEnabled &&
+      current.nextRunAt &&
+      Date.parse(current.nextRunAt) > Date.now() &&
+      !sameSchedule(read.schedule, current.schedule)
         ? ` The run already planned, at ${formatTime(current.nextRunAt)}, keeps its time.`
         : '';
     return `${runs}. Next run on this schedule: ${next}.${planned}`;
@@ -549,7 +552,7 @@ async function detailView(id: string): Promise<void> {
         ? [
             h(
               'p',
-              { class: 'error', role: 'alert', 'data-testid': 'failing' },
+              { class: 'error failing', role: 'alert', 'data-testid': 'failing' },
               `Failing since ${formatTime(view.failing.since)}: ${label('failingReason', view.failing.reason)}. ${view.lastError ?? ''}`,
             ),
           ]
@@ -709,7 +712,12 @@ async function detailView(id: string): Promise<void> {
                 { class: 'num' },
                 run.finishedAt ? formatDuration(Date.parse(run.finishedAt) - Date.parse(run.startedAt)) : '…',
               ),
-              h('td', { class: 'num' }, run.rowCount === 0 ? 'No rows' : formatCount(run.rowCount)),
+              h(
+                'td',
+                { class: 'num' },
+                // "No rows": a run that found nothing to export, not one that failed before writing any.
+                run.status === 'succeeded' && run.rowCount === 0 ? 'No rows' : formatCount(run.rowCount),
+              ),
               h('td', { class: 'num' }, formatCount(run.fileCount)),
               h('td', { class: 'num' }, formatBytes(run.byteCount)),
               h('td', {}, run.error ?? ''),
