@@ -1,3 +1,4 @@
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +9,15 @@ import { generateEvents } from '@sluice/eventlog';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS, type LocalWorkflows, type Json as StateJson } from '@sluice/devstack';
-import { createLocalExport, type E2eHarness, ingestAll, startE2eHarness, uniqueId } from '../e2e/harness.js';
+import { startApiServer } from '@sluice/local';
+import {
+  createLocalExport,
+  type E2eHarness,
+  ingestAll,
+  manualRunInput,
+  startE2eHarness,
+  uniqueId,
+} from '../e2e/harness.js';
 
 /** Debian's chromium (`apt-get install chromium`; `.ci/run` installs it). */
 const CHROMIUM = process.env.SLUICE_CHROMIUM ?? '/usr/bin/chromium';
@@ -74,13 +83,14 @@ async function screenshot(name: string, on: Page = page): Promise<void> {
   await on.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-/** A new tab signed in to the console with `apiKey`, on the exports page. */
-async function signedInTab(apiKey: string): Promise<Page> {
+/** A new tab signed in to the console (of the API at `apiUrl`) with `apiKey`, on the exports page. */
+async function signedInTab(apiKey: string, apiUrl = h.api.url): Promise<Page> {
   const tab = await browser.newPage({ viewport: { width: 1100, height: 900 } });
   tab.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
   });
-  await tab.goto(`${h.api.url}/console/`);
+  tab.on('pageerror', (error) => pageErrors.push(error.message));
+  await tab.goto(`${apiUrl}/console/`);
   await tab.getByLabel('API key').fill(apiKey);
   await tab.getByRole('button', { name: 'Sign in' }).click();
   await tab.getByRole('heading', { name: 'Data exports' }).waitFor();
@@ -132,6 +142,9 @@ describe('the web console in Chromium against the local API', () => {
     await page.getByLabel('Encryption').selectOption('aws:kms');
     await page.getByLabel('KMS key').fill('alias/sluice-exports');
     await page.getByLabel('Start from').fill(new Date(Date.now() - 2 * 60 * MINUTE_MS).toISOString());
+    // Run-hour folders are written hourly or daily: the schedule's fields are off every 5 minutes.
+    await page.getByLabel('Layout').selectOption('run_hour');
+    expect(await page.getByLabel('Minute').isDisabled()).toBe(true);
     const policy = await page.getByTestId('policy').textContent();
     expect(policy).toContain(`"arn:aws:s3:::s3:/`); // the bucket as typed, until it is fixed
     expect(policy).toContain('kms:GenerateDataKey');
@@ -144,13 +157,17 @@ describe('the web console in Chromium against the local API', () => {
     );
     expect(
       await page.locator('.field.invalid').evaluateAll((all) => all.map((f) => f.getAttribute('data-field'))),
-    ).toEqual(['bucket', 'roleArn']);
+    ).toEqual(['bucket', 'roleArn', 'frequency']);
+    expect(await page.locator('#e-frequency').textContent()).toBe(
+      'Run-hour folders are written hourly or daily: choose Hourly or Daily, or Date folders.',
+    );
     expect((await h.ws.client.request('GET', '/data-exports')).body.dataExports).toEqual([]);
     await screenshot('03-field-error');
 
     // Fixed: created after the connection test, the detail page shows it and every option, the key masked.
     await page.getByLabel('Bucket').fill('local-exports');
     await page.getByLabel('Role ARN (instead of keys)').fill('');
+    await page.getByLabel('Layout').selectOption('date');
     expect(await page.getByTestId('policy').textContent()).toContain(
       `"Resource": "arn:aws:s3:::local-exports/${prefix}/*"`,
     );
@@ -170,6 +187,8 @@ describe('the web console in Chromium against the local API', () => {
         'Parquet, Zstandard',
         'AWS KMS key alias/sluice-exports',
         'Every 5 minutes',
+        'Date folders (date=YYYY-MM-DD)',
+        'Every 5 minutes, at minutes Sluice picks',
       ]),
     );
     expect(await page.getByTestId('health').textContent()).toBe('Not exported yet');
@@ -520,5 +539,174 @@ describe('the web console in Chromium against the local API', () => {
     await readOnly.close();
 
     expect(cspViolations).toEqual([]);
+  });
+
+  it('sets the layout and schedule on create and edit, shows a failing export and a save that warns', async () => {
+    // Prepare: a bucket of its own (the local bucket is shared), emptied and deleted later for the failure.
+    const bucket = uniqueId('console-failing-');
+    await h.api.s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    const tab = await signedInTab(h.ws.client.apiKey!);
+    const dd = () => tab.locator('dd').allTextContents();
+    const inUtc = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+    /** The next `hh:mm` UTC after now, as the API plans a daily schedule. */
+    const nextDaily = (hour: number, minute: number) => {
+      const now = Date.now();
+      const today = Math.floor(now / (24 * HOUR_MS)) * 24 * HOUR_MS + hour * HOUR_MS + minute * MINUTE_MS;
+      return today > now ? today : today + 24 * HOUR_MS;
+    };
+    /** The next `:mm` after now, as the API plans an hourly schedule. */
+    const nextHourly = (minute: number) => {
+      const at = Math.floor(Date.now() / HOUR_MS) * HOUR_MS + minute * MINUTE_MS;
+      return at > Date.now() ? at : at + HOUR_MS;
+    };
+
+    // Create, run-hour folders, daily: subscribers and an hour without its minute are refused at once, in the
+    // console's words, and nothing is sent.
+    await tab.getByRole('link', { name: 'New export' }).click();
+    await tab.getByLabel('Name').fill('Daily runs');
+    await tab.getByLabel('Bucket').fill(bucket);
+    await tab.getByLabel('Endpoint (S3-compatible storage only)').fill(h.api.s3Endpoint);
+    await tab.getByLabel('Path prefix').fill('runs');
+    await tab.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
+    await tab.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
+    await tab.getByLabel('email_events').check();
+    await tab.getByLabel('subscribers').check();
+    await tab.getByLabel('Layout').selectOption('run_hour');
+    await tab.getByLabel('Frequency').selectOption('every_15_minutes');
+    expect(await tab.getByLabel('Minute').isDisabled()).toBe(true);
+    await tab.getByLabel('Frequency').selectOption('daily');
+    expect(await tab.getByLabel('Hour (UTC)').isDisabled()).toBe(false);
+    expect(await tab.getByTestId('next-run').textContent()).toBe(
+      'Daily, at a minute Sluice picks for this export.',
+    );
+    await tab.getByLabel('Hour (UTC)').fill('8');
+    await tab.getByRole('button', { name: 'Create and test connection' }).click();
+    await poll(() => tab.locator('#e-datasets').textContent()).toBe(
+      'Subscribers are a daily snapshot, written in date folders only: untick them, or choose Date folders.',
+    );
+    expect(await tab.locator('#e-schedule').textContent()).toBe(
+      'Enter both the hour and the minute, or leave both empty for a time Sluice picks.',
+    );
+    expect(
+      await tab.locator('.field.invalid').evaluateAll((all) => all.map((f) => f.getAttribute('data-field'))),
+    ).toEqual(['datasets', 'schedule']);
+    const names = async () =>
+      ((await h.ws.client.request('GET', '/data-exports')).body.dataExports ?? []).map(
+        (view: { name: string }) => view.name,
+      );
+    expect(await names()).not.toContain('Daily runs');
+    await screenshot('16-layout-schedule-errors', tab);
+
+    // Fixed: the form says when it runs and its next run (24-hour UTC); created, the page shows both.
+    await tab.getByLabel('subscribers').uncheck();
+    await tab.getByLabel('Minute').fill('30');
+    expect(await tab.getByTestId('next-run').textContent()).toBe(
+      `Every day at 08:30 UTC. Next run on this schedule: ${inUtc(nextDaily(8, 30))}.`,
+    );
+    await screenshot('17-layout-schedule', tab);
+    await tab.getByRole('button', { name: 'Create and test connection' }).click();
+    await tab.getByRole('heading', { name: 'Daily runs' }).waitFor();
+    const id = decodeURIComponent(/#\/exports\/([^/]+)$/.exec(tab.url())?.[1] ?? '');
+    await poll(dd).toEqual(
+      expect.arrayContaining([
+        'Email events',
+        'Daily',
+        'Run-hour folders (year/month/day/hour)',
+        'Every day at 08:30 UTC',
+      ]),
+    );
+    expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      layout: 'run_hour',
+      frequency: 'daily',
+      datasets: ['email_events'],
+      schedule: { hour: 8, minute: 30 },
+    });
+
+    // Edit: the stored layout and schedule in the form; hourly at minute 05 (the hour off); the page and the
+    // API show the change.
+    await tab.getByRole('link', { name: 'Edit' }).click();
+    await tab.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+    expect(await tab.getByLabel('Layout').inputValue()).toBe('run_hour');
+    expect(await tab.getByLabel('Hour (UTC)').inputValue()).toBe('08');
+    expect(await tab.getByLabel('Minute').inputValue()).toBe('30');
+    await tab.getByLabel('Frequency').selectOption('hourly');
+    expect(await tab.getByLabel('Hour (UTC)').isDisabled()).toBe(true);
+    await tab.getByLabel('Minute').fill('05');
+    expect(await tab.getByTestId('next-run').textContent()).toBe(
+      `Every hour at minute 05 (UTC). Next run on this schedule: ${inUtc(nextHourly(5))}.`,
+    );
+    await screenshot('18-edit-schedule', tab);
+    await tab.getByRole('button', { name: 'Save' }).click();
+    await tab.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+    await poll(dd).toContain('Every hour at minute 05 (UTC)');
+    expect(await dd()).toContain('Hourly');
+    expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      layout: 'run_hour',
+      frequency: 'hourly',
+      schedule: { minute: 5 },
+    });
+
+    // The bucket is deleted: the run fails for real, and the page says the export is failing, and why.
+    await h.api.s3.send(
+      new DeleteObjectCommand({ Bucket: bucket, Key: 'runs/_sluice/connection-test.json' }),
+    );
+    await h.api.s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+    const outcome = await workflows.runExportRun(manualRunInput(h, id));
+    expect(outcome.status).toBe('failed');
+    await poll(() => tab.getByTestId('failing').count()).toBe(1);
+    expect(await tab.getByTestId('failing').textContent()).toMatch(
+      new RegExp(
+        `^Failing since \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC: the bucket does not exist\\. Bucket "${bucket}" does not exist`,
+      ),
+    );
+    expect(await tab.getByTestId('state').textContent()).toMatch(/^failed/);
+    await screenshot('19-failing', tab);
+    // A run that failed before writing shows 0 rows, not "No rows" (which says it found nothing to export).
+    expect(await tab.locator('table.runs tbody tr').first().locator('td').nth(5).textContent()).toBe('0');
+    const retry = (await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport!.nextRunAt!;
+    expect(Date.parse(retry)).toBeGreaterThan(Date.now());
+
+    // Moved back to the local bucket, from the console of an API that checks its lifecycle rules (as for a
+    // customer's bucket): a new minute is said to apply after the retry already planned; the form asks for
+    // the keys again; then the save's warning is shown on the page.
+    const checking = await startApiServer({
+      host: '127.0.0.1',
+      port: 0,
+      site: (req, res) => serveConsole(consoleDir, req, res),
+      checkLocalLifecycle: true,
+    });
+    try {
+      const other = await signedInTab(h.ws.client.apiKey!, checking.url);
+      await other.goto(`${checking.url}/console/#/exports/${id}/edit`);
+      await other.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+      await other.getByLabel('Minute').fill('10');
+      expect(await other.getByTestId('next-run').textContent()).toBe(
+        `Every hour at minute 10 (UTC). Next run on this schedule: ${inUtc(nextHourly(10))}. The run already planned, at ${inUtc(Date.parse(retry))}, keeps its time.`,
+      );
+      await other.getByLabel('Bucket').fill('local-exports');
+      await other.getByRole('button', { name: 'Save' }).click();
+      await poll(() => other.locator('#e-bucket').textContent()).toBe(
+        'A new bucket needs the access key id and secret again: the stored secret is only used where it was given.',
+      );
+      await other.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
+      await other.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
+      await other.getByRole('button', { name: 'Save' }).click();
+      await other.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+      await poll(() => other.getByTestId('warning').count()).toBe(1);
+      expect(await other.getByTestId('warning').textContent()).toMatch(
+        /^Warning: An upload that is cut off .* lifecycle configuration/,
+      );
+      expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+        bucket: 'local-exports',
+        schedule: { minute: 10 },
+      });
+      await screenshot('20-saved-with-warning', other);
+      await other.close();
+    } finally {
+      await checking.close();
+    }
+    await tab.close();
+    expect(cspViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
   });
 });

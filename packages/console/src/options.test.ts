@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import { checkExportForm, compressionsOf, healthLine, label, minimalPolicy } from './app/options.js';
+import {
+  checkExportForm,
+  checkMove,
+  compressionsOf,
+  healthLine,
+  label,
+  minimalPolicy,
+  nextScheduledRun,
+  readSchedule,
+  sameSchedule,
+  scheduleLabel,
+} from './app/options.js';
 
 describe('console options', () => {
   it('labels enum values for people, and leaves an unknown one as it is', () => {
@@ -91,5 +102,93 @@ describe('console options', () => {
     expect(healthLine({ isEnabled: false, exportedThrough: { ...through, sms_events: null } }, now)).toBe(
       'Paused. Not exported yet',
     );
+  });
+
+  it('checks the run-hour layout against the frequency and the datasets, in its own words', () => {
+    // Act
+    const issues = checkExportForm(
+      { layout: 'run_hour', frequency: 'every_15_minutes', datasets: ['email_events', 'subscribers'] },
+      false,
+    );
+    // Assess
+    expect(issues).toEqual([
+      {
+        path: 'frequency',
+        message: 'Run-hour folders are written hourly or daily: choose Hourly or Daily, or Date folders.',
+      },
+      {
+        path: 'datasets',
+        message:
+          'Subscribers are a daily snapshot, written in date folders only: untick them, or choose Date folders.',
+      },
+    ]);
+    expect(
+      checkExportForm({ layout: 'run_hour', frequency: 'daily', datasets: ['sms_events'] }, false),
+    ).toEqual([]);
+    expect(
+      checkExportForm({ layout: 'date', frequency: 'every_5_minutes', datasets: ['subscribers'] }, false),
+    ).toEqual([]);
+  });
+
+  it('reads the schedule from the hour and minute fields, for the frequencies that take one', () => {
+    expect(readSchedule('hourly', '', '5')).toEqual({ schedule: { minute: 5 }, issues: [] });
+    expect(readSchedule('hourly', '08', '05')).toEqual({ schedule: { minute: 5 }, issues: [] }); // hour off
+    expect(readSchedule('daily', '08', '00')).toEqual({ schedule: { hour: 8, minute: 0 }, issues: [] });
+    expect(readSchedule('daily', '', '')).toEqual({ schedule: null, issues: [] });
+    expect(readSchedule('every_5_minutes', '08', '61')).toEqual({ schedule: null, issues: [] }); // fields off
+    expect(readSchedule('hourly', '', '60').issues).toEqual([
+      { path: 'schedule', message: 'Enter the minute as a number from 0 to 59.' },
+    ]);
+    expect(readSchedule('daily', '24', 'x').issues).toEqual([
+      { path: 'schedule', message: 'Enter the minute as a number from 0 to 59.' },
+      { path: 'schedule', message: 'Enter the hour as a number from 0 to 23 (UTC).' },
+    ]);
+    expect(readSchedule('daily', '8', '').issues).toEqual([
+      {
+        path: 'schedule',
+        message: 'Enter both the hour and the minute, or leave both empty for a time Sluice picks.',
+      },
+    ]);
+  });
+
+  it('says when a schedule runs and its next run, in 24-hour UTC', () => {
+    const now = Date.parse('2026-12-04T22:10:00.000Z');
+    expect(scheduleLabel('daily', { hour: 8, minute: 0 })).toBe('Every day at 08:00 UTC');
+    expect(scheduleLabel('hourly', { minute: 5 })).toBe('Every hour at minute 05 (UTC)');
+    expect(scheduleLabel('hourly', null)).toBe('Hourly, at a minute Sluice picks for this export');
+    expect(scheduleLabel('every_5_minutes', null)).toBe('Every 5 minutes, at minutes Sluice picks');
+    expect(new Date(nextScheduledRun('daily', { hour: 8, minute: 0 }, now)).toISOString()).toBe(
+      '2026-12-05T08:00:00.000Z',
+    );
+    expect(new Date(nextScheduledRun('daily', { hour: 22, minute: 30 }, now)).toISOString()).toBe(
+      '2026-12-04T22:30:00.000Z',
+    );
+    expect(new Date(nextScheduledRun('hourly', { minute: 5 }, now)).toISOString()).toBe(
+      '2026-12-04T23:05:00.000Z',
+    );
+    expect(new Date(nextScheduledRun('hourly', { minute: 10 }, now)).toISOString()).toBe(
+      '2026-12-04T23:10:00.000Z',
+    );
+    expect(sameSchedule({ minute: 5, hour: 8 }, { hour: 8, minute: 5 })).toBe(true);
+    expect(sameSchedule(null, undefined)).toBe(true);
+    expect(sameSchedule({ minute: 5 }, null)).toBe(false);
+  });
+
+  it('asks for the keys again when an edit moves an export with keys to another bucket, endpoint or region', () => {
+    expect(checkMove({ bucket: 'other', endpoint: null }, false)).toEqual([
+      {
+        path: 'bucket',
+        message:
+          'A new bucket needs the access key id and secret again: the stored secret is only used where it was given.',
+      },
+      {
+        path: 'endpoint',
+        message:
+          'A new endpoint needs the access key id and secret again: the stored secret is only used where it was given.',
+      },
+    ]);
+    expect(checkMove({ bucket: 'other', accessKeyId: 'AKIA', secretAccessKey: 's' }, false)).toEqual([]);
+    expect(checkMove({ region: 'eu-west-1' }, true)).toEqual([]); // a role signs for itself
+    expect(checkMove({ name: 'Renamed', pathPrefix: 'elsewhere' }, false)).toEqual([]);
   });
 });

@@ -17,12 +17,18 @@ import './console.css';
 import { formatDuration, formatTime, runHistory } from './history.js';
 import {
   checkExportForm,
+  checkMove,
   compressionsOf,
   HELP,
   healthLine,
   LABELS,
   label,
   minimalPolicy,
+  nextScheduledRun,
+  readSchedule,
+  SCHEDULED_FREQUENCIES,
+  sameSchedule,
+  scheduleLabel,
 } from './options.js';
 
 const KEY_STORAGE = 'sluice.apiKey';
@@ -250,6 +256,29 @@ async function formView(id?: string): Promise<void> {
     Object.keys(LABELS.serverSideEncryption ?? {}),
     current?.serverSideEncryption ?? '',
   );
+  const layout = enumSelect('layout', Object.keys(LABELS.layout ?? {}), current?.layout ?? 'date');
+  const numberInput = (name: string, value: number | undefined, placeholder: string) =>
+    h('input', {
+      id: `f-schedule-${name}`,
+      name: `schedule.${name}`,
+      type: 'text',
+      inputmode: 'numeric',
+      autocomplete: 'off',
+      size: 4,
+      placeholder,
+      value: value === undefined ? '' : String(value).padStart(2, '0'),
+    });
+  const scheduleHour = numberInput('hour', current?.schedule?.hour, 'HH');
+  const scheduleMinute = numberInput('minute', current?.schedule?.minute, 'MM');
+  const schedule = h(
+    'fieldset',
+    { id: 'f-schedule', class: 'schedule' },
+    h('label', { for: scheduleHour.id }, 'Hour (UTC)'),
+    scheduleHour,
+    h('label', { for: scheduleMinute.id }, 'Minute'),
+    scheduleMinute,
+  );
+  const nextRun = h('p', { class: 'next-run', 'data-testid': 'next-run' });
   const policy = h('pre', { class: 'policy', 'data-testid': 'policy' });
   const externalId = current?.externalId
     ? h(
@@ -277,6 +306,29 @@ async function formView(id?: string): Promise<void> {
       kmsKeyId: inputs.get('kmsKeyId')?.value ?? '',
     });
     if (policy.textContent !== text) policy.textContent = text;
+    const scheduled = SCHEDULED_FREQUENCIES.includes(frequency.value);
+    scheduleMinute.disabled = !scheduled;
+    scheduleHour.disabled = frequency.value !== 'daily';
+    const when = scheduleText();
+    if (nextRun.textContent !== when) nextRun.textContent = when;
+  };
+  /** What the schedule fields give, in words, with the next run on it (ISO 24-hour UTC, as everywhere). */
+  const scheduleText = (): string => {
+    const read = readSchedule(frequency.value, scheduleHour.value, scheduleMinute.value);
+    if (read.issues.length > 0) return '';
+    const runs = scheduleLabel(frequency.value, read.schedule);
+    if (read.schedule === null) return `${runs}.`;
+    const next = formatTime(
+      new Date(nextScheduledRun(frequency.value, read.schedule, Date.now())).toISOString(),
+    );
+    const planned =
+      current?.isEnabled &&
+      current.nextRunAt &&
+      Date.parse(current.nextRunAt) > Date.now() &&
+      !sameSchedule(read.schedule, current.schedule)
+        ? ` The run already planned, at ${formatTime(current.nextRunAt)}, keeps its time.`
+        : '';
+    return `${runs}. Next run on this schedule: ${next}.${planned}`;
   };
   const datasetBoxes = DATASETS.map((dataset) =>
     h(
@@ -319,8 +371,14 @@ async function formView(id?: string): Promise<void> {
     field('serverSideEncryption', 'Encryption', encryption, HELP.serverSideEncryption),
     textFields[8] ?? null,
     current ? null : field('startFrom', 'Start from (UTC)', startFrom, HELP.startFrom),
-    // Layout, schedule and child organisations (branch `layout`) go here, as fields of the same form.
-    h('div', { class: 'layout-slot', 'data-slot': 'layout' }),
+    h(
+      'div',
+      { class: 'layout-slot', 'data-slot': 'layout' },
+      h('h2', {}, 'Files and schedule'),
+      field('layout', 'Layout', layout, HELP.layout),
+      field('schedule', 'Run time', schedule, HELP.schedule),
+      nextRun,
+    ),
     h('h2', {}, 'Minimal bucket policy for these options'),
     h('p', {}, 'The least the access key (or role) needs on Amazon S3, to paste into IAM:'),
     policy,
@@ -347,6 +405,7 @@ async function formView(id?: string): Promise<void> {
       .filter((box) => box.checked)
       .map((box) => box.value);
     const value = (name: string) => (inputs.get(name)?.value ?? '').trim();
+    const scheduled = readSchedule(frequency.value, scheduleHour.value, scheduleMinute.value);
     const body: Record<string, unknown> = {};
     if (current === undefined) {
       body.provider = provider.value;
@@ -357,6 +416,8 @@ async function formView(id?: string): Promise<void> {
       body.compression = compression.value;
       if (encryption.value !== '') body.serverSideEncryption = encryption.value;
       if (startFrom.value.trim() !== '') body.startFrom = startFrom.value.trim();
+      if (layout.value !== 'date') body.layout = layout.value;
+      if (scheduled.schedule !== null) body.schedule = scheduled.schedule;
     } else {
       for (const [name] of TEXT_FIELDS) {
         const before =
@@ -371,16 +432,25 @@ async function formView(id?: string): Promise<void> {
       if (compression.value !== current.compression) body.compression = compression.value;
       if (encryption.value !== (current.serverSideEncryption ?? ''))
         body.serverSideEncryption = encryption.value === '' ? null : encryption.value;
+      if (layout.value !== current.layout) body.layout = layout.value;
+      if (!sameSchedule(scheduled.schedule, current.schedule)) body.schedule = scheduled.schedule;
     }
-    const issues = checkExportForm(
-      {
-        ...body,
-        ...(current ? {} : { datasets: chosen }),
-        kmsKeyId: value('kmsKeyId'),
-        serverSideEncryption: encryption.value,
-      },
-      current === undefined,
-    );
+    // Checked as the export will be: the layout's rules apply to the form's frequency and datasets, edited or not.
+    const issues = [
+      ...checkExportForm(
+        {
+          ...body,
+          datasets: chosen,
+          frequency: frequency.value,
+          layout: layout.value,
+          kmsKeyId: value('kmsKeyId'),
+          serverSideEncryption: encryption.value,
+        },
+        current === undefined,
+      ),
+      ...scheduled.issues,
+      ...(current ? checkMove(body, Boolean(current.roleArn)) : []),
+    ];
     if (issues.length > 0) {
       clearFieldErrors(form, formError);
       showFieldErrors(form, formError, new ApiError('Check the fields marked below.', 0, 'form', issues));
@@ -482,8 +552,8 @@ async function detailView(id: string): Promise<void> {
         ? [
             h(
               'p',
-              { class: 'error', role: 'alert', 'data-testid': 'failing' },
-              `Failing since ${formatTime(view.failing.since)}: ${view.failing.reason}. ${view.lastError ?? ''}`,
+              { class: 'error failing', role: 'alert', 'data-testid': 'failing' },
+              `Failing since ${formatTime(view.failing.since)}: ${label('failingReason', view.failing.reason)}. ${view.lastError ?? ''}`,
             ),
           ]
         : []),
@@ -514,6 +584,8 @@ async function detailView(id: string): Promise<void> {
               : label('serverSideEncryption', ''),
           ],
           ['Frequency', label('frequency', view.frequency)],
+          ['Layout', label('layout', view.layout)],
+          ['Schedule', scheduleLabel(view.frequency, view.schedule)],
           ['Start from', formatTime(view.startFrom)],
           ['Next run', view.isEnabled ? formatTime(view.nextRunAt) : 'none while paused'],
           ['Last error', view.lastError ?? 'none'],
@@ -640,7 +712,12 @@ async function detailView(id: string): Promise<void> {
                 { class: 'num' },
                 run.finishedAt ? formatDuration(Date.parse(run.finishedAt) - Date.parse(run.startedAt)) : '…',
               ),
-              h('td', { class: 'num' }, run.rowCount === 0 ? 'No rows' : formatCount(run.rowCount)),
+              h(
+                'td',
+                { class: 'num' },
+                // "No rows": a run that found nothing to export, not one that failed before writing any.
+                run.status === 'succeeded' && run.rowCount === 0 ? 'No rows' : formatCount(run.rowCount),
+              ),
               h('td', { class: 'num' }, formatCount(run.fileCount)),
               h('td', { class: 'num' }, formatBytes(run.byteCount)),
               h('td', {}, run.error ?? ''),

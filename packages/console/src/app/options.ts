@@ -26,6 +26,32 @@ export const LABELS: Record<string, Record<string, string>> = {
     sms_events: 'SMS events',
     custom_events: 'Custom events',
     subscribers: 'Subscribers (daily snapshot)',
+    message_events: 'Message events',
+    project_summary: 'Project summaries',
+    opt_out_events: 'Opt-out events',
+    click_events: 'Click events',
+  },
+  /** `failing.reason`: why the export's runs fail, as the banner says it. */
+  failingReason: {
+    no_such_bucket: 'the bucket does not exist',
+    invalid_bucket_name: 'the bucket name is not valid',
+    access_denied: 'access is denied',
+    wrong_region: 'the region is wrong',
+    invalid_access_key: 'the access key id is not valid',
+    role_not_assumable: 'the role cannot be assumed',
+    signature_mismatch: 'the secret access key is wrong',
+    unsafe_endpoint: 'the endpoint is not allowed',
+    redirected: 'the store redirects',
+    tls_error: 'the TLS connection fails',
+    not_supported: 'the store does not support a request Sluice makes',
+    endpoint_unreachable: 'the endpoint cannot be reached',
+    secret_rejected: 'the stored secret no longer opens: give the credentials again',
+    invalid_location: 'the bucket settings are not valid',
+    unknown: 'an error the store did not explain',
+  },
+  layout: {
+    date: 'Date folders (date=YYYY-MM-DD)',
+    run_hour: 'Run-hour folders (year/month/day/hour)',
   },
 };
 
@@ -46,7 +72,7 @@ export const HELP: Record<string, string> = {
   bucket: 'The bucket name only, such as acme-exports (not s3://… or a URL).',
   region: 'Required for Amazon S3 without an endpoint, such as us-east-1.',
   endpoint: 'HTTPS origin of an S3-compatible store, such as https://<account>.r2.cloudflarestorage.com.',
-  pathPrefix: 'Folder inside the bucket; files go under <prefix>/<dataset>/date=YYYY-MM-DD/.',
+  pathPrefix: 'Folder inside the bucket; the layout below sets the folders under it.',
   accessKeyId: 'A key allowed to write under the prefix (the policy below). Or use a role instead.',
   secretAccessKey: 'Stored encrypted, never shown again.',
   roleArn:
@@ -59,7 +85,78 @@ export const HELP: Record<string, string> = {
   datasets: 'Events are written in windows of the frequency; subscribers as one snapshot per UTC day.',
   frequency: 'How often it runs, and the size of its event windows.',
   startFrom: 'ISO 8601 UTC time the event datasets start from (at most 30 days back); empty: now.',
+  layout:
+    'Date folders: <prefix>/<dataset>/date=YYYY-MM-DD/, 50,000 rows a file, any frequency and dataset. Run-hour folders: <prefix>/v1/schema_type=<dataset>/year=…/month=…/day=…/hour=HH/ of each scheduled run, 100,000 rows a file; hourly or daily, event datasets only (no subscribers). A change applies from the next window.',
+  schedule:
+    'Hourly and daily exports only, in UTC: the minute of every hour, or the hour and minute of every day. Empty: a minute Sluice picks for this export. A change applies after the run already planned.',
 };
+
+/** The frequencies that take a schedule, and that the run-hour layout runs at (the API's rule). */
+export const SCHEDULED_FREQUENCIES: readonly string[] = ['hourly', 'daily'];
+
+/** `schedule` of an export, as the API takes and shows it. */
+export interface Schedule {
+  minute: number;
+  hour?: number;
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * The schedule the form's two inputs give for `frequency`: null when both are empty (or the frequency takes
+ * none, its inputs then off), else the minute (and the hour, daily), or the problems in the console's words.
+ */
+export function readSchedule(
+  frequency: string,
+  hourText: string,
+  minuteText: string,
+): { schedule: Schedule | null; issues: FormIssue[] } {
+  const hour = hourText.trim();
+  const minute = minuteText.trim();
+  const daily = frequency === 'daily';
+  if (!SCHEDULED_FREQUENCIES.includes(frequency) || (minute === '' && (hour === '' || !daily))) {
+    return { schedule: null, issues: [] };
+  }
+  const issues: FormIssue[] = [];
+  const whole = (text: string, max: number) =>
+    /^\d{1,2}$/.test(text) && Number(text) <= max ? Number(text) : undefined;
+  if (daily && (hour === '' || minute === '')) {
+    issues.push({
+      path: 'schedule',
+      message: 'Enter both the hour and the minute, or leave both empty for a time Sluice picks.',
+    });
+    return { schedule: null, issues };
+  }
+  const m = whole(minute, 59);
+  if (m === undefined)
+    issues.push({ path: 'schedule', message: 'Enter the minute as a number from 0 to 59.' });
+  const hr = daily ? whole(hour, 23) : undefined;
+  if (daily && hr === undefined)
+    issues.push({ path: 'schedule', message: 'Enter the hour as a number from 0 to 23 (UTC).' });
+  if (issues.length > 0 || m === undefined) return { schedule: null, issues };
+  return { schedule: hr === undefined ? { minute: m } : { hour: hr, minute: m }, issues };
+}
+
+/** True when two schedules (or their absence) give the same run times. */
+export function sameSchedule(a: Schedule | null | undefined, b: Schedule | null | undefined): boolean {
+  return (a ?? null) === (b ?? null) || (!!a && !!b && a.minute === b.minute && a.hour === b.hour);
+}
+
+/** `Every hour at minute 05`, `Every day at 08:00 UTC`, or the time Sluice picks: a schedule for people. */
+export function scheduleLabel(frequency: string, schedule: Schedule | null | undefined): string {
+  if (!SCHEDULED_FREQUENCIES.includes(frequency))
+    return `${label('frequency', frequency)}, at minutes Sluice picks`;
+  if (!schedule) return `${label('frequency', frequency)}, at a minute Sluice picks for this export`;
+  if (frequency === 'daily') return `Every day at ${two(schedule.hour ?? 0)}:${two(schedule.minute)} UTC`;
+  return `Every hour at minute ${two(schedule.minute)} (UTC)`;
+}
+
+/** The first run of `schedule` strictly after `nowMs` (epoch ms), as the API plans it: hourly or daily. */
+export function nextScheduledRun(frequency: string, schedule: Schedule, nowMs: number): number {
+  const period = frequency === 'daily' ? 86_400_000 : 3_600_000;
+  const offset = ((frequency === 'daily' ? (schedule.hour ?? 0) * 60 : 0) + schedule.minute) * 60_000;
+  return Math.floor((nowMs - offset) / period) * period + offset + period;
+}
 
 /** What {@link minimalPolicy} needs from the form. */
 export interface PolicyOptions {
@@ -147,7 +244,35 @@ export function checkExportForm(body: Record<string, unknown>, creating: boolean
   const startFrom = text('startFrom');
   if (startFrom !== '' && !Number.isFinite(Date.parse(startFrom)))
     issues.push({ path: 'startFrom', message: 'Enter an ISO 8601 UTC time such as 2026-12-01T00:00:00Z.' });
+  if (body.layout === 'run_hour') {
+    if (!SCHEDULED_FREQUENCIES.includes(text('frequency')))
+      issues.push({
+        path: 'frequency',
+        message: 'Run-hour folders are written hourly or daily: choose Hourly or Daily, or Date folders.',
+      });
+    if (Array.isArray(body.datasets) && body.datasets.includes('subscribers'))
+      issues.push({
+        path: 'datasets',
+        message:
+          'Subscribers are a daily snapshot, written in date folders only: untick them, or choose Date folders.',
+      });
+  }
   return issues;
+}
+
+/** The location fields a key (not role) export signs its requests for: a new value needs the keys again. */
+const SIGNED_FIELDS = ['bucket', 'endpoint', 'region'] as const;
+
+/**
+ * The edit form's check of a move: a new bucket, endpoint or region of an export with keys needs the keys again
+ * (the stored secret is only ever sent where it was given). `changes` is the update's body.
+ */
+export function checkMove(changes: Record<string, unknown>, usesRole: boolean): FormIssue[] {
+  if (usesRole || changes.accessKeyId !== undefined) return [];
+  return SIGNED_FIELDS.filter((name) => changes[name] !== undefined).map((path) => ({
+    path,
+    message: `A new ${path} needs the access key id and secret again: the stored secret is only used where it was given.`,
+  }));
 }
 
 /** `3 minutes ago`, `2 hours ago`, `just now`: how long ago `iso` was at `nowMs`. */
