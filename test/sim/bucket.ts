@@ -6,8 +6,9 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
 import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
-import { FILE_EXTENSIONS } from '@sluice/core';
+import { EVENT_DATASETS, type EventDataset, FILE_EXTENSIONS } from '@sluice/core';
 import { parquetReadObjects } from 'hyparquet';
+import { fileRowId, idColumnsOf } from './model.js';
 
 /** One object as last read. */
 export interface BucketObjectView {
@@ -15,7 +16,7 @@ export interface BucketObjectView {
   etag: string;
   bytes: number;
   sha256: string;
-  /** Row ids of a data file, in file order; undefined for other objects. */
+  /** Row ids of a data file, in file order ({@link fileRowId}); undefined for other objects. */
   ids?: string[];
   /** Parsed JSON of a `.json` object. */
   json?: unknown;
@@ -65,24 +66,36 @@ export class BucketView {
       sha256: createHash('sha256').update(bytes).digest('hex'),
     };
     const extension = dataExtensionOf(key);
-    if (extension === FILE_EXTENSIONS.jsonl) view.ids = jsonLinesIds(gunzipSync(bytes).toString('utf8'));
-    else if (extension === FILE_EXTENSIONS.parquet) view.ids = await parquetIds(bytes);
+    const dataset = datasetOfKey(key) ?? 'email_events';
+    if (extension === FILE_EXTENSIONS.jsonl)
+      view.ids = jsonLinesIds(gunzipSync(bytes).toString('utf8'), dataset);
+    else if (extension === FILE_EXTENSIONS.parquet) view.ids = await parquetIds(bytes, dataset);
     else if (key.endsWith('.json')) view.json = JSON.parse(bytes.toString('utf8'));
     return view;
   }
 }
 
-/** The `id` of every line of a JSON lines text. */
-export function jsonLinesIds(text: string): string[] {
+const DATASET_FOLDER = new RegExp(`/(?:v1/schema_type=)?(${EVENT_DATASETS.join('|')})/(?:date=|year=)`);
+
+/** The event dataset of a data file or manifest key, in either layout (`<dataset>/date=`, `schema_type=`). */
+export function datasetOfKey(key: string): EventDataset | undefined {
+  return DATASET_FOLDER.exec(key)?.[1] as EventDataset | undefined;
+}
+
+/** The identity ({@link fileRowId}) of every line of a JSON lines text of `dataset`. */
+export function jsonLinesIds(text: string, dataset: EventDataset = 'email_events'): string[] {
   return text
     .split('\n')
     .filter((line) => line !== '')
-    .map((line) => String((JSON.parse(line) as { id: unknown }).id));
+    .map((line) => fileRowId(dataset, JSON.parse(line) as Record<string, unknown>));
 }
 
-async function parquetIds(bytes: Buffer): Promise<string[]> {
+async function parquetIds(bytes: Buffer, dataset: EventDataset): Promise<string[]> {
   if (bytes.length === 0) return [];
   const file = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length) as ArrayBuffer;
-  const rows = (await parquetReadObjects({ file, columns: ['id'] })) as { id: unknown }[];
-  return rows.map((row) => String(row.id));
+  const rows = (await parquetReadObjects({ file, columns: idColumnsOf(dataset) })) as Record<
+    string,
+    unknown
+  >[];
+  return rows.map((row) => fileRowId(dataset, row));
 }

@@ -2,7 +2,15 @@
  * The simulation's own record of what was ingested and configured: the oracle's expectations come from here and
  * from the bucket only, never from the engine's functions or tables.
  */
-import type { EventDataset, ExportFormat, Frequency } from '@sluice/core';
+import {
+  CATALOG,
+  type EventDataset,
+  type ExportFormat,
+  FIRST_PRODUCT_EVENT_DATASETS,
+  type Frequency,
+  type Layout,
+  type Schedule,
+} from '@sluice/core';
 
 /** One row the simulation sent to ingest. */
 export interface ModelRow {
@@ -21,6 +29,45 @@ export interface ModelRow {
    * it then reported it expired, so it is accounted for, even if a later compaction's archive reaches it again.
    */
   lapsedMs?: number;
+  /**
+   * A row of a current-row dataset (`message_events`, `project_summary`): the message's (project's) id. Its
+   * {@link Model.rows} id is {@link fileRowId}'s: `<message_id>@<updated_at ms>` per emission, the project id.
+   */
+  key?: string;
+  /** A `message_events` emission's `updated_at` (epoch ms) and `status`. */
+  updatedMs?: number;
+  status?: string;
+}
+
+/**
+ * The oracle's identity of a row in a file, from the file's own columns (the second product's files carry no
+ * `id`): the first product's `id`; a `message_events` row's `<message_id>@<updated_at ms>` (one message goes
+ * out once per status change); the catalogue's natural key of the other second-product datasets (click id,
+ * opt-out id, project id).
+ */
+export function fileRowId(dataset: EventDataset, row: Record<string, unknown>): string {
+  if ((FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)) return String(row.id);
+  const key = String(row[idFieldOf(dataset)]);
+  return dataset === 'message_events' ? `${key}@${msOf(row.updated_at)}` : key;
+}
+
+/** The columns {@link fileRowId} reads. */
+export function idColumnsOf(dataset: EventDataset): string[] {
+  if ((FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)) return ['id'];
+  return dataset === 'message_events' ? ['message_id', 'updated_at'] : [idFieldOf(dataset)];
+}
+
+/** The natural key column of a second-product dataset, from the catalogue. */
+export function idFieldOf(dataset: EventDataset): string {
+  return String((CATALOG[dataset] as { idField?: string }).idField);
+}
+
+/** Epoch ms of a time column as JSON lines (ISO text) or Parquet (a `Date`, or a number) give it. */
+export function msOf(value: unknown): number | string {
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'number' || typeof value === 'bigint') return Number(value);
+  if (typeof value === 'string') return Date.parse(value);
+  return '-';
 }
 
 /** The person fields of a generated event, as {@link ModelRow} keeps them. */
@@ -51,21 +98,43 @@ export interface ModelBackfill {
   cancelled: boolean;
 }
 
+/** An export's `run_hour` or `date` layout and its `schedule` since a time (its configurations, ascending). */
+export interface ModelConfig {
+  sinceMs: number;
+  layout: Layout;
+  frequency: Frequency;
+  schedule: Schedule | null;
+}
+
 /** One export as the simulation configured it. */
 export interface ModelExport {
   /** The simulation's own number for it. */
   ref: number;
   workspace: number;
+  /** The workspace's id: the `organization_id` of its `run_hour` file names. */
+  workspaceId: string;
   id: string;
   prefix: string;
   createdMs: number;
-  /** `startFrom`, else the creation time. */
+  /**
+   * The earliest start the contract allows: `startFrom`, else the creation time; in `run_hour`, up to two
+   * windows earlier (its first window is whole: the one holding `startFrom`, or the last one ended at creation).
+   */
   startMs: number;
+  /** From when every row is owed: `startFrom`, else the creation time. */
+  dueFromMs: number;
   frequency: Frequency;
   /** Every frequency it has had. */
   frequencies: Set<Frequency>;
   /** Its format since each time (ascending). */
   formats: { sinceMs: number; format: ExportFormat }[];
+  /** Its layout, frequency and schedule since each time (ascending). */
+  configs: ModelConfig[];
+  /**
+   * The run offset (`nextRunAt` modulo the period) seen per frequency while it had no schedule: the spread
+   * slot of its id, which must stay the same after every run.
+   */
+  spreadOffsets: Map<Frequency, number>;
   memberships: Map<EventDataset, Membership[]>;
   enabled: boolean;
   deleted: boolean;
@@ -85,6 +154,13 @@ export class Model {
   archiveThroughMs: number | undefined;
   /** The first hour the archive holds (the first compaction's hot horizon, down to the hour). */
   archiveStartMs: number | undefined;
+  /** Each message's current state as the simulation sent it, by `<workspace>/<message_id>`. */
+  readonly messages = new Map<string, { status: string; updatedMs: number; row: Record<string, unknown> }>();
+  /** Projects sent complete, by `<workspace>/<project_id>`, and the row each was sent with. */
+  readonly completedProjects = new Set<string>();
+  readonly projectRows = new Map<string, Record<string, unknown>>();
+  /** Rows of current-row datasets by `<workspace>/<dataset>/<key>`: each message's emissions. */
+  private readonly byKey = new Map<string, Map<string, ModelRow>>();
   /** Faults injected so far, by kind. */
   readonly faults = new Map<string, number>();
 
@@ -164,6 +240,31 @@ export class Model {
       }
     }
     return rows.filter(([, row]) => belongs(row)).map(([id]) => id);
+  }
+
+  /** Records a row (indexed by its key when it has one). */
+  addRow(id: string, row: ModelRow): void {
+    this.rows.set(id, row);
+    if (row.key === undefined) return;
+    const index = `${row.workspace}/${row.dataset}/${row.key}`;
+    const rows = this.byKey.get(index) ?? new Map<string, ModelRow>();
+    rows.set(id, row);
+    this.byKey.set(index, rows);
+  }
+
+  /** The rows of one message (project), by id. */
+  rowsOfKey(workspace: number, dataset: EventDataset, key: string): Map<string, ModelRow> {
+    return this.byKey.get(`${workspace}/${dataset}/${key}`) ?? new Map();
+  }
+
+  /** The layouts the export had at any time in `[fromMs, toMs]`. */
+  layoutsDuring(exp: ModelExport, fromMs: number, toMs: number): Set<Layout> {
+    const held = new Set<Layout>();
+    exp.configs.forEach((entry, index) => {
+      const until = exp.configs[index + 1]?.sinceMs ?? Number.POSITIVE_INFINITY;
+      if (entry.sinceMs <= toMs && until >= fromMs) held.add(entry.layout);
+    });
+    return held;
   }
 
   countFault(kind: string): void {

@@ -2,6 +2,7 @@
  * The oracle: the rules of "The export contract" (docs/internals.md) marked [oracle], checked from the bucket
  * and the simulation's own record ({@link Model}) only.
  */
+import { createHash } from 'node:crypto';
 import {
   EVENT_DATASETS,
   type EventDataset,
@@ -9,9 +10,11 @@ import {
   type ExportFormat,
   FILE_EXTENSIONS,
   FREQUENCY_MS,
+  type Frequency,
+  type Layout,
 } from '@sluice/core';
 import type { BucketObjectView } from './bucket.js';
-import type { Model, ModelExport } from './model.js';
+import type { Model, ModelExport, ModelRow } from './model.js';
 
 /** The oracle's checks, as `known-defects.ts` names them. */
 export const CHECKS = [
@@ -27,6 +30,14 @@ export const CHECKS = [
   'totals',
   'archived',
   'same-bytes',
+  /** A `run_hour` key: its folders, organisation and job as the contract names them. */
+  'name',
+  /** `message_events`: one row per message and window, the last one recorded in it. */
+  'current-row',
+  /** What ingest says it did with each input (refused, ignored, emitted) matches the dataset's rules. */
+  'ingest',
+  /** An export's next run stays on its schedule slot (or its id's spread slot) after every run. */
+  'slot',
 ] as const;
 export type Check = (typeof CHECKS)[number];
 
@@ -54,32 +65,128 @@ const DATA_KEY = new RegExp(
 const MANIFEST_KEY = new RegExp(
   `/_sluice/manifests/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/(\\d+)-(\\d+)\\.json$`,
 );
+/** `run_hour`: `v1/schema_type=<d>/year=/month=/day=/hour=/<organization_id>_<d>_<YYYYMMDDTHHMMSSZ>_<job>`. */
+const RUN_HOUR_STEM =
+  `v1/schema_type=(${DATASETS})/year=(\\d{4})/month=(\\d{2})/day=(\\d{2})/hour=(\\d{2})/` +
+  `(.+)_\\1_(\\d{8}T\\d{6}Z)_([0-9a-f]{12})`;
+const RUN_HOUR_DATA_KEY = new RegExp(`/${RUN_HOUR_STEM}\\.part-(\\d{3})(${EXTENSIONS})$`);
+const RUN_HOUR_MANIFEST_KEY = new RegExp(`/_sluice/manifests/${RUN_HOUR_STEM}\\.json$`);
+/** Every `run_hour` window ends this long before its slot (its scheduled run), which names its files. */
+const RUN_HOUR_LEAD_MS = 5 * 60_000;
 
 /** A data file's window, parsed from its key. */
-interface FileWindow {
+export interface FileWindow {
   key: string;
   dataset: EventDataset;
-  date: string;
+  layout: Layout;
   fromMs: number;
   toMs: number;
   index: number;
   format: ExportFormat;
+  /** The window's name within the export: `<dataset>/<from>-<to>`, or `<dataset>/<slot>` in `run_hour`. */
   window: string;
+  /** What is wrong with the key itself (a name the contract does not give), if anything. */
+  nameIssue?: string;
 }
 
-function parseDataKey(key: string): FileWindow | undefined {
+/** `YYYYMMDDTHHMMSSZ` as epoch ms. */
+function compactMs(stamp: string): number {
+  return Date.parse(
+    `${stamp.slice(0, 4)}-${stamp.slice(4, 6)}-${stamp.slice(6, 8)}T${stamp.slice(9, 11)}:${stamp.slice(11, 13)}:${stamp.slice(13, 15)}Z`,
+  );
+}
+
+/**
+ * The frequency a `run_hour` window of `exp` whose slot is `slotMs` was cut on: of the `run_hour`
+ * configurations it had, the one in force at the slot if the slot is on its schedule, else any whose schedule
+ * the slot is on (a spread slot not seen yet counts as on it); undefined when the slot is on none.
+ */
+export function runHourFrequencyOf(exp: ModelExport, slotMs: number): Frequency | undefined {
+  const onSlot = (config: ModelExport['configs'][number]) => {
+    if (config.layout !== 'run_hour') return false;
+    const offset = offsetOf(exp, config);
+    const period = FREQUENCY_MS[config.frequency];
+    // A spread slot not seen yet (no run has succeeded since): not checkable yet.
+    return offset === undefined || (((slotMs - offset) % period) + period) % period === 0;
+  };
+  const inForce = [...exp.configs].reverse().find((config) => config.sinceMs <= slotMs);
+  if (inForce !== undefined && onSlot(inForce)) return inForce.frequency;
+  return exp.configs.find(onSlot)?.frequency;
+}
+
+/** The run offset of a configuration within its period: its schedule's, else the spread slot seen. */
+export function offsetOf(exp: ModelExport, config: ModelExport['configs'][number]): number | undefined {
+  const schedule = config.schedule;
+  if (schedule === null) return exp.spreadOffsets.get(config.frequency);
+  if (config.frequency === 'daily') return ((schedule.hour ?? 0) * 60 + schedule.minute) * 60_000;
+  return (schedule.minute * 60_000) % FREQUENCY_MS[config.frequency];
+}
+
+export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undefined {
   const match = DATA_KEY.exec(key);
-  if (!match) return undefined;
-  const [, dataset, date, from, to, index, extension] = match;
+  if (match) {
+    const [, dataset, date, from, to, index, extension] = match;
+    const toMs = Number(to);
+    return {
+      key,
+      dataset: dataset as EventDataset,
+      layout: 'date',
+      fromMs: Number(from),
+      toMs,
+      index: Number(index),
+      format: FORMAT_OF_EXTENSION.get(extension!)!,
+      window: `${dataset}/${from}-${to}`,
+      ...(new Date(toMs).toISOString().slice(0, 10) !== date ? { nameIssue: 'wrong date folder' } : {}),
+    };
+  }
+  const hour = RUN_HOUR_DATA_KEY.exec(key);
+  if (!hour) return undefined;
+  const [, dataset, year, month, day, hh, organization, stamp, job, part, extension] = hour;
+  const slotMs = compactMs(stamp!);
+  const toMs = slotMs - RUN_HOUR_LEAD_MS - 1;
+  const frequency = exp === undefined ? undefined : runHourFrequencyOf(exp, slotMs);
+  const issues: string[] = [];
+  if (new Date(slotMs).toISOString().slice(0, 13) !== `${year}-${month}-${day}T${hh}`)
+    issues.push('folders are not its slot');
+  if (exp !== undefined) {
+    if (organization !== exp.workspaceId) issues.push(`organization ${organization}, not ${exp.workspaceId}`);
+    const expected = createHash('sha256').update(`${exp.id}:${stamp}`).digest('hex').slice(0, 12);
+    if (job !== expected) issues.push(`job ${job}, not ${expected}`);
+  }
   return {
     key,
     dataset: dataset as EventDataset,
-    date: date!,
-    fromMs: Number(from),
-    toMs: Number(to),
-    index: Number(index),
+    layout: 'run_hour',
+    // A slot on none of its schedules: the widest window, and the grid check names it.
+    fromMs: toMs - FREQUENCY_MS[frequency ?? 'daily'],
+    toMs,
+    index: Number(part),
     format: FORMAT_OF_EXTENSION.get(extension!)!,
-    window: `${dataset}/${from}-${to}`,
+    window: `${dataset}/${stamp}`,
+    ...(issues.length > 0 ? { nameIssue: issues.join('; ') } : {}),
+  };
+}
+
+/** A manifest key's window (as {@link FileWindow.window}) and the key prefix of its data files. */
+function parseManifestKey(key: string): { window: string; dataset: EventDataset; files: string } | undefined {
+  const match = MANIFEST_KEY.exec(key);
+  if (match) {
+    const [, dataset, date, from, to] = match;
+    const prefix = key.slice(0, match.index);
+    return {
+      window: `${dataset}/${from}-${to}`,
+      dataset: dataset as EventDataset,
+      files: `${prefix}/${dataset}/date=${date}/${dataset}-${from}-${to}-`,
+    };
+  }
+  const hour = RUN_HOUR_MANIFEST_KEY.exec(key);
+  if (!hour) return undefined;
+  const prefix = key.slice(0, hour.index);
+  const stem = key.slice(hour.index + '/_sluice/manifests'.length, -'.json'.length);
+  return {
+    window: `${hour[1]}/${hour[7]}`,
+    dataset: hour[1] as EventDataset,
+    files: `${prefix}${stem}.part-`,
   };
 }
 
@@ -118,8 +225,8 @@ export function checkStep(
   const windows = new Map<string, FileWindow[]>();
 
   for (const [key, object] of objects) {
-    const file = parseDataKey(key);
-    const manifest = MANIFEST_KEY.test(key);
+    const file = parseDataKey(key, exp);
+    const manifest = parseManifestKey(key) !== undefined;
     // Nothing shrinks: rows of a data file or a manifest.
     const rows = file
       ? (object.ids?.length ?? 0)
@@ -163,19 +270,23 @@ export function checkStep(
       }
     }
     windows.set(file.window, [...(windows.get(file.window) ?? []), file]);
-    // Grid: one whole cell of a frequency the export has had; the date folder is the window's day.
-    const step = file.toMs - file.fromMs;
-    const onGrid = [...exp.frequencies].some(
-      (f) => FREQUENCY_MS[f] === step && (file.fromMs + 1) % step === 0,
-    );
-    if (!onGrid) {
-      violate(
-        'grid',
-        `${key}: window ${iso(file.fromMs)}–${iso(file.toMs)} is no cell of ${[...exp.frequencies].join('/')}`,
+    // Grid: one whole cell of a frequency the export has had (`date`: on the UTC grid; `run_hour`: its slot
+    // on one of the schedules it had); the key is the one the contract names.
+    if (file.layout === 'date') {
+      const step = file.toMs - file.fromMs;
+      const onGrid = [...exp.frequencies].some(
+        (f) => FREQUENCY_MS[f] === step && (file.fromMs + 1) % step === 0,
       );
+      if (!onGrid) {
+        violate(
+          'grid',
+          `${key}: window ${iso(file.fromMs)}–${iso(file.toMs)} is no cell of ${[...exp.frequencies].join('/')}`,
+        );
+      }
+    } else if (runHourFrequencyOf(exp, file.toMs + 1 + RUN_HOUR_LEAD_MS) === undefined) {
+      violate('grid', `${key}: slot ${iso(file.toMs + 1 + RUN_HOUR_LEAD_MS)} is on none of its schedules`);
     }
-    if (new Date(file.toMs).toISOString().slice(0, 10) !== file.date)
-      violate('grid', `${key}: wrong date folder`);
+    if (file.nameIssue !== undefined) violate('name', `${key}: ${file.nameIssue}`);
     // Each row: known, of this workspace and dataset, recorded inside the window, after the start, once.
     for (const id of object.ids ?? []) {
       const row = model.rows.get(id);
@@ -203,7 +314,27 @@ export function checkStep(
       const other = seen.get(id);
       if (other !== undefined) violateRow('exactly-once', key, `row ${id} is also in ${other}`);
       seen.set(id, key);
+      if (row.key !== undefined && row.updatedMs !== undefined) {
+        const later = laterInWindow(model, row, file);
+        if (later !== undefined)
+          violateRow('current-row', key, `${id} is not the message's last row of the window (${later} is)`);
+      }
     }
+  }
+  // A current-row dataset: at most one row per message (project) per window, over the window's files.
+  for (const [window, files] of windows) {
+    const keys = new Map<string, number>();
+    for (const f of files)
+      for (const id of objects.get(f.key)?.ids ?? []) {
+        const rowKey = model.rows.get(id)?.key;
+        if (rowKey !== undefined) keys.set(rowKey, (keys.get(rowKey) ?? 0) + 1);
+      }
+    const twice = [...keys].filter(([, n]) => n > 1);
+    if (twice.length > 0)
+      violate(
+        'current-row',
+        `window ${window} holds ${twice.length} messages more than once (${twice[0]![0]})`,
+      );
   }
   for (const { check, message, count } of rowViolations.values()) {
     violate(check, count > 1 ? `${message} (and ${count - 1} more rows)` : message);
@@ -226,6 +357,15 @@ export function checkStep(
           `window ${window} was first written as ${now}; the export was ${[...held].join('/')}`,
         );
       }
+      // The layout it was planned with: one the export had once the window ended (a retry or backfill of it
+      // keeps it; the names of the other layout would deliver its rows twice, which 'exactly-once' names).
+      const layouts = model.layoutsDuring(exp, files[0]!.toMs, nowMs);
+      if (!layouts.has(files[0]!.layout)) {
+        violate(
+          'format',
+          `window ${window} was written in the ${files[0]!.layout} layout; the export was ${[...layouts].join('/')}`,
+        );
+      }
       history.firstFormat.set(`${exp.prefix}/${window}`, now);
     } else if (formats.has(first) === false || formats.size > 1) {
       violate('format', `window ${window} was first written as ${first}, now has ${[...formats].join('/')}`);
@@ -245,12 +385,26 @@ function erasedRowsOf(model: Model, history: BucketHistory, keys: readonly strin
 
 /** The data files the history knows of the window of a manifest key. */
 function manifestFilesOf(key: string, history: BucketHistory): string[] {
-  const match = MANIFEST_KEY.exec(key);
-  if (!match) return [];
-  const prefix = key.slice(0, match.index);
-  const [, dataset, date, from, to] = match;
-  const start = `${prefix}/${dataset}/date=${date}/${dataset}-${from}-${to}-`;
-  return [...history.ids.keys()].filter((file) => file.startsWith(start));
+  const manifest = parseManifestKey(key);
+  if (!manifest) return [];
+  return [...history.ids.keys()].filter((file) => file.startsWith(manifest.files));
+}
+
+/**
+ * A `message_events` emission recorded in `file`'s window after `row` (or in the same millisecond with a later
+ * `updated_at`): the window's row of the message, which `row` must then not be. Erased rows excluded.
+ */
+function laterInWindow(model: Model, row: ModelRow, file: FileWindow): string | undefined {
+  for (const [id, other] of model.rowsOfKey(row.workspace, row.dataset, row.key!)) {
+    if (other === row || other.erasedMs !== undefined) continue;
+    if (other.recordedMs <= file.fromMs || other.recordedMs > file.toMs) continue;
+    if (
+      other.recordedMs > row.recordedMs ||
+      (other.recordedMs === row.recordedMs && (other.updatedMs ?? 0) > (row.updatedMs ?? 0))
+    )
+      return id;
+  }
+  return undefined;
 }
 
 /** The checks of a settled bucket: each window's manifest lists exactly its files, with their SHA-256. */
@@ -259,14 +413,13 @@ export function checkManifests(exp: ModelExport, objects: Map<string, BucketObje
   const violate = (message: string) => violations.push({ check: 'manifest', exportRef: exp.ref, message });
   const files = new Map<string, FileWindow[]>();
   for (const key of objects.keys()) {
-    const file = parseDataKey(key);
+    const file = parseDataKey(key, exp);
     if (file) files.set(file.window, [...(files.get(file.window) ?? []), file]);
   }
   const manifests = new Set<string>();
   for (const [key, object] of objects) {
-    const match = MANIFEST_KEY.exec(key);
-    if (!match) continue;
-    const window = `${match[1]}/${match[3]}-${match[4]}`;
+    const window = parseManifestKey(key)?.window;
+    if (window === undefined) continue;
     manifests.add(window);
     const doc = object.json as {
       format?: string;
@@ -313,8 +466,7 @@ export function missingRows(
   backfillReported: (backfillId: string) => boolean,
 ): Violation[] {
   if (exp.deleted || !exp.enabled) return [];
-  const delivered = new Set<string>();
-  for (const object of objects.values()) for (const id of object.ids ?? []) delivered.add(id);
+  const delivered = deliveredWindows(exp, objects);
   const available = (id: string, recordedMs: number) => model.isAvailable(id, recordedMs, nowMs, retentionMs);
   const missing = new Map<string, number>();
   const examples = new Map<string, string>();
@@ -331,7 +483,7 @@ export function missingRows(
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
       if (row.erasedMs !== undefined || row.lapsedMs !== undefined) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
-      if (!available(id, row.recordedMs)) continue;
+      if (!available(id, row.recordedMs) || superseded(model, row, delivered)) continue;
       missing.set(why, (missing.get(why) ?? 0) + 1);
       if (!examples.has(why)) {
         examples.set(
@@ -345,9 +497,9 @@ export function missingRows(
   for (const dataset of model.currentDatasets(exp)) {
     const membership = exp.memberships.get(dataset)!.at(-1)!;
     expect(
-      `${dataset} since ${iso(Math.max(exp.startMs, membership.addedMs))}`,
+      `${dataset} since ${iso(Math.max(exp.dueFromMs, membership.addedMs))}`,
       dataset,
-      Math.max(exp.startMs, membership.addedMs),
+      Math.max(exp.dueFromMs, membership.addedMs),
       nowMs - LAG_MS - step,
     );
   }
@@ -378,6 +530,33 @@ export function missingRows(
       ? { backfillId: backfillOf.get(why)!.id, dataset: backfillOf.get(why)!.dataset }
       : {}),
   }));
+}
+
+/** Every row delivered, with the window of the file holding it. */
+function deliveredWindows(exp: ModelExport, objects: Map<string, BucketObjectView>): Map<string, FileWindow> {
+  const delivered = new Map<string, FileWindow>();
+  for (const [key, object] of objects) {
+    const file = parseDataKey(key, exp);
+    if (file) for (const id of object.ids ?? []) delivered.set(id, file);
+  }
+  return delivered;
+}
+
+/**
+ * Whether a `message_events` emission is not owed because a later one of the same message is delivered in a
+ * window holding it (a window holds the message's last row recorded in it).
+ */
+function superseded(model: Model, row: ModelRow, delivered: Map<string, FileWindow>): boolean {
+  if (row.key === undefined || row.updatedMs === undefined) return false;
+  for (const [id, other] of model.rowsOfKey(row.workspace, row.dataset, row.key)) {
+    const file = delivered.get(id);
+    if (file === undefined || other === row) continue;
+    const later =
+      other.recordedMs > row.recordedMs ||
+      (other.recordedMs === row.recordedMs && (other.updatedMs ?? 0) > row.updatedMs);
+    if (later && row.recordedMs > file.fromMs && row.recordedMs <= file.toMs) return true;
+  }
+  return false;
 }
 
 /** Whether the contract lets this export deliver a row of `dataset` recorded at `recordedMs`. */
@@ -434,22 +613,22 @@ export function checkTotals(
 ): Violation[] {
   const violations: Violation[] = [];
   const violate = (message: string) => violations.push({ check: 'totals', exportRef: exp.ref, message });
-  const delivered = new Set<string>();
-  for (const object of objects.values()) for (const id of object.ids ?? []) delivered.add(id);
+  const delivered = deliveredWindows(exp, objects);
   for (const dataset of model.currentDatasets(exp)) {
     const through = shown.exportedThrough[dataset];
     if (through === null || through === undefined) continue;
     const throughMs = Date.parse(through);
     if (throughMs > nowMs - LAG_MS)
       violate(`exportedThrough ${through} of ${dataset} is past the export limit`);
-    const fromMs = Math.max(exp.startMs, exp.memberships.get(dataset)!.at(-1)!.addedMs);
+    const fromMs = Math.max(exp.dueFromMs, exp.memberships.get(dataset)!.at(-1)!.addedMs);
     let owed = 0;
     let example = '';
     for (const [id, row] of model.rows) {
       if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
       if (row.erasedMs !== undefined || row.lapsedMs !== undefined || delivered.has(id)) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs) continue;
-      if (!model.isAvailable(id, row.recordedMs, nowMs, retentionMs)) continue;
+      if (!model.isAvailable(id, row.recordedMs, nowMs, retentionMs) || superseded(model, row, delivered))
+        continue;
       owed += 1;
       example = `${id} recorded ${iso(row.recordedMs)}`;
     }
@@ -458,7 +637,7 @@ export function checkTotals(
   }
   let regular = 0;
   for (const [key, object] of objects) {
-    const file = parseDataKey(key);
+    const file = parseDataKey(key, exp);
     if (!file) continue;
     for (const id of object.ids ?? []) {
       const row = model.rows.get(id);

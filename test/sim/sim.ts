@@ -12,13 +12,19 @@ import {
   EXPORT_FORMATS,
   type ExportFormat,
   FREQUENCIES,
+  FREQUENCY_MS,
   type Frequency,
   isEventDataset,
+  type Layout,
+  RUN_HOUR_FREQUENCIES,
+  type Schedule,
+  SECOND_PRODUCT_DATASETS,
+  type SecondProductDataset,
 } from '@sluice/core';
-import { generateEvents } from '@sluice/eventlog';
+import { type GeneratedDatasetRow, generateDatasetRows, generateEvents } from '@sluice/eventlog';
 import fc from 'fast-check';
 import { advanceVirtualTime, setVirtualTime, virtualNow } from './clock.js';
-import { Model, type ModelExport, personOf } from './model.js';
+import { fileRowId, Model, type ModelConfig, type ModelExport, msOf, personOf } from './model.js';
 import { seedRandomBytes } from './random.js';
 import {
   BucketHistory,
@@ -28,6 +34,7 @@ import {
   checkTotals,
   type ShownTotals,
   missingRows,
+  offsetOf,
   type Violation,
 } from './oracle.js';
 import { createWorld, type TickFaults, type World } from './world.js';
@@ -72,6 +79,8 @@ export interface Sim {
   delivered: number;
   /** The operation running or last run; undefined once the schedule settles. */
   current?: Op;
+  /** Message receipts generated but held back for a later call, per workspace. */
+  pendingReceipts: Map<number, GeneratedDatasetRow[]>;
 }
 
 /** The violations that fail the schedule. */
@@ -103,6 +112,47 @@ async function checkAll(sim: Sim, step: string): Promise<void> {
   for (const exp of sim.model.exports) {
     const objects = await sim.world.bucket.snapshot(`${exp.prefix}/`);
     violations.push(...checkStep(sim.model, exp, objects, sim.history, virtualNow()));
+  }
+  report(sim, step, violations);
+}
+
+/**
+ * Each export keeps its slot: after a run that succeeded (no failures, idle), its next run is on its schedule
+ * (minute, and hour when daily) or, without one, on the spread slot its id had at the first such run of that
+ * frequency (learned then: the oracle does not compute the engine's hash). A change applies from the next
+ * run, so the configuration before the last change is accepted too.
+ */
+async function checkSlots(sim: Sim, step: string): Promise<void> {
+  const violations: Violation[] = [];
+  const now = virtualNow();
+  const mod = (a: number, b: number) => ((a % b) + b) % b;
+  for (const exp of sim.model.liveExports()) {
+    const view = (await api(sim, exp.workspace, 'GET', `/data-exports/${exp.id}`)).body.dataExport as
+      | Json
+      | undefined;
+    if (view?.isEnabled !== true || view.consecutiveFailures !== 0 || view.status !== 'idle') continue;
+    if (typeof view.nextRunAt !== 'string' || typeof view.lastRunAt !== 'string') continue;
+    const next = Date.parse(view.nextRunAt);
+    if (next <= now) continue;
+    const current = exp.configs.at(-1)!;
+    const period = FREQUENCY_MS[current.frequency];
+    if (
+      current.schedule === null &&
+      !exp.spreadOffsets.has(current.frequency) &&
+      Date.parse(view.lastRunAt) >= current.sinceMs
+    )
+      exp.spreadOffsets.set(current.frequency, mod(next, period));
+    const fits = exp.configs.slice(-2).some((config) => {
+      const offset = offsetOf(exp, config);
+      return offset === undefined || mod(next - offset, FREQUENCY_MS[config.frequency]) === 0;
+    });
+    if (!fits) {
+      violations.push({
+        check: 'slot',
+        exportRef: exp.ref,
+        message: `next run ${view.nextRunAt} is off its slot (${JSON.stringify(current)}, spread offsets ${JSON.stringify([...exp.spreadOffsets])})`,
+      });
+    }
   }
   report(sim, step, violations);
 }
@@ -185,12 +235,16 @@ function asSimPerson(event: Record<string, unknown>, workspace: number): void {
     properties.email = email;
 }
 
-/** Events through the bus (recorded at the ingest's clock). */
+/**
+ * Events of the first product through the bus (recorded at the ingest's clock); `tests` of them are test sends
+ * (`test: true`), which ingest drops for the first product's datasets: counted, never exported.
+ */
 class Ingest extends Op {
   constructor(
     readonly workspace: number,
     readonly count: number,
     readonly dataset: EventDataset,
+    readonly tests = 0,
   ) {
     super();
   }
@@ -211,10 +265,13 @@ class Ingest extends Op {
       }),
     ];
     for (const event of events) asSimPerson(event, this.workspace);
-    const result = await ws.ingest.ingestEvents(ws.id, events);
-    if (result.accepted !== events.length)
-      throw new Error(`ingest accepted ${result.accepted} of ${events.length}`);
-    for (const event of events) {
+    const tests = events.slice(0, this.tests).map((event) => ({ ...event, test: true }));
+    const result = await ws.ingest.ingestEvents(ws.id, [...tests, ...events.slice(this.tests)]);
+    if (result.accepted !== events.length - tests.length || result.dropped.test !== tests.length) {
+      const message = `ingest accepted ${result.accepted} and dropped ${result.dropped.test} test sends of ${events.length} (${tests.length} test sends)`;
+      report(sim, `step ${sim.steps}: ${sim.executed.at(-1)}`, [{ check: 'ingest', exportRef: -1, message }]);
+    }
+    for (const event of events.slice(this.tests)) {
       sim.model.rows.set(event.id, {
         workspace: this.workspace,
         dataset: this.dataset,
@@ -225,8 +282,184 @@ class Ingest extends Op {
     }
   }
   toString() {
-    return `ingest(ws${this.workspace}, ${this.count} ${this.dataset})`;
+    const tests = this.tests > 0 ? `, ${Math.min(this.tests, this.count)} test sends` : '';
+    return `ingest(ws${this.workspace}, ${this.count} ${this.dataset}${tests})`;
   }
+}
+
+/** What a second-product input does, by the dataset's rules as the simulation knows them (issue 24). */
+type Outcome = 'emitted' | 'kept' | 'ignored' | 'refused' | 'not_complete' | 'after_completion';
+
+/**
+ * Rows of the second product through the bus. Opt-outs and clicks are appended (one row per opt-out, per
+ * click). Messages: each new message's first row goes out now; its receipt (a later whole row, a status
+ * change) in the same call or held back for a later call, so the message is exported again in a later window;
+ * `twists` adds a change with an older or equal `updated_at` (ignored), a change of other fields only
+ * (kept, not exported), a change for an unknown message (refused), a change without `updated_at`
+ * (refused). Projects: complete ones are exported once; `twists` adds a draft (never exported) and a project
+ * sent again after its completion (counted, not exported). Every decision is the simulation's own
+ * ({@link decide}); ingest's counts must agree (`ingest`), and each emitted row is expected in the files.
+ */
+class SecondProductIngest extends Op {
+  constructor(
+    readonly workspace: number,
+    readonly dataset: SecondProductDataset,
+    readonly count: number,
+    readonly twists: boolean,
+  ) {
+    super();
+  }
+  async apply(sim: Sim): Promise<void> {
+    advanceVirtualTime(1_000);
+    const now = virtualNow();
+    const ws = sim.world.workspaces[this.workspace]!;
+    sim.eventSeed += 1;
+    const generated = [
+      ...generateDatasetRows({
+        dataset: this.dataset,
+        count: this.count,
+        seed: sim.eventSeed,
+        workspaceId: ws.id,
+        from: now - MINUTE_MS,
+        // Messages: a receipt for (nearly) each one, some of them held back for a later call.
+        to: now + 2 * DAY_MS,
+        recordedAt: false,
+      }),
+    ];
+    const inputs = this.inputsOf(sim, generated);
+    const result = await ws.ingest.ingestEvents(ws.id, inputs);
+    const outcomes = inputs.map((input) => decide(sim.model, this.workspace, input, now));
+    const count = (kind: Outcome) => outcomes.filter((o) => o === kind).length;
+    const counts = result.currentRows;
+    const expected = {
+      accepted: count('emitted') + count('kept'),
+      refused: count('refused'),
+      ignored: count('ignored'),
+      notComplete: count('not_complete'),
+      afterCompletion: count('after_completion'),
+    };
+    const actual = {
+      accepted: result.accepted,
+      refused: result.invalid.length,
+      ignored: counts?.outOfOrder ?? 0,
+      notComplete: counts?.notComplete ?? 0,
+      afterCompletion: counts?.afterCompletion ?? 0,
+    };
+    if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+      const message = `${this.dataset}: ingest says ${JSON.stringify(actual)}, the dataset's rules ${JSON.stringify(expected)}`;
+      report(sim, `step ${sim.steps}: ${sim.executed.at(-1)}`, [{ check: 'ingest', exportRef: -1, message }]);
+    }
+  }
+
+  /** The call's inputs, in order (the held-back receipts of earlier calls among them). */
+  private inputsOf(sim: Sim, generated: GeneratedDatasetRow[]): Record<string, unknown>[] {
+    if (this.dataset === 'click_events' || this.dataset === 'opt_out_events') return generated;
+    if (this.dataset === 'project_summary') {
+      if (!this.twists) return generated;
+      const [first] = generated;
+      const draft = first && {
+        ...first,
+        project_id: `${String(first.project_id)}d`,
+        status: 'draft',
+        completed_at: null,
+      };
+      const done = [...sim.model.completedProjects].find((key) => key.startsWith(`${this.workspace}/`));
+      const again = done && { ...sim.model.projectRows.get(done)!, messages_sent: 1 };
+      return [...generated, ...(draft ? [draft] : []), ...(again ? [again] : [])];
+    }
+    // Messages: the first row of each now, its receipt now (odd messages) or later (even ones).
+    const pending = sim.pendingReceipts.get(this.workspace) ?? [];
+    const seen = new Set<string>();
+    const now: Record<string, unknown>[] = [];
+    const later: GeneratedDatasetRow[] = [];
+    for (const row of generated) {
+      const id = String(row.message_id);
+      if (!seen.has(id)) {
+        seen.add(id);
+        now.push(row);
+      } else if (seen.size % 2 === 1) now.push(row);
+      else later.push(row);
+    }
+    sim.pendingReceipts.set(this.workspace, later);
+    const inputs = [...now, ...pending];
+    if (this.twists) {
+      const known = [...sim.model.messages].filter(([key]) => key.startsWith(`${this.workspace}/`));
+      const [key, current] = known[sim.eventSeed % Math.max(1, known.length)] ?? [];
+      if (key !== undefined && current !== undefined) {
+        const messageId = key.slice(key.indexOf('/') + 1);
+        const laterMs = current.updatedMs + 1_000;
+        inputs.push(
+          // The current row again (equal `updated_at`): ignored.
+          { ...current.row },
+          // Other fields only: kept, not exported until the next status change.
+          {
+            dataset: 'message_events',
+            message_id: messageId,
+            url_click_count: 7,
+            updated_at: new Date(laterMs).toISOString(),
+          },
+          // An older change: ignored.
+          {
+            dataset: 'message_events',
+            message_id: messageId,
+            status: 'failed',
+            updated_at: new Date(laterMs - 10_000).toISOString(),
+          },
+          // No `updated_at`: refused.
+          { dataset: 'message_events', message_id: messageId, status: 'failed' },
+        );
+      }
+      // An unknown message: refused.
+      inputs.push({
+        dataset: 'message_events',
+        message_id: `msg_unknown${sim.eventSeed}`,
+        status: 'delivered',
+        updated_at: new Date(virtualNow()).toISOString(),
+      });
+    }
+    return inputs;
+  }
+  toString() {
+    return `ingest2(ws${this.workspace}, ${this.count} ${this.dataset}${this.twists ? ', twists' : ''})`;
+  }
+}
+
+/**
+ * What one second-product input does (the simulation's own reading of the rules; the engine's is
+ * `@sluice/core`'s `current-rows.ts`), recording each row it emits as a row the exports owe.
+ */
+function decide(model: Model, workspace: number, input: Record<string, unknown>, nowMs: number): Outcome {
+  const dataset = input.dataset as SecondProductDataset;
+  const base = { workspace, dataset, recordedMs: nowMs, refused: false };
+  const { dataset: _dataset, ...fields } = input;
+  if (dataset === 'message_events') {
+    const messageId = String(fields.message_id);
+    const key = `${workspace}/${messageId}`;
+    const current = model.messages.get(key);
+    // A whole row (a new message) carries every column; the generator's rows do.
+    if (current === undefined && !('direction' in fields)) return 'refused';
+    if (current !== undefined && (fields.updated_at === undefined || fields.updated_at === null))
+      return 'refused';
+    const updatedMs = Number(msOf(fields.updated_at));
+    if (current !== undefined && updatedMs <= current.updatedMs) return 'ignored';
+    const row = { ...(current?.row ?? {}), ...input };
+    const status = String(row.status);
+    model.messages.set(key, { status, updatedMs, row });
+    if (current !== undefined && current.status === status) return 'kept';
+    model.addRow(fileRowId(dataset, row), { ...base, key: messageId, updatedMs, status });
+    return 'emitted';
+  }
+  if (dataset === 'project_summary') {
+    const key = `${workspace}/${String(fields.project_id)}`;
+    if (model.completedProjects.has(key)) return 'after_completion';
+    if (fields.completed_at === null || fields.completed_at === undefined) return 'not_complete';
+    model.completedProjects.add(key);
+    model.projectRows.set(key, input);
+    model.addRow(fileRowId(dataset, fields), { ...base, key: String(fields.project_id) });
+    return 'emitted';
+  }
+  model.addRow(fileRowId(dataset, fields), base);
+  return 'emitted';
 }
 
 /** An import with explicit recorded times (`sluice events import`): late rows, expired rows, rows behind an export. */
@@ -271,6 +504,12 @@ class Import extends Op {
   }
 }
 
+/** `layout` and `schedule` of a create or an update (`run_hour` with a schedule, or without: the spread slot). */
+export interface LayoutChoice {
+  layout: Layout;
+  schedule?: Schedule | null;
+}
+
 class CreateExport extends Op {
   constructor(
     readonly workspace: number,
@@ -279,6 +518,7 @@ class CreateExport extends Op {
     readonly format: ExportFormat,
     /** `startFrom` this far back; undefined: none (the creation time). */
     readonly startAgoMs: number | undefined,
+    readonly layout: LayoutChoice = { layout: 'date' },
   ) {
     super();
   }
@@ -287,7 +527,11 @@ class CreateExport extends Op {
     const now = virtualNow();
     const ref = sim.model.exports.length;
     const prefix = `sim-${sim.world.runId}/e${ref}`;
-    const startMs = this.startAgoMs === undefined ? now : now - this.startAgoMs;
+    const dueFromMs = this.startAgoMs === undefined ? now : now - this.startAgoMs;
+    // `run_hour`: the first window is whole (docs/internals.md, "The run_hour layout"), so rows of up to two
+    // windows before the start may go out (not owed).
+    const startMs =
+      this.layout.layout === 'run_hour' ? dueFromMs - 2 * FREQUENCY_MS[this.frequency] : dueFromMs;
     const response = await api(sim, this.workspace, 'POST', '/data-exports', {
       name: `sim ${ref}`,
       provider: 's3',
@@ -299,20 +543,28 @@ class CreateExport extends Op {
       datasets: this.datasets,
       frequency: this.frequency,
       format: this.format,
-      ...(this.startAgoMs === undefined ? {} : { startFrom: new Date(startMs).toISOString() }),
+      ...(this.layout.layout === 'date' ? {} : this.layout),
+      ...(this.startAgoMs === undefined ? {} : { startFrom: new Date(dueFromMs).toISOString() }),
     });
+    // A `run_hour` export of a frequency it does not take is refused (400): nothing created.
+    if (response.status === 400 && this.layout.layout === 'run_hour') return;
     if (response.status !== 201) throw new Error(`create answered ${response.status}: ${response.text}`);
-    const id = String((response.body.dataExport as Json).id);
+    const view = response.body.dataExport as Json;
+    const id = String(view.id);
     sim.model.exports.push({
       ref,
       workspace: this.workspace,
+      workspaceId: sim.world.workspaces[this.workspace]!.id,
       id,
       prefix,
       createdMs: now,
       startMs,
+      dueFromMs,
       frequency: this.frequency,
       frequencies: new Set([this.frequency]),
       formats: [{ sinceMs: now, format: this.format }],
+      configs: [configOf(view, now)],
+      spreadOffsets: new Map(),
       memberships: new Map(this.datasets.map((d) => [d, [{ addedMs: startMs }]])),
       enabled: true,
       deleted: false,
@@ -321,14 +573,46 @@ class CreateExport extends Op {
   }
   toString() {
     const start = this.startAgoMs === undefined ? 'now' : `${duration(this.startAgoMs)} ago`;
-    return `create(ws${this.workspace}, [${this.datasets.join(',')}], ${this.frequency}, ${this.format}, start ${start})`;
+    const layout = this.layout.layout === 'date' ? '' : `, ${JSON.stringify(this.layout)}`;
+    return `create(ws${this.workspace}, [${this.datasets.join(',')}], ${this.frequency}, ${this.format}, start ${start}${layout})`;
   }
 }
+
+/** The layout, frequency and schedule an export's view shows, from `sinceMs`. */
+function configOf(view: Json, sinceMs: number): ModelConfig {
+  return {
+    sinceMs,
+    layout: view.layout === 'run_hour' ? 'run_hour' : 'date',
+    frequency: view.frequency as Frequency,
+    schedule: (view.schedule as Schedule | null | undefined) ?? null,
+  };
+}
+
+/** Records a change of layout, frequency or schedule the API accepted (its view after the change). */
+function recordConfig(exp: ModelExport, view: Json | undefined, nowMs: number): void {
+  if (view === undefined) return;
+  const next = configOf(view, nowMs);
+  const last = exp.configs.at(-1)!;
+  if (
+    next.layout !== last.layout ||
+    next.frequency !== last.frequency ||
+    JSON.stringify(next.schedule) !== JSON.stringify(last.schedule)
+  )
+    exp.configs.push(next);
+}
+
+/** The changes an update makes (a list: another change is one more entry here and in its arbitrary). */
+export type Change =
+  | { format: ExportFormat }
+  | { frequency: Frequency }
+  | { datasets: EventDataset[] }
+  | LayoutChoice
+  | { schedule: Schedule | null };
 
 class Update extends ExportOp {
   constructor(
     k: number,
-    readonly change: { format: ExportFormat } | { frequency: Frequency } | { datasets: EventDataset[] },
+    readonly change: Change,
   ) {
     super(k);
   }
@@ -336,6 +620,7 @@ class Update extends ExportOp {
     const response = await api(sim, exp.workspace, 'PATCH', `/data-exports/${exp.id}`, this.change);
     if (response.status !== 200) return;
     const now = virtualNow();
+    recordConfig(exp, response.body.dataExport as Json | undefined, now);
     if ('format' in this.change && this.change.format !== exp.formats.at(-1)!.format) {
       exp.formats.push({ sinceMs: now, format: this.change.format });
     }
@@ -605,6 +890,7 @@ class Tick extends Op {
     } finally {
       for (const key of Object.keys(sim.world.faults)) delete sim.world.faults[key as keyof TickFaults];
     }
+    await checkSlots(sim, `step ${sim.steps}: ${sim.executed.at(-1)}`);
   }
   toString() {
     const what =
@@ -620,17 +906,52 @@ class Tick extends Op {
 // ---------------------------------------------------------------------------------------------------------
 // The schedule
 
-// The simulation's rows come from `generateEvents`: the first product's event datasets.
+// The first product's rows come from `generateEvents`, the second's from `generateDatasetRows`; exports take
+// any event datasets (of both products).
 const datasetArb = fc.constantFrom(...FIRST_PRODUCT_EVENT_DATASETS);
-const datasetsArb = fc.subarray([...FIRST_PRODUCT_EVENT_DATASETS], { minLength: 1 });
+const datasetsArb = fc.subarray([...EVENT_DATASETS], { minLength: 1 });
 const exportRef = fc.nat(7);
+/** A schedule for `frequency` (`hour` only when daily), or none (the spread slot). */
+const scheduleArb = (frequency: Frequency) =>
+  fc.option(
+    fc
+      .tuple(fc.constantFrom(0, 5, 30, 55), fc.constantFrom(0, 8, 23))
+      .map(([minute, hour]): Schedule => (frequency === 'daily' ? { minute, hour } : { minute })),
+    { nil: null, freq: 2 },
+  );
+/** `date` (mostly), or `run_hour` on a frequency it takes, with or without a schedule. */
+const layoutArb = (frequency: Frequency): fc.Arbitrary<LayoutChoice & { frequency: Frequency }> =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constant({ layout: 'date' as const, frequency }) },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(...RUN_HOUR_FREQUENCIES).chain((f) =>
+        scheduleArb(f).map((schedule) => ({
+          layout: 'run_hour' as const,
+          frequency: f,
+          ...(schedule ? { schedule } : {}),
+        })),
+      ),
+    },
+  );
 
 /** The operations and their weights. */
 export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model, Real>>[] {
   const ws = fc.nat(WORKSPACES - 1);
   const ingest = fc
-    .tuple(ws, fc.integer({ min: 1, max: 80 }), datasetArb)
-    .map(([w, n, d]) => new Ingest(w, n, d));
+    .tuple(
+      ws,
+      fc.integer({ min: 1, max: 80 }),
+      datasetArb,
+      fc.oneof(
+        { weight: 4, arbitrary: fc.constant(0) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }) },
+      ),
+    )
+    .map(([w, n, d, tests]) => new Ingest(w, n, d, tests));
+  const ingest2 = fc
+    .tuple(ws, fc.constantFrom(...SECOND_PRODUCT_DATASETS), fc.integer({ min: 1, max: 20 }), fc.boolean())
+    .map(([w, d, n, twists]) => new SecondProductIngest(w, d, n, twists));
   const imports = fc
     .tuple(
       ws,
@@ -647,7 +968,11 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
       fc.constantFrom(...EXPORT_FORMATS),
       fc.option(fc.constantFrom(10 * MINUTE_MS, 3 * HOUR_MS, 2 * DAY_MS, 29 * DAY_MS), { nil: undefined }),
     )
-    .map(([w, d, f, format, start]) => new CreateExport(w, d, f, format, start));
+    .chain(([w, d, f, format, start]) =>
+      layoutArb(f).map(
+        ({ frequency, ...layout }) => new CreateExport(w, d, frequency, format, start, layout),
+      ),
+    );
   const update = fc
     .tuple(
       exportRef,
@@ -655,6 +980,11 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
         fc.constantFrom(...EXPORT_FORMATS).map((format) => ({ format })),
         fc.constantFrom(...FREQUENCIES).map((frequency) => ({ frequency })),
         datasetsArb.map((datasets) => ({ datasets })),
+        // A layout switch mid-run (`run_hour` only takes hourly and daily exports: others answer 400).
+        fc.constantFrom<Layout>('date', 'run_hour').map((layout) => ({ layout })),
+        fc
+          .constantFrom(...RUN_HOUR_FREQUENCIES)
+          .chain((f) => scheduleArb(f).map((schedule) => ({ schedule }))),
       ),
     )
     .map(([k, change]) => new Update(k, change));
@@ -682,8 +1012,10 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
     weight,
     arbitrary,
   });
+  // The operations: one entry each (an operation added is one more entry).
   return [
     weighted(8, ingest),
+    weighted(6, ingest2),
     weighted(2, imports),
     weighted(4, create),
     weighted(5, update),
@@ -762,6 +1094,7 @@ export async function runSchedule(
     steps: 0,
     executed: [],
     delivered: 0,
+    pendingReceipts: new Map(),
   };
   sink(sim);
   try {
@@ -787,6 +1120,7 @@ async function settle(sim: Sim): Promise<void> {
     advanceVirtualTime(SETTLE_TICK_MS);
     sim.model.markLapsed(virtualNow(), sim.world.retentionMs);
     await sim.world.dispatch();
+    await checkSlots(sim, `settling tick ${ticks + 1}`);
     await checkAll(sim, `settling tick ${ticks + 1}`);
     sim.options.log?.(`${new Date(virtualNow()).toISOString()} settling tick ${ticks + 1}`);
     missing = await missingAll(sim);
