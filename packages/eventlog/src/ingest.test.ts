@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { GetItemCommand } from '@aws-sdk/client-dynamodb';
+import { QueryCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { EVENT_DATASETS, type EventDataset, InvalidInputError, parseRow, serializeRow } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
 import { defaultEventLogClient } from './client.js';
 import type { ExportPositions } from './export-positions.js';
 import { EventLogWriter } from './ingest.js';
-import { EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
+import { eventSk, hourStart } from './keys.js';
 import type { IngestMetrics } from './metrics.js';
 import { EventLogReader } from './reader.js';
+import { decodeSegment, segmentPk } from './segments.js';
 import { eventTables } from '../../../test/helpers/tables.js';
 
 const NOW = Date.parse('2026-09-30T12:00:00.000Z');
@@ -95,17 +96,21 @@ describe('EventLogWriter.ingestEvents', () => {
       schema_version: 1,
     });
 
-    const item = await defaultEventLogClient().send(
-      new GetItemCommand({
+    // One segment item of the hour's segment partition: the row's position and line, compressed, and its TTL.
+    const segments = await defaultEventLogClient().send(
+      new QueryCommand({
         TableName: process.env.SLUICE_EVENTS_TABLE,
-        Key: {
-          PK: { S: eventPk(workspaceId, 'email_events', hourStart(NOW), shardOf('evt_a', EVENT_SHARDS)) },
-          SK: { S: eventSk(NOW, 'evt_a') },
-        },
+        KeyConditionExpression: 'PK = :pk',
+        ExpressionAttributeValues: { ':pk': { S: segmentPk(workspaceId, 'email_events', hourStart(NOW)) } },
       }),
     );
-    expect(item.Item?.line?.S).toBe(lines[0]);
-    expect(item.Item?.expiresAt?.N).toBe(String(NOW / 1000 + 35 * 86_400));
+    expect(segments.Items).toHaveLength(1);
+    const item = segments.Items![0]!;
+    expect(item.SK?.S).toMatch(new RegExp(`^${NOW}#${NOW}#${NOW}[0-9a-f]{8}0000$`));
+    expect(decodeSegment(item.rows!.B!)).toEqual([{ key: eventSk(NOW, 'evt_a'), line: lines[0] }]);
+    expect(item.lastMs?.N).toBe(String(NOW));
+    expect(item.count?.N).toBe('1');
+    expect(item.expiresAt?.N).toBe(String(NOW / 1000 + 35 * 86_400));
     expect(await readAll(reader, workspaceId, 'sms_events', NOW - HOUR, NOW)).toHaveLength(1);
     expect(
       JSON.parse((await readAll(reader, workspaceId, 'custom_events', NOW - HOUR, NOW))[0]!).properties,

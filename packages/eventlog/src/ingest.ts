@@ -60,8 +60,6 @@ import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from
 import type { ExportPositions, LateHours } from './export-positions.js';
 import {
   assertWorkspaceId,
-  EVENT_SHARDS,
-  eventPk,
   eventSk,
   HOUR_MS,
   hourStart,
@@ -70,6 +68,7 @@ import {
   subscriberPk,
 } from './keys.js';
 import { type IngestMetrics, powertoolsIngestMetrics } from './metrics.js';
+import { segmentPutRequests } from './segments.js';
 
 /** Imports that occurred more than this before they are recorded are history and not streamed. */
 export const HISTORY_IMPORT_AGE_MS = 60 * 60 * 1000;
@@ -305,7 +304,8 @@ export class EventLogWriter {
         ...(input ? { id: loggableId(input.id) } : {}),
       });
     };
-    const items = new Map<string, WriteRequest>();
+    /** The rows to write, by dataset and position (the last of one position in the slice wins). */
+    const items = new Map<EventDataset, Map<string, string>>();
     const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
     const positions = await this.exportPositionsFor(workspaceId, inputs);
     const behindByDataset = new Map<EventDataset, number>();
@@ -400,20 +400,11 @@ export class EventLogWriter {
       }
       const hourMs = hourStart(recordedMs);
       if (recordedMs !== nowMs && hourMs + HOUR_MS <= nowMs) late.add(`${eventDataset}#${hourMs}`);
-      const pk = eventPk(workspaceId, eventDataset, hourMs, shardOf(row.id, EVENT_SHARDS));
       const sk = eventSk(recordedMs, row.id);
-      const key = `${pk}\n${sk}`;
-      if (items.has(key)) result.duplicates++;
-      items.set(key, {
-        PutRequest: {
-          Item: {
-            PK: { S: pk },
-            SK: { S: sk },
-            line: { S: line },
-            expiresAt: { N: String(expiresAt(recordedMs)) },
-          },
-        },
-      });
+      const rows = items.get(eventDataset) ?? new Map<string, string>();
+      items.set(eventDataset, rows);
+      if (rows.has(sk)) result.duplicates++;
+      rows.set(sk, line);
     });
 
     for (const [dataset, list] of currentInputs) {
@@ -438,13 +429,17 @@ export class EventLogWriter {
     this.logRefused('events', workspaceId, refused);
     for (const [dataset, count] of behindByDataset)
       this.metrics.refusedBehindExport(workspaceId, dataset, count);
-    if (items.size > 0) {
-      result.accepted += await batchWrite(
-        this.client,
-        resolveTableName(this.eventsTable, 'events'),
-        [...items.values()],
-        this.batch,
-      );
+    // One ingest slice's rows of a dataset and hour are one segment (or a few: segments.ts).
+    const requests: WriteRequest[] = [];
+    let rowCount = 0;
+    for (const [dataset, rows] of items) {
+      rowCount += rows.size;
+      const segmentRows = [...rows].map(([key, line]) => ({ key, line }));
+      requests.push(...segmentPutRequests(workspaceId, dataset, segmentRows, expiresAt, nowMs));
+    }
+    if (requests.length > 0) {
+      await batchWrite(this.client, resolveTableName(this.eventsTable, 'events'), requests, this.batch);
+      result.accepted += rowCount;
     }
     // After the write: a compaction that reads the mark reads these rows.
     if (this.lateHours !== undefined) {

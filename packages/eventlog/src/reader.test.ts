@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { defaultEventLogClient } from './client.js';
 import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, shardOf } from './keys.js';
-import { DEFAULT_PAGE_LIMIT, EventLogReader } from './reader.js';
+import { writePerRowItems } from './per-row.test-support.js';
+import { DEFAULT_PAGE_LIMIT, EventLogReader, SEGMENT_PAGE_LIMIT } from './reader.js';
 import { eventTables } from '../../../test/helpers/tables.js';
 
 const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
@@ -111,22 +112,14 @@ describe('EventLogReader.readWindow', () => {
   it('streams a partition larger than one 1 MB DynamoDB page', async () => {
     // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
     const workspaceId = `ws_${randomUUID()}`;
-    const writer = new EventLogWriter({
-      ...eventTables,
-      now: () => MIDNIGHT,
-      logger,
-      explicitRecordedAt: 'unchecked',
-    });
     const padding = 'x'.repeat(2_000);
     const inputs = Array.from({ length: 2_400 }, (_, i) => ({
-      dataset: 'custom_events',
       id: `big_${String(i).padStart(4, '0')}`,
-      event_name: 'big',
-      occurred_at: MIDNIGHT - 10 * HOUR,
-      recorded_at: MIDNIGHT - 10 * HOUR + i,
-      properties: { padding },
+      recordedMs: MIDNIGHT - 10 * HOUR + i,
+      padding,
     }));
-    expect((await writer.ingestEvents(workspaceId, inputs)).accepted).toBe(2_400);
+    // Per-row items, as written before segments (segments of these rows compress to a few KB).
+    await writePerRowItems(workspaceId, inputs);
     const { client, counter } = countingClient();
 
     // Act
@@ -142,7 +135,7 @@ describe('EventLogReader.readWindow', () => {
     // Limit, DynamoDB Local builds the rest of the partition for every page).
     expect(ids).toEqual(inputs.map((input) => input.id));
     expect(counter.calls).toBeGreaterThan(11 * EVENT_SHARDS);
-    expect(new Set(counter.limits)).toEqual(new Set([DEFAULT_PAGE_LIMIT]));
+    expect(new Set(counter.limits)).toEqual(new Set([DEFAULT_PAGE_LIMIT, SEGMENT_PAGE_LIMIT]));
   });
 
   it('yields nothing for an empty or inverted window and keeps workspaces apart', async () => {
@@ -170,12 +163,12 @@ describe('EventLogReader.hasRowsAfter', () => {
     expect(await reader.hasRowsAfter(workspaceId, 'email_events', t - 1, t)).toBe(false);
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t)).toBe(false);
 
-    // A 7-day span with the row in its first hour: one round of 6 hours x 4 shards, then stop.
+    // A 7-day span with the row in its first hour: one round of 6 hours x (4 shards and the segments), then stop.
     counter.calls = 0;
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', MIDNIGHT, MIDNIGHT + 7 * 24 * HOUR)).toBe(
       true,
     );
-    expect(counter.calls).toBe(6 * EVENT_SHARDS);
+    expect(counter.calls).toBe(6 * (EVENT_SHARDS + 1));
   });
 });
 
@@ -266,6 +259,7 @@ describe('EventLogReader with a failing store', () => {
       }) => {
         if (command.input.ExclusiveStartKey) throw failure;
         const pk = command.input.ExpressionAttributeValues?.[':pk']?.S ?? '';
+        if (pk.endsWith('#seg')) return { Items: [] };
         const sk = `${command.input.ExpressionAttributeValues?.[':lo']?.S}#${pk.slice(-1)}`;
         return {
           Items: [{ SK: { S: sk }, line: { S: `{"id":"${pk}"}` } }],

@@ -32,6 +32,14 @@ import {
   SUBSCRIBER_SHARDS,
   subscriberPk,
 } from './keys.js';
+import {
+  liveRowsOf,
+  MAX_SEGMENT_SPAN_MS,
+  msOfKey,
+  type SegmentRow,
+  segmentPk,
+  writtenIdOf,
+} from './segments.js';
 import type { EventPage, EventSource, SourcePage } from './source.js';
 
 type Item = Record<string, AttributeValue>;
@@ -74,6 +82,9 @@ export interface EventLogReaderOptions {
  */
 export const DEFAULT_PAGE_LIMIT = 1_000;
 
+/** `Limit` of the Query pages of segments (each up to ~350 KB before compression; a page ends at 1 MB anyway). */
+export const SEGMENT_PAGE_LIMIT = 64;
+
 /** Hours queried at once by {@link EventLogReader.hasRowsAfter}. */
 const HAS_ROWS_HOURS_AT_ONCE = 6;
 /** `Limit` of the first page {@link EventLogReader.hasRowsAfter} reads per partition, then ×10 a page up to the last. */
@@ -83,9 +94,22 @@ const HAS_ROWS_MAX_LIMIT = 1_000;
 /** Keeps the items that have not expired at `:nowSeconds` (and any without `expiresAt`). */
 const NOT_EXPIRED = 'attribute_not_exists(#expiresAt) OR #expiresAt >= :nowSeconds';
 
+/**
+ * Rows in position order, a page at a time, for the merge of {@link EventLogReader.readWindow}: `keys[index]`
+ * and `lines[index]` are the next row once `fill()` returned true.
+ */
+interface RowCursor {
+  keys: string[];
+  lines: string[];
+  index: number;
+  fill(): Promise<boolean>;
+}
+
 /** One shard's pages of one hour, the next page prefetched while the current one is consumed. */
-class ShardCursor {
+class ShardCursor implements RowCursor {
   items: Item[] = [];
+  keys: string[] = [];
+  lines: string[] = [];
   index = 0;
   private next: Promise<{ items: Item[]; lastKey: Item | undefined }> | undefined;
 
@@ -125,6 +149,8 @@ class ShardCursor {
         while (this.index < this.items.length && this.items[this.index]!.SK!.S! <= skip) this.index++;
       }
       this.next = page.lastKey ? this.prefetch(page.lastKey) : undefined;
+      this.keys = this.items.map((item) => item.SK!.S!);
+      this.lines = this.items.map((item) => item.line?.S ?? '');
     }
     return true;
   }
@@ -132,6 +158,98 @@ class ShardCursor {
   /** The sort key of the current item (call after `fill()` returned true). */
   head(): string {
     return this.items[this.index]!.SK!.S!;
+  }
+}
+
+/** A decoded segment's rows still to merge, and its written id (the later segment's line wins a tie). */
+interface OpenSegment {
+  rows: SegmentRow[];
+  index: number;
+  writtenId: string;
+}
+
+/**
+ * The rows of one hour's segment partition in position order: the segments come in order of their first
+ * recorded time and may overlap, so a segment is decoded once the merge reaches its first time, and rows are
+ * taken from the open segment with the smallest position. A position held by two segments is read once, from
+ * the later written.
+ */
+class SegmentCursor implements RowCursor {
+  keys: string[] = [];
+  lines: string[] = [];
+  index = 0;
+  private readonly open: OpenSegment[] = [];
+
+  constructor(
+    private readonly source: ShardCursor,
+    private readonly slice: HourSlice,
+    private readonly nowSeconds: number,
+    private readonly pageRows: number,
+    private readonly skipThrough?: string,
+  ) {}
+
+  async fill(): Promise<boolean> {
+    while (this.index >= this.keys.length) {
+      this.keys = [];
+      this.lines = [];
+      this.index = 0;
+      for (;;) {
+        const min = this.smallest();
+        // Open every segment that begins at or before the smallest position: it may hold a smaller one.
+        if (
+          await this.sourceBeginsBy(
+            min === undefined ? Number.POSITIVE_INFINITY : msOfKey(min.rows[min.index]!.key),
+          )
+        ) {
+          this.openNext();
+          continue;
+        }
+        if (min === undefined) break;
+        const key = min.rows[min.index]!.key;
+        let chosen = min;
+        for (const segment of this.open) {
+          if (segment.rows[segment.index]!.key === key && segment.writtenId > chosen.writtenId)
+            chosen = segment;
+        }
+        this.keys.push(key);
+        this.lines.push(chosen.rows[chosen.index]!.line);
+        for (const segment of this.open) if (segment.rows[segment.index]!.key === key) segment.index++;
+        this.close();
+        if (this.keys.length >= this.pageRows) break;
+      }
+      if (this.keys.length === 0) return false;
+    }
+    return true;
+  }
+
+  /** The open segment whose next row has the smallest position. */
+  private smallest(): OpenSegment | undefined {
+    let min: OpenSegment | undefined;
+    for (const segment of this.open) {
+      if (min === undefined || segment.rows[segment.index]!.key < min.rows[min.index]!.key) min = segment;
+    }
+    return min;
+  }
+
+  /** True when the next unopened segment begins at or before `ms`. */
+  private async sourceBeginsBy(ms: number): Promise<boolean> {
+    const source = this.source;
+    if (source.index >= source.items.length && !(await source.fill())) return false;
+    return msOfKey(source.keys[source.index]!) <= ms;
+  }
+
+  private openNext(): void {
+    const item = this.source.items[this.source.index++]!;
+    const rows = liveRowsOf(item, this.slice.loMs, this.slice.hiMs, this.nowSeconds, this.skipThrough);
+    if (rows.length > 0) this.open.push({ rows, index: 0, writtenId: writtenIdOf(item.SK!.S!) });
+  }
+
+  /** Drops the segments whose rows are all taken. */
+  private close(): void {
+    for (let i = this.open.length - 1; i >= 0; i--) {
+      const segment = this.open[i]!;
+      if (segment.index >= segment.rows.length) this.open.splice(i, 1);
+    }
   }
 }
 
@@ -190,6 +308,34 @@ export class EventLogReader implements EventSource {
     };
   }
 
+  /**
+   * The Query of one hour's segment partition for the segments that may hold rows recorded in `[loMs, hiMs]`:
+   * those beginning at most {@link MAX_SEGMENT_SPAN_MS} before `loMs` and by `hiMs`, ending at or after `loMs`,
+   * with a row not expired at `nowSeconds` (their last: {@link liveRowsOf} checks each row).
+   */
+  private segmentQuery(
+    workspaceId: string,
+    dataset: EventDataset,
+    slice: HourSlice,
+    nowSeconds: number,
+  ): QueryCommandInput {
+    return {
+      TableName: resolveTableName(this.eventsTable, 'events'),
+      KeyConditionExpression: '#pk = :pk AND #sk BETWEEN :lo AND :hi',
+      FilterExpression: `#lastMs >= :loMs AND (${NOT_EXPIRED})`,
+      ExpressionAttributeNames: { '#pk': 'PK', '#sk': 'SK', '#lastMs': 'lastMs', '#expiresAt': 'expiresAt' },
+      ExpressionAttributeValues: {
+        ':pk': { S: segmentPk(workspaceId, dataset, slice.hourMs) },
+        ':lo': { S: padMs(Math.max(slice.hourMs, slice.loMs - MAX_SEGMENT_SPAN_MS)) },
+        ':hi': { S: `${padMs(slice.hiMs)}$` },
+        ':loMs': { N: String(slice.loMs) },
+        ':nowSeconds': { N: String(nowSeconds) },
+      },
+      ConsistentRead: this.consistentRead,
+      Limit: SEGMENT_PAGE_LIMIT,
+    };
+  }
+
   /** The (hour, lo, hi) slices of `(fromMs, toMs]`, in order. */
   private static hours(fromMs: number, toMs: number): HourSlice[] {
     const slices: HourSlice[] = [];
@@ -219,8 +365,17 @@ export class EventLogReader implements EventSource {
     const slices = EventLogReader.hours(startMs, toMs);
     // One clock reading for the whole window, so every partition agrees on what has expired.
     const nowSeconds = Math.floor(this.now() / 1000);
-    const open = (slice: HourSlice) =>
-      Array.from(
+    // Each hour: its segments first (a position held by a segment and a per-row item is read from the segment,
+    // the later write), then the per-row items written before segments, one cursor per shard.
+    const open = (slice: HourSlice): RowCursor[] => [
+      new SegmentCursor(
+        new ShardCursor(this.client, this.segmentQuery(workspaceId, dataset, slice, nowSeconds)),
+        slice,
+        nowSeconds,
+        this.batchSize,
+        afterKey,
+      ),
+      ...Array.from(
         { length: EVENT_SHARDS },
         (_, shard) =>
           new ShardCursor(
@@ -228,40 +383,53 @@ export class EventLogReader implements EventSource {
             this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk', '#line']),
             afterKey,
           ),
-      );
+      ),
+    ];
     // The next hour's first pages are fetched while this hour is merged.
     let upcoming = open(slices[0]!);
     for (let h = 0; h < slices.length; h++) {
       const cursors = upcoming;
       if (h + 1 < slices.length) upcoming = open(slices[h + 1]!);
       let live = (await Promise.all(cursors.map(async (c) => ((await c.fill()) ? c : undefined)))).filter(
-        (c): c is ShardCursor => c !== undefined,
+        (c): c is RowCursor => c !== undefined,
       );
       while (live.length > 0) {
-        // The shard with the smallest head, and the second smallest head: take from the first while below it.
+        // The cursor with the smallest head, and the second smallest head: take from the first while below it.
+        // Of two equal heads the first cursor's is read and the other's skipped.
         let min = live[0]!;
-        let minHead = min.head();
+        let minHead = min.keys[min.index]!;
         let second: string | undefined;
+        let tie: RowCursor | undefined;
         for (let i = 1; i < live.length; i++) {
-          const head = live[i]!.head();
+          const cursor = live[i]!;
+          const head = cursor.keys[cursor.index]!;
           if (head < minHead) {
             second = minHead;
-            min = live[i]!;
+            min = cursor;
             minHead = head;
+            tie = undefined;
+          } else if (head === minHead) {
+            tie = cursor;
           } else if (second === undefined || head < second) {
             second = head;
           }
         }
-        const { items } = min;
+        if (tie !== undefined) {
+          const skipped = tie;
+          skipped.index++;
+          if (!(await skipped.fill())) live = live.filter((c) => c !== skipped);
+          continue;
+        }
+        const { keys, lines } = min;
         let { index } = min;
         const room = this.batchSize - out.lines.length;
-        const end = Math.min(items.length, index + room);
+        const end = Math.min(keys.length, index + room);
         for (; index < end; index++) {
-          const key = items[index]!.SK!.S!;
+          const key = keys[index]!;
           if (second !== undefined && key >= second) break;
-          out.lines.push(items[index]!.line!.S!);
+          out.lines.push(lines[index]!);
           out.keys.push(key);
-          // The sort key starts with the recorded time: `<13 digits>#<id>`.
+          // The position starts with the recorded time: `<13 digits>#<id>`.
           out.recordedMs.push(Number(key.slice(0, 13)));
         }
         min.index = index;
@@ -294,13 +462,18 @@ export class EventLogReader implements EventSource {
       const found = await Promise.all(
         slices
           .slice(i, i + HAS_ROWS_HOURS_AT_ONCE)
-          .flatMap((slice) =>
-            Array.from({ length: EVENT_SHARDS }, (_, shard) =>
+          .flatMap((slice) => [
+            this.segmentsHaveRows(
+              this.segmentQuery(workspaceId, dataset, slice, nowSeconds),
+              slice,
+              nowSeconds,
+            ),
+            ...Array.from({ length: EVENT_SHARDS }, (_, shard) =>
               this.partitionHasRows(
                 this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk']),
               ),
             ),
-          ),
+          ]),
       );
       if (found.includes(true)) return true;
     }
@@ -322,39 +495,39 @@ export class EventLogReader implements EventSource {
     return false;
   }
 
-  /** The number of rows in `(fromMs, toMs]` that have not expired (Select COUNT per partition; for tests and tools). */
+  /**
+   * True when a segment of the Query holds a row of the slice not expired at `nowSeconds` (pages of 1 segment
+   * first, then larger).
+   */
+  private async segmentsHaveRows(
+    input: QueryCommandInput,
+    slice: HourSlice,
+    nowSeconds: number,
+  ): Promise<boolean> {
+    let limit = HAS_ROWS_FIRST_LIMIT;
+    let startKey: Item | undefined;
+    do {
+      const output = await this.client.send(
+        new QueryCommand({ ...input, Limit: limit, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+      );
+      for (const item of output.Items ?? []) {
+        if (liveRowsOf(item, slice.loMs, slice.hiMs, nowSeconds).length > 0) return true;
+      }
+      startKey = output.LastEvaluatedKey;
+      limit = Math.min(limit * 10, SEGMENT_PAGE_LIMIT);
+    } while (startKey);
+    return false;
+  }
+
+  /** The number of rows in `(fromMs, toMs]` that have not expired, as {@link readWindow} reads them (for tests and tools). */
   async countWindow(
     workspaceId: string,
     dataset: EventDataset,
     fromMs: number,
     toMs: number,
   ): Promise<number> {
-    assertWorkspaceId(workspaceId);
-    if (!(toMs > fromMs)) return 0;
-    const nowSeconds = Math.floor(this.now() / 1000);
     let count = 0;
-    for (const slice of EventLogReader.hours(fromMs, toMs)) {
-      const counts = await Promise.all(
-        Array.from({ length: EVENT_SHARDS }, async (_, shard) => {
-          const input = this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, []);
-          let total = 0;
-          let startKey: Item | undefined;
-          do {
-            const output = await this.client.send(
-              new QueryCommand({
-                ...input,
-                Select: 'COUNT',
-                ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-              }),
-            );
-            total += output.Count ?? 0;
-            startKey = output.LastEvaluatedKey;
-          } while (startKey);
-          return total;
-        }),
-      );
-      for (const c of counts) count += c;
-    }
+    for await (const page of this.readWindow(workspaceId, dataset, fromMs, toMs)) count += page.lines.length;
     return count;
   }
 
