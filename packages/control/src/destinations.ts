@@ -74,6 +74,8 @@ const STORED: Record<StoredField, true> = {
   configVersion: true,
   startFrom: true,
   datasetStartedAt: true,
+  childOrganizations: true,
+  childOrganizationsAddedAt: true,
   nextRunAt: true,
   lastRunAt: true,
   lastSuccessAt: true,
