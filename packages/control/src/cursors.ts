@@ -5,6 +5,7 @@ import {
   type Era,
   type FileFormat,
   fileFormatOf,
+  type IncludedOrganization,
   isDataset,
   type Layout,
   layoutOf,
@@ -58,6 +59,8 @@ export interface PlannedSpan {
   phaseMs?: number;
   /** The layout its files are named in, fixed when planned; absent: `date`. */
   layout?: Layout;
+  /** The organisations its windows read, fixed when planned (`@sluice/core` `Span.organizations`); absent: none. */
+  organizations?: IncludedOrganization[];
 }
 
 /** A subscriber snapshot planned but not yet complete. */
@@ -216,12 +219,36 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   return cursor;
 }
 
-/** A stored span's or era's grid shift and layout, when not the defaults (0, `date`). */
-function gridExtras(entry: Item): { phaseMs?: number; layout?: Layout } {
+/**
+ * A stored span's or era's grid shift and layout, when not the defaults (0, `date`), and its organisation
+ * partition: a span's organisations, an era's `partitioned`.
+ */
+function gridExtras(entry: Item): {
+  phaseMs?: number;
+  layout?: Layout;
+  partitioned?: true;
+  organizations?: IncludedOrganization[];
+} {
   return {
     ...(typeof entry.phaseMs === 'number' && entry.phaseMs !== 0 ? { phaseMs: entry.phaseMs } : {}),
     ...(layoutOf(entry) !== 'date' ? { layout: layoutOf(entry) } : {}),
+    ...(entry.partitioned === true ? { partitioned: true as const } : {}),
+    ...(Array.isArray(entry.organizations)
+      ? { organizations: (entry.organizations as Item[]).flatMap(toIncludedOrganization) }
+      : {}),
   };
+}
+
+/** A stored organisation of a planned span (`[]` when it is not one). */
+function toIncludedOrganization(entry: Item): IncludedOrganization[] {
+  if (typeof entry.id !== 'string') return [];
+  return [
+    {
+      id: entry.id,
+      ...(typeof entry.startMs === 'number' ? { startMs: entry.startMs } : {}),
+      ...(typeof entry.stopMs === 'number' ? { stopMs: entry.stopMs } : {}),
+    },
+  ];
 }
 
 /** A stored window progress item, or undefined when it is not one. */

@@ -26,3 +26,4 @@ export * from './current-rows.js';
 export * from './catalog/reference.js';
 export * from './retry.js';
 export * from './concurrency.js';
+export * from './included-organizations.js';

@@ -10,6 +10,8 @@ import { type Window, windowDate } from './windows.js';
  * <prefix>/subscribers/date=YYYY-MM-DD/subscribers-NNNN.jsonl.gz
  * <prefix>/subscribers/date=YYYY-MM-DD/_SUCCESS
  * ```
+ * An export that includes child organisations puts each organisation's files of a window in its own
+ * partition: `<prefix>/<dataset>/date=YYYY-MM-DD/organization_id=<ws>/<dataset>-<fromMs>-<toMs>-NNNN.jsonl.gz`.
  * Parquet files have the same names with `.parquet` in place of `.jsonl.gz`.
  * An empty prefix puts the dataset folders at the bucket root (no leading slash).
  */
@@ -32,9 +34,28 @@ export function withPrefix(pathPrefix: string, rest: string): string {
   return prefix === '' ? rest : `${prefix}/${rest}`;
 }
 
-/** `<prefix>/<dataset>/date=D/`: the folder of an event window's files. */
-export function eventFolder(pathPrefix: string, dataset: EventDataset, window: Window): string {
-  return withPrefix(pathPrefix, `${dataset}/date=${windowDate(window)}/`);
+/**
+ * `organization_id=<ws>/`: the partition of one organisation's files in the `date` layout of an export that
+ * includes child organisations (its windows were planned with organisations); '' otherwise.
+ */
+export function organizationFolder(organizationId: string | undefined): string {
+  return organizationId === undefined ? '' : `organization_id=${organizationId}/`;
+}
+
+/**
+ * `<prefix>/<dataset>/date=D/`: the folder of an event window's files; with `organizationId` (an export that
+ * includes child organisations), `<prefix>/<dataset>/date=D/organization_id=<ws>/`.
+ */
+export function eventFolder(
+  pathPrefix: string,
+  dataset: EventDataset,
+  window: Window,
+  organizationId?: string,
+): string {
+  return withPrefix(
+    pathPrefix,
+    `${dataset}/date=${windowDate(window)}/${organizationFolder(organizationId)}`,
+  );
 }
 
 /** The key of file `index` of an event window. */
@@ -44,8 +65,9 @@ export function eventFileKey(
   window: Window,
   index: number,
   format: FileFormat = JSONL_GZIP,
+  organizationId?: string,
 ): string {
-  return `${eventFolder(pathPrefix, dataset, window)}${dataset}-${window.fromMs}-${window.toMs}-${fileIndex(index)}${FILE_EXTENSIONS[format.format]}`;
+  return `${eventFolder(pathPrefix, dataset, window, organizationId)}${dataset}-${window.fromMs}-${window.toMs}-${fileIndex(index)}${FILE_EXTENSIONS[format.format]}`;
 }
 
 /** `<prefix>/subscribers/date=D/`: the folder of a day's snapshot. */

@@ -1,6 +1,6 @@
 import type { Dataset, EventDataset } from './datasets.js';
 import { SCHEMA_VERSION } from './datasets.js';
-import { withPrefix } from './layout.js';
+import { organizationFolder, withPrefix } from './layout.js';
 import { type Window, windowDate } from './windows.js';
 
 /**
@@ -41,6 +41,8 @@ export interface Manifest {
   /** `run_hour` windows only: the layout and the window's slot (its scheduled run, ISO), which name its folders. */
   layout?: 'run_hour';
   slot?: string;
+  /** An export that includes child organisations: the organisation whose file set this is. */
+  organization_id?: string;
   /** Totals over `files`. */
   rows: number;
   bytes: number;
@@ -48,11 +50,20 @@ export interface Manifest {
   files: ManifestFile[];
 }
 
-/** `<prefix>/_sluice/manifests/<dataset>/date=D/<fromMs>-<toMs>.json`: the manifest of an event window. */
-export function manifestKey(pathPrefix: string, dataset: EventDataset, window: Window): string {
+/**
+ * `<prefix>/_sluice/manifests/<dataset>/date=D/<fromMs>-<toMs>.json`: the manifest of an event window; with
+ * `organizationId` (an export that includes child organisations), one per organisation's file set, under
+ * `…/date=D/organization_id=<ws>/<fromMs>-<toMs>.json`.
+ */
+export function manifestKey(
+  pathPrefix: string,
+  dataset: EventDataset,
+  window: Window,
+  organizationId?: string,
+): string {
   return withPrefix(
     pathPrefix,
-    `_sluice/manifests/${dataset}/date=${windowDate(window)}/${window.fromMs}-${window.toMs}.json`,
+    `_sluice/manifests/${dataset}/date=${windowDate(window)}/${organizationFolder(organizationId)}${window.fromMs}-${window.toMs}.json`,
   );
 }
 
@@ -72,6 +83,8 @@ export type ManifestInput = {
   /** `run_hour` windows: the layout and the slot (epoch ms). */
   layout?: 'run_hour';
   slotMs?: number;
+  /** An export that includes child organisations: the organisation whose file set this is. */
+  organizationId?: string;
 } & ({ dataset: EventDataset; window: Window } | { dataset: 'subscribers'; date: string });
 
 /** The manifest of a window or a day's snapshot (deterministic: the same files give the same document). */
@@ -90,6 +103,7 @@ export function buildManifest(input: ManifestInput): Manifest {
     ...(input.layout === 'run_hour' && input.slotMs !== undefined
       ? { layout: input.layout, slot: new Date(input.slotMs).toISOString() }
       : {}),
+    ...(input.organizationId !== undefined ? { organization_id: input.organizationId } : {}),
     rows: files.reduce((sum, file) => sum + file.rows, 0),
     bytes: files.reduce((sum, file) => sum + file.bytes, 0),
     files,

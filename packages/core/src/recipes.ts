@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Dataset, isEventDataset } from './datasets.js';
 import type { ExportFormat } from './file-format.js';
+import { includesChildren } from './included-organizations.js';
 import { withPrefix } from './layout.js';
 import { PARQUET_COLUMNS, type ParquetColumnType } from './parquet-schema.js';
 import type { Layout } from './run-hour.js';
@@ -93,6 +94,12 @@ export interface RecipeInput {
    * `sluice files pull`, `<dir>/<prefix>`).
    */
   duckdbRoot?: string;
+  /**
+   * The export includes child organisations (`date` layout): each organisation's files are in an
+   * `organization_id=<ws>` folder below `date=D`, a partition column of every recipe (and no file column of
+   * that name: the second product's `organization_id` holds the same value).
+   */
+  partitioned?: boolean;
 }
 
 /** One recipe: the engine, a title and the text to run (or to follow). */
@@ -109,18 +116,38 @@ export function datasetFolder(layout: Layout, dataset: Dataset): string {
   return layout === 'run_hour' ? `v1/schema_type=${dataset}` : dataset;
 }
 
-/** The Hive partition columns a layout's folders add (all strings, as in the paths). */
-export function partitionColumns(layout: Layout): string[] {
-  return layout === 'run_hour' ? ['schema_type', 'year', 'month', 'day', 'hour'] : ['date'];
+/**
+ * The Hive partition columns a layout's folders add (all strings, as in the paths): in `date`, also
+ * `organization_id` when the files are partitioned by organisation (an export that includes children).
+ */
+export function partitionColumns(layout: Layout, partitioned = false): string[] {
+  if (layout === 'run_hour') return ['schema_type', 'year', 'month', 'day', 'hour'];
+  return partitioned ? ['date', 'organization_id'] : ['date'];
+}
+
+/** True when the recipe's files are in `organization_id=` folders (the `date` layout of an export with children). */
+function byOrganization(input: RecipeInput): boolean {
+  return input.partitioned === true && input.layout === 'date' && isEventDataset(input.dataset);
+}
+
+/** The partition columns of a recipe's files. */
+function partitionsOf(input: RecipeInput): string[] {
+  return partitionColumns(input.layout, byOrganization(input));
+}
+
+/** A dataset's file columns a recipe declares: all, but a partition column's namesake (its value is the same). */
+function dataColumns(input: RecipeInput) {
+  const partitions = partitionsOf(input);
+  return PARQUET_COLUMNS[input.dataset].filter((column) => !partitions.includes(column.name));
 }
 
 /** The glob of a dataset's data files below a root. */
 function filesGlob(root: string, input: RecipeInput): string {
   const extension = input.format === 'parquet' ? 'parquet' : 'jsonl.gz';
   const folder = `${root}/${datasetFolder(input.layout, input.dataset)}`;
-  return input.layout === 'run_hour'
-    ? `${folder}/**/*.${extension}`
-    : `${folder}/date=*/${input.dataset === 'subscribers' ? 'subscribers' : input.dataset}-*.${extension}`;
+  if (input.layout === 'run_hour') return `${folder}/**/*.${extension}`;
+  const organization = byOrganization(input) ? 'organization_id=*/' : '';
+  return `${folder}/date=*/${organization}${input.dataset === 'subscribers' ? 'subscribers' : input.dataset}-*.${extension}`;
 }
 
 function rootOf(input: RecipeInput): string {
@@ -128,8 +155,8 @@ function rootOf(input: RecipeInput): string {
   return `${input.scheme ?? 's3'}://${input.bucket}${prefix === '' ? '' : `/${prefix}`}`;
 }
 
-function columnList(dataset: Dataset, engine: keyof typeof ENGINE_TYPES, indent = '  '): string {
-  return PARQUET_COLUMNS[dataset]
+function columnList(input: RecipeInput, engine: keyof typeof ENGINE_TYPES, indent = '  '): string {
+  return dataColumns(input)
     .map((column) => `${indent}${quoteName(column.name, engine)} ${ENGINE_TYPES[engine][column.type]}`)
     .join(',\n');
 }
@@ -167,9 +194,15 @@ function athena(input: RecipeInput): Recipe {
           `'projection.date.range' = '2024-01-01,NOW'`,
           `'projection.date.interval' = '1'`,
           `'projection.date.interval.unit' = 'DAYS'`,
-          `'storage.location.template' = '${root}/${dataset}/date=\${date}/'`,
+          ...(byOrganization(input)
+            ? [
+                // The organisations come and go: their ids are given in each query (WHERE organization_id IN (…)).
+                `'projection.organization_id.type' = 'injected'`,
+                `'storage.location.template' = '${root}/${dataset}/date=\${date}/organization_id=\${organization_id}/'`,
+              ]
+            : [`'storage.location.template' = '${root}/${dataset}/date=\${date}/'`]),
         ];
-  const partitions = partitionColumns(layout)
+  const partitions = partitionsOf(input)
     .map((name) => `\`${name}\` STRING`)
     .join(', ');
   const storage =
@@ -182,7 +215,7 @@ function athena(input: RecipeInput): Recipe {
     language: 'sql',
     text: [
       `CREATE EXTERNAL TABLE IF NOT EXISTS \`${dataset}\` (`,
-      columnList(dataset, 'athena'),
+      columnList(input, 'athena'),
       ')',
       `PARTITIONED BY (${partitions})`,
       storage,
@@ -206,7 +239,9 @@ function glue(input: RecipeInput): Recipe {
       `Crawl ${target} (an S3 target), with these exclude patterns: _sluice/**, **/_SUCCESS.`,
       input.layout === 'run_hour'
         ? 'Each schema_type=<dataset> folder becomes a table; year, month, day and hour become partition columns.'
-        : 'The dataset folder becomes a table; date becomes a partition column.',
+        : byOrganization(input)
+          ? 'The dataset folder becomes a table; date and organization_id become partition columns.'
+          : 'The dataset folder becomes a table; date becomes a partition column.',
       `Set "Update the table definition" to add new columns only: columns are only ever added at the end (schema_version ${1}).`,
       'The crawler infers the same columns and types as the Athena table above; prefer that table (partition projection needs no crawler runs).',
     ].join('\n'),
@@ -236,7 +271,7 @@ function snowflake(input: RecipeInput): Recipe {
       `CREATE STAGE IF NOT EXISTS sluice_stage URL = '${rootOf(input)}/' STORAGE_INTEGRATION = <your_storage_integration>;`,
       '',
       `CREATE TABLE IF NOT EXISTS "${dataset}" (`,
-      columnList(dataset, 'snowflake'),
+      columnList(input, 'snowflake'),
       ');',
       '',
       `${copy};`,
@@ -260,9 +295,9 @@ function bigquery(input: RecipeInput): Recipe {
     language: 'sql',
     text: [
       `CREATE EXTERNAL TABLE \`<project>.<dataset>.${dataset}\` (`,
-      columnList(dataset, 'bigquery'),
+      columnList(input, 'bigquery'),
       ')',
-      `WITH PARTITION COLUMNS (${partitionColumns(input.layout)
+      `WITH PARTITION COLUMNS (${partitionsOf(input)
         .filter((name) => name !== 'schema_type')
         .map((name) => `\`${name}\` STRING`)
         .join(', ')})`,
@@ -282,7 +317,7 @@ function bigquery(input: RecipeInput): Recipe {
 
 function databricks(input: RecipeInput): Recipe {
   const { dataset } = input;
-  const schema = PARQUET_COLUMNS[dataset]
+  const schema = dataColumns(input)
     .map((column) => `${column.name} ${ENGINE_TYPES.spark[column.type]}`)
     .join(', ');
   return {
@@ -293,7 +328,7 @@ function databricks(input: RecipeInput): Recipe {
       `schema = "${schema}"`,
       '(spark.readStream.format("cloudFiles")',
       `    .option("cloudFiles.format", "${input.format === 'parquet' ? 'parquet' : 'json'}")`,
-      `    .option("cloudFiles.partitionColumns", "${partitionColumns(input.layout).join(',')}")`,
+      `    .option("cloudFiles.partitionColumns", "${partitionsOf(input).join(',')}")`,
       '    .schema(schema)',
       `    .load("${rootOf(input)}/${datasetFolder(input.layout, dataset)}/")`,
       '    .writeStream',
@@ -311,13 +346,13 @@ function duckdb(input: RecipeInput): Recipe {
   const read =
     input.format === 'parquet'
       ? `read_parquet('${glob}', hive_partitioning = true, hive_types_autocast = false, union_by_name = true)`
-      : `read_json('${glob}', format = 'newline_delimited', hive_partitioning = true, hive_types_autocast = false, columns = {\n${PARQUET_COLUMNS[
-          dataset
-        ]
+      : `read_json('${glob}', format = 'newline_delimited', hive_partitioning = true, hive_types_autocast = false, columns = {\n${dataColumns(
+          input,
+        )
           .map((column) => `    '${column.name}': '${ENGINE_TYPES.duckdb[column.type]}'`)
           .join(',\n')}\n  })`;
-  const columns = PARQUET_COLUMNS[dataset].map((column) => `"${column.name}"`);
-  const partitions = partitionColumns(input.layout).map((name) => `"${name}"`);
+  const columns = dataColumns(input).map((column) => `"${column.name}"`);
+  const partitions = partitionsOf(input).map((name) => `"${name}"`);
   return {
     engine: 'duckdb',
     title: `DuckDB: ${dataset}`,
@@ -337,15 +372,17 @@ export function schemaDocument(
   dataset: Dataset,
   layout: Layout,
   format: ExportFormat,
+  partitioned = false,
 ): Record<string, unknown> {
+  const input = { dataset, layout, format, bucket: '', pathPrefix: '', partitioned };
   return {
     schema_version: 1,
     dataset,
     layout,
     format,
     folder: datasetFolder(layout, dataset),
-    partition_columns: partitionColumns(layout),
-    columns: PARQUET_COLUMNS[dataset].map((column) => ({
+    partition_columns: partitionsOf(input),
+    columns: dataColumns(input).map((column) => ({
       name: column.name,
       type: column.type,
       required: column.required,
@@ -359,20 +396,23 @@ export function schemaDocument(
 }
 
 /**
- * What the schema objects of an export depend on (its prefix, layout, format and datasets), as a short hash:
- * the engine writes them again when it differs from the one it last wrote (`schemaWritten`).
+ * What the schema objects of an export depend on (its prefix, layout, format and datasets, and whether its
+ * files are partitioned by organisation), as a short hash: the engine writes them again when it differs from
+ * the one it last wrote (`schemaWritten`). Unchanged for an export without children.
  */
 export function schemaKeyOf(destination: {
   pathPrefix: string;
   layout?: Layout;
   format: ExportFormat;
   datasets: readonly Dataset[];
+  childOrganizations?: readonly string[];
 }): string {
   const what = JSON.stringify([
     destination.pathPrefix,
     destination.layout ?? 'date',
     destination.format,
     [...destination.datasets].sort(),
+    ...(includesChildren(destination) ? ['organization_id'] : []),
   ]);
   return createHash('sha256').update(what).digest('hex').slice(0, 16);
 }
@@ -390,7 +430,7 @@ export function schemaObjects(input: Omit<RecipeInput, 'duckdbRoot'>): { key: st
   const objects = [
     {
       key: withPrefix(input.pathPrefix, `${folder}schema.json`),
-      body: `${JSON.stringify(schemaDocument(input.dataset, input.layout, input.format), null, 2)}\n`,
+      body: `${JSON.stringify(schemaDocument(input.dataset, input.layout, input.format, input.partitioned), null, 2)}\n`,
     },
   ];
   for (const recipe of recipesFor(input)) {

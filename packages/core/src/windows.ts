@@ -1,5 +1,6 @@
 import { FREQUENCY_MS, type Frequency } from './datasets.js';
 import { type FileFormat, sameFileFormat } from './file-format.js';
+import type { IncludedOrganization } from './included-organizations.js';
 import type { Layout } from './run-hour.js';
 
 /**
@@ -158,6 +159,17 @@ export interface Span extends Window {
   format?: FileFormat;
   /** The layout its files are named in, fixed when first planned (the engine sets it); absent: `date`. */
   layout?: Layout;
+  /**
+   * An export that includes child organisations: the organisations its windows read, with their starts and
+   * stops, fixed when first planned (the engine sets it; `includedOrganizations`). Present, the files are
+   * partitioned by organisation; absent, the span reads the export's own workspace only.
+   */
+  organizations?: IncludedOrganization[];
+  /**
+   * A span cut from a partitioned era (`groupEraWindows`, for a backfill) before the engine sets its
+   * `organizations`.
+   */
+  partitioned?: true;
 }
 
 /** The windows of a span, in order. */
@@ -266,6 +278,7 @@ function copySpan(span: Span): Span {
     ...(span.phaseMs ? { phaseMs: span.phaseMs } : {}),
     ...(span.format !== undefined ? { format: span.format } : {}),
     ...(span.layout !== undefined && span.layout !== 'date' ? { layout: span.layout } : {}),
+    ...(span.organizations !== undefined ? { organizations: span.organizations.map((o) => ({ ...o })) } : {}),
   };
 }
 
@@ -310,15 +323,28 @@ export interface Era {
   phaseMs?: number;
   /** The layout the windows are named in; absent: `date`. */
   layout?: Layout;
+  /** The windows' files are partitioned by organisation (the export included child organisations); absent: not. */
+  partitioned?: true;
+}
+
+/** True for an era or span whose files are partitioned by organisation. */
+function isPartitioned(value: { partitioned?: true; organizations?: unknown }): boolean {
+  return value.partitioned === true || value.organizations !== undefined;
 }
 
 /** True when two eras (or an era and a span) name their windows the same way on the same grid. */
-function sameGrid(
-  a: { stepMs?: number; phaseMs?: number; format?: FileFormat; layout?: Layout },
-  b: { stepMs?: number; phaseMs?: number; format?: FileFormat; layout?: Layout },
-): boolean {
+type GridLike = {
+  stepMs?: number;
+  phaseMs?: number;
+  format?: FileFormat;
+  layout?: Layout;
+  partitioned?: true;
+  organizations?: unknown;
+};
+function sameGrid(a: GridLike, b: GridLike): boolean {
   return (
     a.stepMs === b.stepMs &&
+    isPartitioned(a) === isPartitioned(b) &&
     (a.phaseMs ?? 0) === (b.phaseMs ?? 0) &&
     (a.layout ?? 'date') === (b.layout ?? 'date') &&
     a.format !== undefined &&
@@ -328,13 +354,14 @@ function sameGrid(
 }
 
 /** An era's grid and naming, stored compactly (no `phaseMs` 0, no `layout` `date`). */
-function eraOf(fromMs: number, from: Omit<Era, 'fromMs'>): Era {
+function eraOf(fromMs: number, from: Omit<Era, 'fromMs'> & { organizations?: unknown }): Era {
   return {
     fromMs,
     stepMs: from.stepMs,
     format: from.format,
     ...(from.phaseMs ? { phaseMs: from.phaseMs } : {}),
     ...(from.layout !== undefined && from.layout !== 'date' ? { layout: from.layout } : {}),
+    ...(isPartitioned(from) ? { partitioned: true as const } : {}),
   };
 }
 
@@ -367,7 +394,14 @@ export function historyEras(
 ): Era[] {
   const eras = stored.filter((era) => era.fromMs < plannedEndMs);
   const align = alignmentOf(plannedEndMs, current.stepMs, current.phaseMs ?? 0);
-  if (align !== undefined) eras.push({ fromMs: plannedEndMs, stepMs: align.stepMs, format: current.format });
+  if (align !== undefined) {
+    eras.push({
+      fromMs: plannedEndMs,
+      stepMs: align.stepMs,
+      format: current.format,
+      ...(current.partitioned === true ? { partitioned: true as const } : {}),
+    });
+  }
   eras.push(eraOf(align?.toMs ?? plannedEndMs, current));
   return eras.map((era, index) => (index === 0 ? { ...era, fromMs: Number.NEGATIVE_INFINITY } : era));
 }
@@ -426,6 +460,7 @@ export function groupEraWindows(windows: readonly EraWindow[], count: number): S
         ...span,
         format: first.format,
         ...(first.layout !== undefined && first.layout !== 'date' ? { layout: first.layout } : {}),
+        ...(first.partitioned === true ? { partitioned: true as const } : {}),
       });
     }
   }

@@ -10,12 +10,14 @@ import {
   earliestAvailableMs,
   groupEraWindows,
   historyEras,
+  includedOrganizations,
   isEventDataset,
   MAX_BACKFILL_CHUNK_ATTEMPTS,
   MAX_SPANS_PER_DATASET,
+  type OrganizationLink,
   windowsOfEras,
 } from '@sluice/core';
-import type { EngineDeps } from './deps.js';
+import { type EngineDeps, linksOf } from './deps.js';
 import { describeFailure } from './errors.js';
 import type {
   BackfillSkip,
@@ -58,12 +60,17 @@ export interface BackfillPlan {
  * every row of its windows, also before the export's start (it is a request for that history). Windows that
  * start before `availableFromMs` (per dataset: rows recorded after it are still available) lost rows: they
  * are skipped and reported, so a delivered file is never replaced by one with fewer rows. Pure.
+ * A window of an era partitioned by organisation (the export included children) reads the organisations
+ * the export includes over it (`includedOrganizations` with the parent's link history `links`): each child
+ * from the later of its link and its entry's addition to the list, to its unlink; a child removed from the
+ * list since is not included.
  */
 export function planBackfillItems(
   backfill: Backfill,
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   availableFromMs: (dataset: EventDataset) => number,
+  links: readonly OrganizationLink[] = [],
 ): BackfillPlan {
   const { range } = backfill;
   const items: WorkItem[] = [];
@@ -83,8 +90,12 @@ export function planBackfillItems(
     if (from !== undefined && to !== undefined) {
       skipped.push({ dataset, throughMs: to.toMs, expired: { fromMs: from.fromMs, toMs: to.toMs } });
     }
-    for (const span of groupEraWindows(windows.slice(lost.length), MAX_SPANS_PER_DATASET)) {
-      items.push({ dataset, kind: 'events' as const, ...span });
+    for (const { partitioned, ...span } of groupEraWindows(
+      windows.slice(lost.length),
+      MAX_SPANS_PER_DATASET,
+    )) {
+      const organizations = partitioned ? includedOrganizations(destination, links, span) : undefined;
+      items.push({ dataset, kind: 'events' as const, ...span, ...(organizations ? { organizations } : {}) });
     }
   }
   return { items, skipped };
@@ -150,6 +161,7 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     destination,
     cursors,
     (dataset) => available.get(dataset) ?? nowMs,
+    await linksOf(destination, deps),
   );
   const run: RunRef = {
     workspaceId,

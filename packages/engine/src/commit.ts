@@ -91,14 +91,23 @@ export function planCommit(
     const entry = progress.get(progressKey(dataset, window));
     return entry?.done === true && entry.configVersion === run.configVersion;
   };
+  // A window's progress entries: its own, and those of its child organisations' files (`<window>#<ws>`, an
+  // export that includes children), which its own, saved complete last, vouches for.
+  const unitsOf = (dataset: Dataset, window: string): WindowProgress[] => {
+    const own = progress.get(progressKey(dataset, window));
+    const children = [...progress.values()].filter(
+      (entry) => entry.dataset === dataset && entry.window.startsWith(`${window}#`),
+    );
+    return own === undefined ? children : [own, ...children];
+  };
   const countsOf = (dataset: Dataset, windows: readonly string[]) => {
     const counts = { rows: 0, files: 0, bytes: 0 };
     for (const window of windows) {
-      const entry = progress.get(progressKey(dataset, window));
-      if (entry === undefined) continue;
-      counts.rows += entry.rows;
-      counts.files += entry.files;
-      counts.bytes += entry.bytes;
+      for (const entry of unitsOf(dataset, window)) {
+        counts.rows += entry.rows;
+        counts.files += entry.files;
+        counts.bytes += entry.bytes;
+      }
     }
     return counts;
   };
@@ -126,7 +135,12 @@ export function planCommit(
             (span): PlannedSpan => ({ ...span, runId: runIds.get(span.toMs) ?? '' }),
           ),
         });
-        for (const window of commit.committed) plan.finished.push({ dataset, window: windowKey(window) });
+        for (const window of commit.committed) {
+          plan.finished.push({ dataset, window: windowKey(window) });
+          for (const unit of unitsOf(dataset, windowKey(window))) {
+            if (unit.window !== windowKey(window)) plan.finished.push({ dataset, window: unit.window });
+          }
+        }
       }
       plan.lagSecondsByDataset[dataset] = Math.max(0, Math.round((nowMs - commit.cursorMs) / 1000));
       if (commit.cursorMs < exportLimitOf(destination, nowMs)) plan.behind = true;

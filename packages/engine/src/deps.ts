@@ -8,7 +8,13 @@ import type {
   RunStateStore,
   RunStore,
 } from '@sluice/control';
-import { type BucketLocation, DEFAULT_EVENT_RETENTION_MS } from '@sluice/core';
+import {
+  type BucketLocation,
+  DEFAULT_EVENT_RETENTION_MS,
+  includesChildren,
+  type OrganizationChoice,
+  type OrganizationLink,
+} from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
 import type { SecretSealer } from '@sluice/secrets';
 import { type BucketCredentials, type BucketWriter, createBucketClient, S3BucketWriter } from '@sluice/sinks';
@@ -34,6 +40,14 @@ export interface SecretOpener {
     context: Parameters<SecretSealer['open']>[1],
     version?: { configVersion: number },
   ): Promise<string>;
+}
+
+/**
+ * The link history of a parent organisation's children (`@sluice/control` `OrganizationStore`): every link,
+ * unlinked ones included, so the engine knows when each child was included.
+ */
+export interface OrganizationLinks {
+  listChildren(parentId: string, options: { includeUnlinked: true }): Promise<OrganizationLink[]>;
 }
 
 /** The engine's settings (run-control reads them from its configuration). */
@@ -70,7 +84,24 @@ export interface EngineDeps {
   metrics: RunMetrics;
   /** Where a destination's failing and recovered notices are published (the Sluice bus). */
   notices: NoticePublisher;
+  /** The children of parent organisations (read only for an export that includes children). */
+  organizations: OrganizationLinks;
   now: () => Date;
+}
+
+/**
+ * Child organisations asked at once whether they have rows (by a writer before its span, by Dispatch): each
+ * asks its hours and shards a few Queries at once, so 8 stay within the SDK's 50 sockets.
+ */
+export const ORGANIZATION_CHECKS_AT_ONCE = 8;
+
+/** The link history an export's choice of children is resolved against: none when it includes no children. */
+export async function linksOf(
+  destination: OrganizationChoice,
+  deps: Pick<EngineDeps, 'organizations'>,
+): Promise<OrganizationLink[]> {
+  if (!includesChildren(destination)) return [];
+  return deps.organizations.listChildren(destination.workspaceId, { includeUnlinked: true });
 }
 
 /**
@@ -123,6 +154,7 @@ const builders: { [K in keyof EngineDeps]: () => EngineDeps[K] } = {
   bucketWriterFactory: () => defaultBucketWriterFactory,
   metrics: () => noRunMetrics,
   notices: injected('notices'),
+  organizations: injected('organizations'),
   now: () => () => new Date(),
 };
 const built: Partial<EngineDeps> = {};

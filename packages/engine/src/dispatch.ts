@@ -4,16 +4,28 @@ import {
   alignmentOf,
   type Dataset,
   type Destination,
+  type EventDataset,
   erasAfterPlanning,
   forEachConcurrently,
+  includedOrganizations,
+  includesChildren,
   isEventDataset,
+  organizationIds,
+  organizationIntervals,
   isSnapshotDue,
 } from '@sluice/core';
-import { type EngineDeps, resolveDeps } from './deps.js';
+import { type EngineDeps, linksOf, ORGANIZATION_CHECKS_AT_ONCE, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { DueDestination, FindDueInput, FindDueOutput } from './payloads.js';
 import { positionOf } from './plan.js';
-import { currentGrid, eventCursorMs, exportLimitOf, LEASE_DURATION_MS, nextRunOf } from './positions.js';
+import {
+  currentGrid,
+  eventCursorMs,
+  exactStartMs,
+  exportLimitOf,
+  LEASE_DURATION_MS,
+  nextRunOf,
+} from './positions.js';
 import { settleExpiredRun } from './settle.js';
 
 /**
@@ -126,12 +138,16 @@ async function dispatchOne(
   };
 }
 
-/** True when a run has something to write: planned work, a due snapshot, or new rows in some dataset. */
+/**
+ * True when a run has something to write: planned work, a due snapshot, or new rows in some dataset (of an
+ * export that includes child organisations, in the workspace's own log or in an included child's, over the
+ * time it is included: at most {@link ORGANIZATION_CHECKS_AT_ONCE} children asked at once).
+ */
 export async function needsRun(
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   nowMs: number,
-  deps: Pick<EngineDeps, 'eventSource'>,
+  deps: Pick<EngineDeps, 'eventSource' | 'organizations'>,
 ): Promise<boolean> {
   const limit = exportLimitOf(destination, nowMs);
   const checks: { dataset: Dataset; fromMs: number }[] = [];
@@ -150,7 +166,27 @@ export async function needsRun(
     if (await deps.eventSource.hasRowsAfter(destination.workspaceId, check.dataset, check.fromMs, limit))
       return true;
   }
-  return false;
+  if (checks.length === 0 || !includesChildren(destination)) return false;
+  const links = await linksOf(destination, deps);
+  const asks: { id: string; dataset: EventDataset; fromMs: number; toMs: number }[] = [];
+  for (const check of checks) {
+    if (!isEventDataset(check.dataset)) continue;
+    const range = { fromMs: check.fromMs, toMs: limit };
+    const entries = includedOrganizations(destination, links, range);
+    const startMs = exactStartMs(destination, check.dataset);
+    for (const id of organizationIds(entries)) {
+      if (id === destination.workspaceId) continue;
+      for (const interval of organizationIntervals(entries, id, range, startMs)) {
+        asks.push({ id, dataset: check.dataset, ...interval });
+      }
+    }
+  }
+  let found = false;
+  await forEachConcurrently(asks, ORGANIZATION_CHECKS_AT_ONCE, async (ask) => {
+    if (found) return;
+    if (await deps.eventSource.hasRowsAfter(ask.id, ask.dataset, ask.fromMs, ask.toMs)) found = true;
+  });
+  return found;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { EventDataset, FileFormat, Layout } from '@sluice/core';
+import type { EventDataset, FileFormat, IncludedOrganization, Layout } from '@sluice/core';
 import type { StepFunctionsError } from './errors.js';
 
 /**
@@ -76,6 +76,13 @@ export type WorkItem =
       format?: FileFormat;
       /** The layout the windows were planned with; absent: `date`. */
       layout?: Layout;
+      /**
+       * An export that includes child organisations: the organisations the windows read (the export's own
+       * workspace among them), each with its exact start and stop inside the span, as planned
+       * (`@sluice/core` `Span.organizations`); their files are partitioned by organisation. Absent: the
+       * workspace's own rows, unpartitioned.
+       */
+      organizations?: IncludedOrganization[];
       /** Write the dataset's schema objects (`_sluice/schema/<dataset>/`) before the windows. */
       schema?: true;
       /**

@@ -10,12 +10,15 @@ import {
   layoutOf,
   schemaKeyOf,
   gridPointAtOrBefore,
+  includedOrganizations,
+  includesChildren,
   isEventDataset,
+  type OrganizationLink,
   planEventSpans,
   planSnapshot,
   windowKey,
 } from '@sluice/core';
-import { type EngineDeps, resolveDeps } from './deps.js';
+import { type EngineDeps, linksOf, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
 import { claimBackfill } from './backfill.js';
@@ -98,7 +101,16 @@ export async function claimAndPlan(
 
     const cursors = await deps.cursors.get(input.workspaceId, input.destinationId);
     const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps);
-    const plan = planDatasets(destination, cursors, runId, nowMs, deps.settings.eventRetentionMs, archives);
+    const links = await linksOf(destination, deps);
+    const plan = planDatasets(
+      destination,
+      cursors,
+      runId,
+      nowMs,
+      deps.settings.eventRetentionMs,
+      archives,
+      links,
+    );
     if (!(await deps.cursors.advance(fence, plan.writes, now))) {
       await deps.leases.release(lease);
       lease = undefined;
@@ -232,6 +244,9 @@ export interface DatasetsPlan {
  * grid, or the event archive's start when the archive reaches the hot log: {@link availableFromMs}) first
  * moves to it: those rows are gone, and the span is reported in `expired`. Rows the archive holds are read
  * from it by the writer's event source, into the same files.
+ * An export that includes child organisations fixes in each new span the organisations it reads, with their
+ * exact starts and stops (`includedOrganizations` over `links`, the parent's link history), like its format:
+ * a span planned before keeps its own, so a retry or a late run reads the same rows of the same organisations.
  */
 export function planDatasets(
   destination: Destination,
@@ -240,6 +255,7 @@ export function planDatasets(
   nowMs: number,
   retentionMs: number,
   archives: ReadonlyMap<EventDataset, ArchiveCoverage> = new Map(),
+  links: readonly OrganizationLink[] = [],
 ): DatasetsPlan {
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
@@ -278,11 +294,20 @@ export function planDatasets(
         const before = earlier.get(windowKey(span));
         // A span planned before keeps its layout (absent: `date`); a new one takes the current layout.
         const layout = before !== undefined ? layoutOf(before) : grid.layout;
+        // ... and its organisations (absent: the workspace's own rows, unpartitioned); a new one resolves them now.
+        const organizations =
+          before !== undefined
+            ? before.organizations
+            : includesChildren(destination)
+              ? includedOrganizations(destination, links, span)
+              : undefined;
+        const { organizations: _stored, ...rest } = span;
         return {
-          ...span,
+          ...rest,
           runId: before?.runId ?? runId,
           format: before?.format ?? currentFormat,
           ...(layout !== 'date' ? { layout } : {}),
+          ...(organizations !== undefined ? { organizations } : {}),
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {

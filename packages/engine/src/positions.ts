@@ -15,6 +15,7 @@ import {
   gridStartOf,
   gridStepMs,
   gridTimingOf,
+  includesChildren,
   type Layout,
   layoutOf,
   nextSlotAfter,
@@ -62,7 +63,8 @@ export function exactStartMs(destination: Destination, dataset: Dataset): number
 /**
  * The grid, format and layout of windows planned now: the frequency's step, shifted in `run_hour` so that
  * windows end five minutes before the schedule's runs (`gridPhaseMs`), and the lag behind real time that
- * goes with it (two minutes; five in `run_hour`).
+ * goes with it (two minutes; five in `run_hour`); `partitioned` when the export includes child organisations
+ * (its files go to one partition per organisation).
  */
 export function currentGrid(destination: Destination): {
   stepMs: number;
@@ -70,12 +72,14 @@ export function currentGrid(destination: Destination): {
   format: FileFormat;
   layout: Layout;
   lagMs: number;
+  partitioned?: true;
 } {
   return {
     stepMs: gridStepMs(destination.frequency),
     ...gridTimingOf(destination),
     format: fileFormatOf(destination),
     layout: layoutOf(destination),
+    ...(includesChildren(destination) ? { partitioned: true as const } : {}),
   };
 }
 

@@ -5,7 +5,11 @@ import {
   buildManifest,
   currentRowKeyOf,
   type Destination,
+  type EventDataset,
   eventFileKey,
+  forEachConcurrently,
+  type IncludedOrganization,
+  includesChildren,
   fileFormatOf,
   fileLineOf,
   type ManifestFile,
@@ -13,6 +17,8 @@ import {
   manifestKey,
   MAX_LINES_PER_FILE,
   layoutOf,
+  organizationIds,
+  organizationIntervals,
   RUN_HOUR_MAX_LINES_PER_FILE,
   runHourFileKey,
   runHourManifestKey,
@@ -22,12 +28,18 @@ import {
   snapshotSuccessKey,
   serializeManifest,
   spanWindows,
+  type Window,
   windowKey,
   withSnapshotDate,
 } from '@sluice/core';
-import type { SourcePage } from '@sluice/eventlog';
+import type { EventPage, SourcePage } from '@sluice/eventlog';
 import { destinationCredentials } from '@sluice/sinks';
-import { type ClosableBucketWriter, type EngineDeps, resolveDeps } from './deps.js';
+import {
+  type ClosableBucketWriter,
+  type EngineDeps,
+  ORGANIZATION_CHECKS_AT_ONCE,
+  resolveDeps,
+} from './deps.js';
 import { classifyEngineError } from './errors.js';
 import { latestPerKey, lineKeyOf } from './latest-per-key.js';
 import type { RunRef, StopReason, WindowResult, WorkItem, WriteWindowInput } from './payloads.js';
@@ -213,7 +225,6 @@ async function writeSpan(
     // The layout the windows were planned with names their files and sets how many lines a file takes.
     const layout = item.kind === 'events' ? layoutOf(item) : 'date';
     const maxLines = layout === 'run_hour' ? RUN_HOUR_MAX_LINES_PER_FILE : MAX_LINES_PER_FILE;
-    const owner = { exportId: run.destinationId, organizationId: run.workspaceId };
     if (item.schema === true && run.backfillId === undefined) {
       // The dataset's schema and reading recipes beside the data (deterministic: written again, same bytes).
       const objects = schemaObjects({
@@ -223,6 +234,7 @@ async function writeSpan(
         bucket: destination.bucket,
         pathPrefix: destination.pathPrefix,
         scheme: destination.provider === 'gcs' ? 'gs' : 's3',
+        partitioned: includesChildren(destination),
       });
       for (const object of objects) await bucket.writeMarker(object.key, object.body);
     }
@@ -329,7 +341,7 @@ async function writeSpan(
       progress.done = true;
       if (progress.maxFile >= 0 || snapshot) {
         const next = await startNext?.();
-        await save(next !== undefined ? [progress, next] : [progress], windowToMs);
+        await save(next !== undefined ? [progress, next] : [progress], windowToMs ?? reach.finishedMs);
       }
       state.units += 1;
     }
@@ -337,81 +349,113 @@ async function writeSpan(
     if (item.kind === 'events') {
       const dataset = item.dataset;
       const windows = spanWindows(item);
-      const progress = windows.map((window) => progressOf(windowKey(window)));
-      // The span is read in one pass from its first window to write, cut into windows by recorded time: a
-      // window already complete, or one begun earlier, starts a new pass at its own position.
-      let lines: LineCursor | undefined;
       // A current-row dataset (message_events) is read a window at a time, keeping each message's last row.
       const keyField = currentRowKeyOf(dataset);
-      const pass = async (index: number) => {
-        await lines?.close();
-        const window = windows[index] as (typeof windows)[number];
-        const from = progress[index]?.lastKey;
-        // Rows recorded at or before the export's exact start are not read (the first window keeps its name).
-        const fromMs = Math.max(window.fromMs, item.startMs ?? window.fromMs);
-        const toMs = keyField === undefined ? item.toMs : window.toMs;
-        const read = (afterKey?: string) =>
-          deps.eventSource.readWindow(run.workspaceId, dataset, fromMs, toMs, afterKey);
-        lines = new LineCursor(
-          keyField === undefined ? read(from) : latestPerKey(read, lineKeyOf(keyField), from),
-          fileLineOf(dataset),
+      // The organisations the span reads, as planned: the workspace's own rows (unpartitioned), or each
+      // included organisation in its own partition. Children with no rows in the span are found at once
+      // (a few concurrent Queries each) and skipped; the others are written one after the other, and the
+      // export's own workspace last, so that the window's own progress, saved complete last, says that
+      // every organisation's files of the window are complete (Commit reads it so).
+      const entries = item.organizations ?? [{ id: run.workspaceId }];
+      const partitioned = item.organizations !== undefined;
+      const children = await childrenWithRows(entries, run, item, deps, (id) =>
+        windows.some((window) => stored.has(progressKey(dataset, unitKey(window, id, run.workspaceId)))),
+      );
+      /** Writes (or continues) the files of one organisation, window by window. */
+      const walk = async (organizationId: string) => {
+        const own = organizationId === run.workspaceId;
+        const partition = partitioned ? organizationId : undefined;
+        const fileOwner = { exportId: run.destinationId, organizationId };
+        const progress = windows.map((window) =>
+          progressOf(unitKey(window, organizationId, run.workspaceId)),
         );
-        return lines;
+        // The span is read in one pass from its first window to write, cut into windows by recorded time: a
+        // window already complete, or one begun earlier, starts a new pass at its own position.
+        let lines: LineCursor | undefined;
+        const pass = async (index: number) => {
+          await lines?.close();
+          const window = windows[index] as (typeof windows)[number];
+          const from = progress[index]?.lastKey;
+          const toMs = keyField === undefined ? item.toMs : window.toMs;
+          // Rows recorded at or before the export's exact start, or outside the organisation's inclusion,
+          // are not read (the first window keeps its name).
+          const intervals = organizationIntervals(
+            entries,
+            organizationId,
+            { fromMs: window.fromMs, toMs },
+            item.startMs,
+          );
+          const read = (afterKey?: string) =>
+            readIntervals(deps, organizationId, dataset, intervals, afterKey);
+          lines = new LineCursor(
+            keyField === undefined ? read(from) : latestPerKey(read, lineKeyOf(keyField), from),
+            fileLineOf(dataset),
+          );
+          return lines;
+        };
+        try {
+          for (const [index, window] of windows.entries()) {
+            if (outOfTime()) throw new OutOfTime();
+            const current = progress[index] as WindowProgress;
+            if (current.done) {
+              await lines?.close();
+              lines = undefined;
+              if (own) reach.finishedMs = window.toMs;
+              continue;
+            }
+            const cursor =
+              lines === undefined || current.lastKey !== undefined || keyField !== undefined
+                ? await pass(index)
+                : lines;
+            cursor.until(window.toMs);
+            const next = progress[index + 1];
+            const following = windows[index + 1];
+            await writeOne(
+              current,
+              (file) =>
+                layout === 'run_hour'
+                  ? runHourFileKey(prefix, dataset, window, file, fileFormat, fileOwner)
+                  : eventFileKey(prefix, dataset, window, file, fileFormat, partition),
+              cursor,
+              {
+                kind: 'events',
+                key:
+                  layout === 'run_hour'
+                    ? runHourManifestKey(prefix, dataset, window, fileOwner)
+                    : manifestKey(prefix, dataset, window, partition),
+                of: (files) => ({
+                  dataset,
+                  window,
+                  format: fileFormat.format,
+                  files,
+                  ...(layout === 'run_hour' ? { layout, slotMs: runHourSlotMs(window) } : {}),
+                  ...(partition !== undefined ? { organizationId: partition } : {}),
+                }),
+              },
+              async () => {
+                // Only a fresh next window, with rows, while there is time to start it.
+                if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
+                if (outOfTime()) return;
+                cursor.until(following.toMs);
+                if (!(await cursor.hasMore())) return;
+                next.maxFile = 0;
+                return next;
+              },
+              // A window is finished (a backfill shows it) once the export's own files of it are.
+              own ? window.toMs : undefined,
+            );
+            if (own) {
+              result.doneThroughMs = window.toMs;
+              reach.finishedMs = window.toMs;
+            }
+          }
+        } finally {
+          await (lines as LineCursor | undefined)?.close().catch(() => undefined);
+        }
       };
       try {
-        for (const [index, window] of windows.entries()) {
-          if (outOfTime()) throw new OutOfTime();
-          const current = progress[index] as WindowProgress;
-          if (current.done) {
-            await lines?.close();
-            lines = undefined;
-            reach.finishedMs = window.toMs;
-            continue;
-          }
-          const cursor =
-            lines === undefined || current.lastKey !== undefined || keyField !== undefined
-              ? await pass(index)
-              : lines;
-          cursor.until(window.toMs);
-          const next = progress[index + 1];
-          const following = windows[index + 1];
-          await writeOne(
-            current,
-            (file) =>
-              layout === 'run_hour'
-                ? runHourFileKey(prefix, dataset, window, file, fileFormat, owner)
-                : eventFileKey(prefix, dataset, window, file, fileFormat),
-            cursor,
-            {
-              kind: 'events',
-              key:
-                layout === 'run_hour'
-                  ? runHourManifestKey(prefix, dataset, window, owner)
-                  : manifestKey(prefix, dataset, window),
-              of: (files) => ({
-                dataset,
-                window,
-                format: fileFormat.format,
-                files,
-                ...(layout === 'run_hour' ? { layout, slotMs: runHourSlotMs(window) } : {}),
-              }),
-            },
-            async () => {
-              // Only a fresh next window, with rows, while there is time to start it.
-              if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
-              if (outOfTime()) return;
-              cursor.until(following.toMs);
-              if (!(await cursor.hasMore())) return;
-              next.maxFile = 0;
-              return next;
-            },
-            window.toMs,
-          );
-          result.doneThroughMs = window.toMs;
-          reach.finishedMs = window.toMs;
-        }
+        for (const organizationId of [...children, run.workspaceId]) await walk(organizationId);
       } finally {
-        await (lines as LineCursor | undefined)?.close().catch(() => undefined);
         // Windows finished since the last save (empty ones save nothing): recorded once, on the way out.
         if (reach.finishedMs !== undefined && reach.finishedMs !== reach.recordedMs) {
           await book.reach(reach.finishedMs, deps.now()).catch(() => undefined);
@@ -448,6 +492,76 @@ async function writeSpan(
     throw classifyEngineError(error);
   } finally {
     writer?.close?.();
+  }
+}
+
+/**
+ * The progress key of one organisation's files of a window: the window's own (`<fromMs>-<toMs>`) for the
+ * export's workspace, `<fromMs>-<toMs>#<organizationId>` for a child's.
+ */
+export function unitKey(window: Window, organizationId: string, ownId: string): string {
+  return organizationId === ownId ? windowKey(window) : `${windowKey(window)}#${organizationId}`;
+}
+
+/**
+ * The child organisations of a span that have rows in it (or a window begun earlier: `begun`), in the
+ * planned order: each asks the event source whether it holds a row in its intervals, at most
+ * {@link ORGANIZATION_CHECKS_AT_ONCE} at once, so the children without rows cost no sequential reads.
+ */
+async function childrenWithRows(
+  entries: readonly IncludedOrganization[],
+  run: RunRef,
+  item: Extract<WorkItem, { kind: 'events' }>,
+  deps: Pick<EngineDeps, 'eventSource'>,
+  begun: (organizationId: string) => boolean,
+): Promise<string[]> {
+  const ids = organizationIds(entries).filter((id) => id !== run.workspaceId);
+  const withRows = new Set<string>();
+  await forEachConcurrently(ids, ORGANIZATION_CHECKS_AT_ONCE, async (id) => {
+    if (begun(id)) {
+      withRows.add(id);
+      return;
+    }
+    for (const interval of organizationIntervals(entries, id, item, item.startMs)) {
+      if (await deps.eventSource.hasRowsAfter(id, item.dataset, interval.fromMs, interval.toMs)) {
+        withRows.add(id);
+        return;
+      }
+    }
+  });
+  return ids.filter((id) => withRows.has(id));
+}
+
+/**
+ * An organisation's rows of a dataset over `intervals` (in order, from {@link organizationIntervals}): one
+ * read from the first interval's start to the last one's end, keeping only the lines recorded inside an
+ * interval (a child unlinked and linked again inside a span has two). Positions are those of the source, so a
+ * resumed read (`afterKey`) continues the same sequence.
+ */
+async function* readIntervals(
+  deps: Pick<EngineDeps, 'eventSource'>,
+  organizationId: string,
+  dataset: EventDataset,
+  intervals: readonly Window[],
+  afterKey?: string,
+): AsyncGenerator<EventPage> {
+  const [first, last] = [intervals[0], intervals.at(-1)];
+  if (first === undefined || last === undefined) return;
+  const pages = deps.eventSource.readWindow(organizationId, dataset, first.fromMs, last.toMs, afterKey);
+  if (intervals.length === 1) {
+    yield* pages;
+    return;
+  }
+  const inside = (ms: number) => intervals.some((interval) => interval.fromMs < ms && ms <= interval.toMs);
+  for await (const page of pages) {
+    const kept: EventPage = { lines: [], keys: [], recordedMs: [] };
+    page.recordedMs.forEach((ms, index) => {
+      if (!inside(ms)) return;
+      kept.lines.push(page.lines[index] as string);
+      kept.keys.push(page.keys[index] as string);
+      kept.recordedMs.push(ms);
+    });
+    if (kept.lines.length > 0) yield kept;
   }
 }
 

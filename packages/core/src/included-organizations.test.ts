@@ -1,0 +1,217 @@
+import { describe, expect, it } from 'vitest';
+import {
+  includedOrganizations,
+  includesChildren,
+  type OrganizationLink,
+  organizationIntervals,
+} from './included-organizations.js';
+import { eventFileKey } from './layout.js';
+import { buildManifest, manifestKey } from './manifest.js';
+import { erasAfterPlanning, groupEraWindows, historyEras, windowsOfEras } from './windows.js';
+
+const T = Date.parse('2026-10-01T00:00:00.000Z');
+const MIN = 60_000;
+const HOUR = 60 * MIN;
+const iso = (ms: number) => new Date(ms).toISOString();
+const link = (childId: string, linkedMs: number, unlinkedMs: number | null = null): OrganizationLink => ({
+  parentId: 'ws_parent',
+  childId,
+  linkedAt: iso(linkedMs),
+  unlinkedAt: unlinkedMs === null ? null : iso(unlinkedMs),
+});
+const hour = { fromMs: T - 1, toMs: T + HOUR - 1 };
+
+describe('includedOrganizations', () => {
+  it('reads only the parent when the list of children is empty or absent', () => {
+    const links = [link('ws_a', T - HOUR)];
+    expect(includedOrganizations({ workspaceId: 'ws_parent' }, links, hour)).toEqual([{ id: 'ws_parent' }]);
+    expect(includedOrganizations({ workspaceId: 'ws_parent', childOrganizations: [] }, links, hour)).toEqual([
+      { id: 'ws_parent' },
+    ]);
+    expect(includesChildren({ childOrganizations: [] })).toBe(false);
+    expect(includesChildren({ childOrganizations: ['*'] })).toBe(true);
+  });
+
+  it('includes the chosen children linked before the range whole, the parent first, by id', () => {
+    const destination = {
+      workspaceId: 'ws_parent',
+      childOrganizations: ['ws_b', 'ws_a'],
+      childOrganizationsAddedAt: { ws_a: iso(T - HOUR), ws_b: iso(T - HOUR) },
+    };
+    const links = [link('ws_b', T - 2 * HOUR), link('ws_c', T - 2 * HOUR), link('ws_a', T - 2 * HOUR)];
+    expect(includedOrganizations(destination, links, hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a' },
+      { id: 'ws_b' },
+    ]);
+  });
+
+  it("starts a child at the later of its link and its entry's addition, exactly, inside the range", () => {
+    const destination = {
+      workspaceId: 'ws_parent',
+      childOrganizations: ['ws_a', 'ws_b'],
+      childOrganizationsAddedAt: { ws_a: iso(T + 10 * MIN), ws_b: iso(T - HOUR) },
+    };
+    const links = [link('ws_a', T - HOUR), link('ws_b', T + 20 * MIN)];
+    expect(includedOrganizations(destination, links, hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', startMs: T + 10 * MIN },
+      { id: 'ws_b', startMs: T + 20 * MIN },
+    ]);
+    // A start at the range's end: nothing of the child in the range
+    const later = includedOrganizations(destination, [link('ws_a', hour.toMs)], hour);
+    expect(later).toEqual([{ id: 'ws_parent' }]);
+  });
+
+  it("under '*' includes every child from the later of its link and the '*' entry's addition", () => {
+    const destination = {
+      workspaceId: 'ws_parent',
+      childOrganizations: ['*'],
+      childOrganizationsAddedAt: { '*': iso(T + 5 * MIN) },
+    };
+    const links = [link('ws_old', T - HOUR), link('ws_new', T + 30 * MIN)];
+    expect(includedOrganizations(destination, links, hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_new', startMs: T + 30 * MIN },
+      { id: 'ws_old', startMs: T + 5 * MIN },
+    ]);
+  });
+
+  it("takes the earlier of a child's own entry and '*' when both name it", () => {
+    const destination = {
+      workspaceId: 'ws_parent',
+      childOrganizations: ['*', 'ws_a'],
+      childOrganizationsAddedAt: { '*': iso(T + 40 * MIN), ws_a: iso(T + 10 * MIN) },
+    };
+    expect(includedOrganizations(destination, [link('ws_a', T - HOUR)], hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', startMs: T + 10 * MIN },
+    ]);
+  });
+
+  it('stops a child at its unlink time and leaves out one unlinked before the range', () => {
+    const destination = { workspaceId: 'ws_parent', childOrganizations: ['*'] };
+    const links = [link('ws_a', T - HOUR, T + 15 * MIN), link('ws_b', T - 2 * HOUR, T - 1)];
+    expect(includedOrganizations(destination, links, hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', stopMs: T + 15 * MIN },
+    ]);
+  });
+
+  it('gives a child unlinked and linked again one entry per link, in order', () => {
+    const destination = { workspaceId: 'ws_parent', childOrganizations: ['ws_a'] };
+    const links = [link('ws_a', T + 40 * MIN), link('ws_a', T - HOUR, T + 15 * MIN)];
+    const included = includedOrganizations(destination, links, hour);
+    expect(included).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', stopMs: T + 15 * MIN },
+      { id: 'ws_a', startMs: T + 40 * MIN },
+    ]);
+    // The writer reads (from, 15 min] and (40 min, to]: no row of the gap, none twice
+    expect(organizationIntervals(included, 'ws_a', hour)).toEqual([
+      { fromMs: hour.fromMs, toMs: T + 15 * MIN },
+      { fromMs: T + 40 * MIN, toMs: hour.toMs },
+    ]);
+  });
+
+  it("ignores other parents' links, a link to itself, and children not on the list", () => {
+    const destination = { workspaceId: 'ws_parent', childOrganizations: ['ws_a'] };
+    const links = [
+      { ...link('ws_a', T - HOUR), parentId: 'ws_other' },
+      link('ws_parent', T - HOUR),
+      link('ws_b', T - HOUR),
+    ];
+    expect(includedOrganizations(destination, links, hour)).toEqual([{ id: 'ws_parent' }]);
+  });
+
+  it('splits a range into consecutive parts without a row twice or lost (start exclusive, stop inclusive)', () => {
+    const destination = {
+      workspaceId: 'ws_parent',
+      childOrganizations: ['*'],
+      childOrganizationsAddedAt: { '*': iso(T - 3 * HOUR) },
+    };
+    const links = [link('ws_a', T + 7 * MIN, T + 52 * MIN), link('ws_a', T + 52 * MIN)];
+    const owned = (ms: number, range: { fromMs: number; toMs: number }) =>
+      organizationIntervals(includedOrganizations(destination, links, range), 'ws_a', range).some(
+        (interval) => interval.fromMs < ms && ms <= interval.toMs,
+      );
+    const windows = Array.from({ length: 12 }, (_, i) => ({
+      fromMs: T - 1 + i * 5 * MIN,
+      toMs: T - 1 + (i + 1) * 5 * MIN,
+    }));
+    for (let ms = T - 1; ms <= T + HOUR; ms += 30_000) {
+      const holders = windows.filter((w) => w.fromMs < ms && ms <= w.toMs && owned(ms, w));
+      expect(holders.length, iso(ms)).toBe(ms > T + 7 * MIN && ms < T + HOUR ? 1 : 0);
+    }
+    // At the link time itself: not read; right after: read
+    expect(owned(T + 7 * MIN, hour)).toBe(false);
+    expect(owned(T + 7 * MIN + 1, hour)).toBe(true);
+  });
+
+  it("clips an organisation's intervals to the export's exact start", () => {
+    const included = [{ id: 'ws_parent' }, { id: 'ws_a', startMs: T + 10 * MIN }];
+    expect(organizationIntervals(included, 'ws_parent', hour, T + 20 * MIN)).toEqual([
+      { fromMs: T + 20 * MIN, toMs: hour.toMs },
+    ]);
+    expect(organizationIntervals(included, 'ws_a', hour, T + 5 * MIN)).toEqual([
+      { fromMs: T + 10 * MIN, toMs: hour.toMs },
+    ]);
+    expect(organizationIntervals(included, 'ws_b', hour)).toEqual([]);
+  });
+});
+
+describe('the organisation partition', () => {
+  const window = { fromMs: T - 1, toMs: T + HOUR - 1 };
+
+  it('names the files and manifest of each organisation under organization_id=, unchanged without one', () => {
+    expect(eventFileKey('p', 'click_events', window, 0)).toBe(
+      `p/click_events/date=2026-10-01/click_events-${T - 1}-${T + HOUR - 1}-0000.jsonl.gz`,
+    );
+    expect(eventFileKey('p', 'click_events', window, 0, undefined, 'ws_a')).toBe(
+      `p/click_events/date=2026-10-01/organization_id=ws_a/click_events-${T - 1}-${T + HOUR - 1}-0000.jsonl.gz`,
+    );
+    expect(manifestKey('p', 'click_events', window, 'ws_a')).toBe(
+      `p/_sluice/manifests/click_events/date=2026-10-01/organization_id=ws_a/${T - 1}-${T + HOUR - 1}.json`,
+    );
+    const manifest = buildManifest({
+      dataset: 'click_events',
+      window,
+      format: 'jsonl',
+      files: [],
+      organizationId: 'ws_a',
+    });
+    expect(manifest.organization_id).toBe('ws_a');
+    expect(
+      'organization_id' in buildManifest({ dataset: 'click_events', window, format: 'jsonl', files: [] }),
+    ).toBe(false);
+  });
+
+  it('keeps the partition in the eras, so a backfill names windows as they were delivered', () => {
+    const jsonl = { format: 'jsonl' as const, compression: 'gzip' as const };
+    const eras = erasAfterPlanning(
+      [],
+      [
+        { fromMs: T - 1, toMs: T + HOUR - 1, stepMs: HOUR, format: jsonl },
+        {
+          fromMs: T + HOUR - 1,
+          toMs: T + 2 * HOUR - 1,
+          stepMs: HOUR,
+          format: jsonl,
+          organizations: [{ id: 'ws_parent' }],
+        },
+      ],
+    );
+    expect(eras).toEqual([
+      { fromMs: T - 1, stepMs: HOUR, format: jsonl },
+      { fromMs: T + HOUR - 1, stepMs: HOUR, format: jsonl, partitioned: true },
+    ]);
+    const history = historyEras(eras, T + 2 * HOUR - 1, { stepMs: HOUR, format: jsonl, partitioned: true });
+    const spans = groupEraWindows(windowsOfEras(T - 1, T + 3 * HOUR - 1, history), 8);
+    // The first hour as delivered (no partition), the rest partitioned; never one span mixing both
+    expect(spans.map((span) => [span.fromMs, span.partitioned ?? false])).toEqual([
+      [T - 1, false],
+      [T + HOUR - 1, true],
+      [T + 2 * HOUR - 1, true],
+    ]);
+  });
+});

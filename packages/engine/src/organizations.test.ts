@@ -1,0 +1,404 @@
+import { randomUUID } from 'node:crypto';
+import {
+  BackfillStore,
+  ControlStore,
+  CursorStore,
+  LeaseStore,
+  RunStateStore,
+  RunStore,
+} from '@sluice/control';
+import {
+  type Backfill,
+  backfillRange,
+  DAY_MS,
+  type Destination,
+  HOUR_MS,
+  newDestination,
+  type OrganizationLink,
+  startOfUtcDay,
+} from '@sluice/core';
+import { EventLogReader, EventLogWriter, generateDatasetRows } from '@sluice/eventlog';
+import { SecretSealer } from '@sluice/secrets';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { commitRun } from './commit.js';
+import {
+  type BucketWriterFactory,
+  createBucketWriterFactory,
+  type EngineDeps,
+  type OrganizationLinks,
+} from './deps.js';
+import { needsRun } from './dispatch.js';
+import {
+  expectManifestMatchesBucket,
+  LOCAL_BUCKET,
+  LOCAL_S3_ENDPOINT,
+  listKeys,
+  listManifestKeys,
+  readBytes,
+  readLines,
+} from './local-bucket.test-support.js';
+import type { ItemResult, RunRef, RunTrigger, WindowResult } from './payloads.js';
+import { claimAndPlan } from './plan.js';
+import { writeWindow } from './write.js';
+
+/**
+ * Exports of a parent organisation that include its children's rows (issue 27, items 3 to 5) against the local
+ * services: the stores on DynamoDB Local, the production writer on s3rver, on a given clock. Each organisation's
+ * rows are ingested into its own workspace's event log; the expected rows are computed here from what was
+ * ingested and the link history, not with the code under test.
+ */
+
+const MINUTE_MS = 60_000;
+const controlStore = new ControlStore(controlTable);
+const sealer = new SecretSealer(kmsKey);
+const backfills = new BackfillStore(controlTable);
+const RETENTION_MS = 35 * DAY_MS;
+/** A UTC midnight two days ago: the rows lie in its first ten hours. */
+const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
+const NOW = DAY0 + 10 * HOUR_MS + 10 * MINUTE_MS;
+const tag = randomUUID().slice(0, 8);
+const PARENT = `ws_parent_${tag}`;
+const [A, B, C, D] = ['a', 'b', 'c', 'd'].map((name) => `ws_child_${name}_${tag}`) as [
+  string,
+  string,
+  string,
+  string,
+];
+/** Click ids ingested per workspace, with their recorded times. */
+const ingested = new Map<string, { id: string; recordedMs: number }[]>();
+/** The parent's links (its children), as the organisation store keeps them. */
+const links: OrganizationLink[] = [];
+const organizations: OrganizationLinks = {
+  listChildren: async (parentId) => links.filter((link) => link.parentId === parentId),
+};
+
+function linkChild(childId: string, linkedMs: number, unlinkedMs: number | null = null): void {
+  links.push({
+    parentId: PARENT,
+    childId,
+    linkedAt: new Date(linkedMs).toISOString(),
+    unlinkedAt: unlinkedMs === null ? null : new Date(unlinkedMs).toISOString(),
+  });
+}
+
+function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
+  return {
+    controlStore,
+    cursors: new CursorStore(controlTable),
+    leases: new LeaseStore(controlTable),
+    runs: new RunStore(controlTable),
+    runState: new RunStateStore(controlTable),
+    backfills,
+    sealer,
+    organizations,
+    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
+    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
+    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
+    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
+    now: () => new Date(nowMs),
+    ...overrides,
+  };
+}
+
+async function createDestination(options: {
+  childOrganizations: string[];
+  addedAt?: Record<string, string>;
+  createdMs?: number;
+}): Promise<Destination & { prefix: string }> {
+  const id = `exp_${randomUUID().replaceAll('-', '')}`;
+  const createdMs = options.createdMs ?? DAY0 - HOUR_MS;
+  const startFrom = new Date(createdMs).toISOString();
+  const destination: Destination = {
+    ...newDestination({
+      workspaceId: PARENT,
+      id,
+      name: 'organisations test',
+      provider: 's3',
+      bucket: LOCAL_BUCKET,
+      region: 'us-east-1',
+      endpoint: LOCAL_S3_ENDPOINT,
+      pathPrefix: `orgs-test/${id}`,
+      accessKeyId: 'S3RVER',
+      secret: await sealer.seal('S3RVER', { workspaceId: PARENT, destinationId: id }),
+      datasets: ['click_events'],
+      frequency: 'hourly',
+      startFrom,
+      now: new Date(createdMs),
+    }),
+    status: 'idle',
+    manualRunQueued: false,
+    childOrganizations: options.childOrganizations,
+    childOrganizationsAddedAt:
+      options.addedAt ?? Object.fromEntries(options.childOrganizations.map((entry) => [entry, startFrom])),
+  };
+  await controlStore.createDestination(destination);
+  return { ...destination, prefix: `orgs-test/${id}` };
+}
+
+async function runUntilDone(
+  destination: Pick<Destination, 'id'>,
+  nowMs: number,
+  trigger: RunTrigger = 'schedule',
+  overrides: Partial<EngineDeps> = {},
+): Promise<void> {
+  for (let i = 0; i < 20; i++) {
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: destination.id, trigger, executionId: randomUUID() },
+      deps(nowMs, overrides),
+    );
+    if (planned.outcome !== 'planned' || planned.run === undefined) return;
+    const results: WindowResult[] = [];
+    for (const item of planned.items ?? []) {
+      results.push(await writeWindow({ run: planned.run, item }, deps(nowMs, overrides)));
+    }
+    const committed = await commitRun({ run: planned.run, results }, deps(nowMs, overrides));
+    if (!committed.runAgain) return;
+  }
+}
+
+/** The click ids of the files under `prefix`, per `organization_id=` folder, and each row's own `organization_id`. */
+async function exported(prefix: string) {
+  const byFolder = new Map<string, string[]>();
+  const owners = new Map<string, Set<string>>();
+  for (const key of await listKeys(prefix)) {
+    const folder = /\/organization_id=([^/]+)\//.exec(key)?.[1] ?? '(none)';
+    for (const line of await readLines(key)) {
+      const row = JSON.parse(line) as { click_id: string; organization_id: string };
+      byFolder.set(folder, [...(byFolder.get(folder) ?? []), row.click_id]);
+      owners.set(folder, (owners.get(folder) ?? new Set()).add(row.organization_id));
+    }
+  }
+  for (const ids of byFolder.values()) ids.sort();
+  return { byFolder, owners };
+}
+
+/** The click ids of `workspace` recorded in `(fromMs, toMs]`, sorted. */
+function idsOf(workspace: string, fromMs: number, toMs: number): string[] {
+  return (ingested.get(workspace) ?? [])
+    .filter((row) => fromMs < row.recordedMs && row.recordedMs <= toMs)
+    .map((row) => row.id)
+    .sort();
+}
+
+beforeAll(async () => {
+  const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
+  for (const [index, workspace] of [PARENT, A, B, C, D].entries()) {
+    const rows = [
+      ...generateDatasetRows({
+        dataset: 'click_events',
+        count: 60,
+        workspaceId: workspace,
+        seed: 27 + index,
+        from: DAY0,
+        to: DAY0 + 10 * HOUR_MS - 1,
+      }),
+    ] as unknown as Record<string, unknown>[];
+    const result = await writer.ingestEvents(workspace, rows);
+    expect(result.invalid).toEqual([]);
+    ingested.set(
+      workspace,
+      rows.map((row) => ({ id: String(row.click_id), recordedMs: Date.parse(String(row.recorded_at)) })),
+    );
+  }
+  // A from before the export; B linked inside the third hour, at a row's own time; C unlinked inside the sixth;
+  // D linked but never chosen.
+  const bLinkedMs = (ingested.get(B) ?? [])[20]?.recordedMs as number;
+  linkChild(A, DAY0 - 3 * HOUR_MS);
+  linkChild(B, bLinkedMs);
+  linkChild(C, DAY0 - 3 * HOUR_MS, DAY0 + 5 * HOUR_MS + 31 * MINUTE_MS);
+  linkChild(D, DAY0 - 3 * HOUR_MS);
+}, 120_000);
+
+describe("a parent's export that includes child organisations", () => {
+  it("holds each included organisation's rows once, in its own partition, over exactly the time it was included", async () => {
+    // Prepare
+    const destination = await createDestination({ childOrganizations: [A, B, C] });
+    const bLinkedMs = Date.parse(links.find((link) => link.childId === B)?.linkedAt as string);
+
+    // Act
+    await runUntilDone(destination, NOW);
+
+    // Assess: every row of each included organisation over its time, nothing of D, each under its own folder
+    const { byFolder, owners } = await exported(destination.prefix);
+    const start = DAY0 - HOUR_MS;
+    const end = DAY0 + 10 * HOUR_MS - 1;
+    expect(byFolder).toEqual(
+      new Map([
+        [PARENT, idsOf(PARENT, start, end)],
+        [A, idsOf(A, start, end)],
+        [B, idsOf(B, bLinkedMs, end)],
+        [C, idsOf(C, start, DAY0 + 5 * HOUR_MS + 31 * MINUTE_MS)],
+      ]),
+    );
+    // The row at B's link time itself is not exported (exact start, inside its window)
+    expect(byFolder.get(B)).not.toContain((ingested.get(B) ?? [])[20]?.id);
+    expect(byFolder.get(B)).toContain((ingested.get(B) ?? [])[21]?.id);
+    for (const [folder, ids] of owners) expect([...ids], folder).toEqual([folder]);
+    // One manifest per organisation's file set, listing exactly its files
+    const keys = await listKeys(destination.prefix);
+    const manifests = await listManifestKeys(destination.prefix);
+    expect(manifests.length).toBe(keys.length);
+    for (const key of keys) {
+      const manifest = key
+        .replace(`${destination.prefix}/`, `${destination.prefix}/_sluice/manifests/`)
+        .replace(/click_events-(\d+-\d+)-0000\.jsonl\.gz$/, '$1.json');
+      expect(manifests).toContain(manifest);
+      const organization = /organization_id=([^/]+)\//.exec(key)?.[1];
+      expect((await expectManifestMatchesBucket(manifest, [key])).organization_id).toBe(organization);
+    }
+    // Nothing left in progress: the children's progress is forgotten with the windows'
+    expect((await new CursorStore(controlTable).getProgress(PARENT, destination.id)).size).toBe(0);
+  }, 120_000);
+
+  it('keeps the organisations a window was planned with: a retry after a child left the list still reads it', async () => {
+    // Prepare: the first run plans the windows with A and B, and the bucket refuses every upload
+    const destination = await createDestination({ childOrganizations: [A, B] });
+    const refusing: BucketWriterFactory = (location, credentials) => ({
+      ...createBucketWriterFactory({ allowedEndpoints: localBucketOrigins })(location, credentials),
+      writeFile: () => {
+        throw Object.assign(new Error('bucket went away'), { name: 'BucketUnreachable' });
+      },
+    });
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(NOW),
+    );
+    const run = planned.run as RunRef;
+    const results: ItemResult[] = [];
+    for (const item of planned.items ?? []) {
+      await expect(
+        writeWindow({ run, item }, deps(NOW, { bucketWriterFactory: refusing })),
+      ).rejects.toThrow();
+      results.push({
+        status: 'failed',
+        item,
+        error: { Error: 'BucketUnreachable', Cause: 'bucket went away' },
+      });
+    }
+    expect((await commitRun({ run, results }, deps(NOW))).status).toBe('failed');
+    await controlStore.updateDestination(PARENT, destination.id, {
+      childOrganizations: [A],
+      childOrganizationsAddedAt: { [A]: destination.startFrom },
+    });
+
+    // Act: the next run retries the planned windows
+    await runUntilDone(destination, NOW + MINUTE_MS);
+
+    // Assess: B's rows of those windows are there, once
+    const bLinkedMs = Date.parse(links.find((link) => link.childId === B)?.linkedAt as string);
+    const { byFolder } = await exported(destination.prefix);
+    expect(byFolder.get(B)).toEqual(idsOf(B, bLinkedMs, DAY0 + 10 * HOUR_MS - 1));
+    expect(byFolder.get(A)).toEqual(idsOf(A, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS - 1));
+  }, 120_000);
+
+  it('a run whose writers fail part way, retried, and a backfill of the range write the bytes of a clean run', async () => {
+    // Prepare: a clean export, and a twin whose bucket refuses every fourth upload of its first run
+    const clean = await createDestination({ childOrganizations: ['*'] });
+    const twin = await createDestination({ childOrganizations: ['*'] });
+    await runUntilDone(clean, NOW);
+    let uploads = 0;
+    const real = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+    const flaky: BucketWriterFactory = (location, credentials) => {
+      const writer = real(location, credentials);
+      return {
+        ...writer,
+        writeFile: (key, lines, options) => {
+          if (++uploads % 4 === 0)
+            throw Object.assign(new Error('bucket went away'), { name: 'BucketUnreachable' });
+          return writer.writeFile(key, lines, options);
+        },
+      };
+    };
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: twin.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(NOW),
+    );
+    const run = planned.run as RunRef;
+    const results: ItemResult[] = [];
+    for (const item of planned.items ?? []) {
+      try {
+        results.push(await writeWindow({ run, item }, deps(NOW, { bucketWriterFactory: flaky })));
+      } catch {
+        results.push({
+          status: 'failed',
+          item,
+          error: { Error: 'BucketUnreachable', Cause: 'bucket went away' },
+        });
+      }
+    }
+    await commitRun({ run, results }, deps(NOW));
+    expect(uploads).toBeGreaterThan(4);
+
+    // Act: the next run finishes; then a backfill of the whole range rewrites it
+    await runUntilDone(twin, NOW + MINUTE_MS);
+    const bytesOf = async (prefix: string) => {
+      const files = new Map<string, string>();
+      for (const key of await listKeys(prefix)) {
+        files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
+      }
+      return files;
+    };
+    const retried = await bytesOf(twin.prefix);
+    const iso = new Date(NOW).toISOString();
+    const backfill: Backfill = {
+      id: `bf_${NOW.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+      workspaceId: PARENT,
+      destinationId: twin.id,
+      status: 'queued',
+      fullHistory: false,
+      datasets: ['click_events'],
+      from: new Date(DAY0 - HOUR_MS).toISOString(),
+      to: new Date(DAY0 + 10 * HOUR_MS).toISOString(),
+      range: backfillRange(DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, 'hourly', NOW),
+      doneThroughMs: {},
+      reached: { click_events: {} },
+      progress: { click_events: { rows: 0, files: 0, bytes: 0 } },
+      attempts: 0,
+      error: null,
+      createdAt: iso,
+      startedAt: null,
+      finishedAt: null,
+      updatedAt: iso,
+    };
+    expect(await backfills.create(backfill)).toBe('created');
+    await runUntilDone(twin, NOW + 2 * MINUTE_MS, 'backfill');
+
+    // Assess: the same names and bytes as the clean run, every time
+    const expected = await bytesOf(clean.prefix);
+    expect(expected.size).toBeGreaterThan(20);
+    expect(retried).toEqual(expected);
+    expect((await backfills.get(PARENT, twin.id, backfill.id))?.status).toBe('succeeded');
+    expect(await bytesOf(twin.prefix)).toEqual(expected);
+  }, 180_000);
+
+  it("Dispatch starts a run for a child's new rows when the parent has none", async () => {
+    // Prepare: an export whose cursor has passed the parent's rows; only a child's rows are after it
+    const destination = await createDestination({ childOrganizations: [A] });
+    const cursors = new Map([
+      [
+        'click_events' as const,
+        { dataset: 'click_events' as const, plannedSpans: [], exportedThroughMs: DAY0 + 10 * HOUR_MS - 1 },
+      ],
+    ]);
+    const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
+    const late = [
+      ...generateDatasetRows({
+        dataset: 'click_events',
+        count: 1,
+        workspaceId: A,
+        seed: 99,
+        from: DAY0 + 10 * HOUR_MS + MINUTE_MS,
+        to: DAY0 + 10 * HOUR_MS + 2 * MINUTE_MS,
+      }),
+    ] as unknown as Record<string, unknown>[];
+    const nowMs = DAY0 + 11 * HOUR_MS + 5 * MINUTE_MS;
+    const reader = new EventLogReader({ ...eventTables, now: () => nowMs });
+
+    // Act / Assess: nothing new before the child's row is written; new once it is
+    const before = await needsRun(destination, cursors, nowMs, { eventSource: reader, organizations });
+    expect((await writer.ingestEvents(A, late)).invalid).toEqual([]);
+    const after = await needsRun(destination, cursors, nowMs, { eventSource: reader, organizations });
+    expect([before, after]).toEqual([false, true]);
+  }, 60_000);
+});
