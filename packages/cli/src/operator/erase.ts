@@ -6,7 +6,6 @@
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
 import { DAY_MS } from '@sluice/core';
-import { parseArgs } from 'node:util';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   ArchiveBucket,
@@ -18,16 +17,14 @@ import {
 import { ErasureLogStore } from '@sluice/control';
 import { DynamoRejectedEvents } from '@sluice/eventlog';
 import { readCliTables } from '@sluice/local/runtime-config';
-import { type CliCommand, CliUsageError } from './command.js';
-
-const USAGE =
-  'erase --workspace <id> (--subscriber <id> | --email <address> | --phone <number> | --contact <id> | --all) [--json]';
+import { Command } from 'commander';
+import { UsageError } from '../context.js';
 
 /** What the erase command needs, injectable for tests. */
 export interface EraseCommandDeps {
   /** @default a line on stdout */
   out?: (line: string) => void;
-  /** @default `process.env` (after the dispatcher loaded the runtime configuration) */
+  /** @default `process.env` (after the CLI loaded the runtime configuration) */
   env?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -47,7 +44,7 @@ export function erasureTargetOf(values: {
     values.all === true,
   ].filter(Boolean);
   if (given.length !== 1)
-    throw new CliUsageError('Give exactly one of --subscriber, --email, --phone, --contact or --all');
+    throw new UsageError('Give exactly one of --subscriber, --email, --phone, --contact or --all');
   if (values.subscriber !== undefined) return { kind: 'subscriber', subscriberId: values.subscriber };
   if (values.email !== undefined) return { kind: 'email', email: values.email };
   if (values.phone !== undefined) return { kind: 'phone', phone: values.phone };
@@ -89,30 +86,28 @@ export function formatErasure(report: ErasureReport): string[] {
 }
 
 /** The erase command. */
-export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
+export function createEraseCommands(deps: EraseCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  return [
-    {
-      name: 'erase',
-      usage: USAGE,
-      async run(args: string[]): Promise<void> {
-        const { values, positionals } = parseArgs({
-          args,
-          options: {
-            workspace: { type: 'string' },
-            subscriber: { type: 'string' },
-            email: { type: 'string' },
-            phone: { type: 'string' },
-            contact: { type: 'string' },
-            all: { type: 'boolean', default: false },
-            json: { type: 'boolean', default: false },
-          },
-          allowPositionals: true,
-          strict: true,
-        });
-        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+  const erase = new Command('erase')
+    .option('--workspace <id>', 'the workspace')
+    .option('--subscriber <id>', "a subscriber's rows")
+    .option('--email <address>', "an e-mail address's rows")
+    .option('--phone <number>', "a phone number's rows (the second product's datasets)")
+    .option('--contact <id>', "a contact's rows (the second product's datasets)")
+    .option('--all', "all of the workspace's rows")
+    .option('--json', 'print the report as JSON')
+    .action(
+      async (values: {
+        workspace?: string;
+        subscriber?: string;
+        email?: string;
+        phone?: string;
+        contact?: string;
+        all?: boolean;
+        json?: boolean;
+      }) => {
         if (values.workspace === undefined || values.workspace === '')
-          throw new CliUsageError('--workspace is required');
+          throw new UsageError('--workspace is required');
         const target = erasureTargetOf(values);
         const env = deps.env ?? process.env;
         const tables = readCliTables(env);
@@ -141,8 +136,6 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
           s3.destroy();
         }
       },
-    },
-  ];
+    );
+  return [erase];
 }
-
-export const commands: CliCommand[] = createEraseCommands();
