@@ -26,34 +26,24 @@ export type OperatorCommandsLoader = (context: CliContext) => Promise<Command[]>
 
 /**
  * The operator commands, loaded when one is run: they bring the AWS SDK and the stores with them. Each works on
- * the tables of a running `npm start` or of the stack the environment describes (`loadRuntimeConfig`, before it
- * runs).
+ * the tables of a running `npm start` or of the stack the environment describes, read when it runs
+ * (`loadRuntimeConfig`: a configuration error is reported only then, not for `--help`).
  */
 export const loadOperatorCommands: OperatorCommandsLoader = async (context) => {
-  const [
-    { createKeysCommands },
-    { createDataCommands },
-    { createEraseCommands },
-    { createOrgsCommands },
-    runtime,
-  ] = await Promise.all([
-    import('./operator/keys.js'),
-    import('./operator/data.js'),
-    import('./operator/erase.js'),
-    import('./operator/orgs.js'),
-    import('@sluice/local/runtime-config'),
-  ]);
+  const [{ createKeysCommands }, { createDataCommands }, { createEraseCommands }, { createOrgsCommands }] =
+    await Promise.all([
+      import('./operator/keys.js'),
+      import('./operator/data.js'),
+      import('./operator/erase.js'),
+      import('./operator/orgs.js'),
+    ]);
   const output = { out: context.out };
-  const commands = [
+  return [
     ...createKeysCommands(output),
     ...createDataCommands({ ...output, err: context.err }),
     ...createEraseCommands(output),
     ...createOrgsCommands(output),
   ];
-  // The commands read their tables from process.env when they run (readCliTables); a configuration error is
-  // reported only when a command runs, not for `--help`.
-  for (const command of commands) command.hook('preAction', () => void runtime.loadRuntimeConfig());
-  return commands;
 };
 
 /** True when `argv` runs (or asks for help on) an operator command. */

@@ -27,6 +27,7 @@ import type { EventDataset } from '@sluice/core';
 import { MemoryDeadLetterQueue } from '@sluice/devstack';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Command } from 'commander';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 import { UsageError } from '../context.js';
 import { runCommands } from './command.js';
 import { createDataCommands } from './data.js';
@@ -38,6 +39,9 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
 });
+
+/** The test environment's tables, and no dead-letter queue URL (`events redrive` must be given one). */
+const testConfig = () => loadRuntimeConfig({ ...process.env, SLUICE_INGEST_DLQ_URL: undefined });
 
 /** The CLI's writer, checking explicit recorded times against the cursors in DynamoDB Local. */
 function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadLetterQueue } = {}) {
@@ -68,7 +72,7 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
     },
     rejected: () => new DynamoRejectedEvents(controlTable),
     erasures: () => new ErasureLogStore(controlTable),
-    env: {},
+    config: testConfig,
     ...(now ? { now } : {}),
   });
   const run = (name: string, args: string[]) => runCommands(list, [...name.split(' '), ...args]);
@@ -322,7 +326,7 @@ describe('events rejected', () => {
       writer: () => new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       rejected: () => rejected,
       erasures: () => new ErasureLogStore(controlTable),
-      env: {},
+      config: testConfig,
     });
     const run = (name: string, args: string[]) => runCommands(list, [...name.split(' '), ...args]);
     return { run, out, err };

@@ -56,10 +56,11 @@ import {
   powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
-import { readCliTables } from '@sluice/local/runtime-config';
+import { loadRuntimeConfig, type RuntimeConfig } from '@sluice/local/runtime-config';
 import { Command } from 'commander';
 import { UsageError } from '../context.js';
 import { commandGroup } from './command.js';
+import { operatorTables } from './tables.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import {
   createLogger,
@@ -89,8 +90,8 @@ export interface DataCommandDeps {
   progress?: ProgressStream;
   /** The dead-letter queue at a URL. @default SQS */
   deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
-  /** @default `process.env` */
-  env?: Readonly<Record<string, string | undefined>>;
+  /** The Sluice to operate on. @default {@link loadRuntimeConfig} when a command runs */
+  config?: () => RuntimeConfig;
   /** Rejected events. @default the control table of the environment */
   rejected?: () => DynamoRejectedEvents;
   /** The erasure log `events redrive` and `events rejected redrive` consult. @default the control table's (`ErasureLogStore`) */
@@ -215,29 +216,41 @@ export function createDataCommands(deps: DataCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   const silentLogger = createLogger({ logLevel: 'SILENT' });
-  const env = deps.env ?? process.env;
+  const config = deps.config ?? (() => loadRuntimeConfig());
+  let loaded: { config: RuntimeConfig; tables: ReturnType<typeof operatorTables> } | undefined;
+  /** The configuration and its store options, read once, when a command first needs them. */
+  const runtime = () => {
+    if (loaded === undefined) {
+      const read = config();
+      loaded = { config: read, tables: operatorTables(read) };
+    }
+    return loaded;
+  };
+  const tables = () => runtime().tables;
   const writer =
     deps.writer ??
     (() =>
       new EventLogWriter({
-        ...readCliTables(env).events,
+        ...tables().events,
         // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on
         // stdout, so its metrics go to stderr.
         logger: silentLogger,
-        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(readCliTables(env).control) },
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(tables().control) },
         // An hour imported into after it ended is archived again by the next compaction.
-        lateHours: new ArchiveCursorStore(readCliTables(env).control),
+        lateHours: new ArchiveCursorStore(tables().control),
         metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
   const rejectedStore =
-    deps.rejected ?? (() => new DynamoRejectedEvents({ tableName: readCliTables(env).control.tableName }));
-  const erasureLog = () => deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control);
+    deps.rejected ??
+    (() =>
+      new DynamoRejectedEvents({ tableName: tables().control.tableName, client: tables().events.client }));
+  const erasureLog = () => deps.erasures?.() ?? new ErasureLogStore(tables().control);
   /** Bus events are written the ingest function's way: recorded at this clock. */
   const busWriter = () =>
     deps.writer?.() ??
-    new EventLogWriter({ ...readCliTables(env).events, logger: silentLogger, explicitRecordedAt: 'ignore' });
+    new EventLogWriter({ ...tables().events, logger: silentLogger, explicitRecordedAt: 'ignore' });
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
     for (const { line, reason } of invalid) err(`line ${line}: ${reason}`);
@@ -308,7 +321,7 @@ export function createDataCommands(deps: DataCommandDeps = {}): Command[] {
     .option('--max <n>', 'at most this many messages')
     .option('--json', 'print the summary as JSON')
     .action(async (values: { queueUrl?: string; max?: string; json?: boolean }) => {
-      const queueUrl = values.queueUrl ?? env.SLUICE_INGEST_DLQ_URL;
+      const queueUrl = values.queueUrl ?? runtime().config.ingestDeadLetterQueueUrl;
       if (queueUrl === undefined || queueUrl === '') {
         throw new UsageError(
           '--queue-url <url> is required (the IngestDeadLetterQueueUrl output), or set SLUICE_INGEST_DLQ_URL',

@@ -10,6 +10,7 @@ import {
 } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables } from '../../../../test/helpers/tables.js';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 import { UsageError } from '../context.js';
 import { runCommands } from './command.js';
 import { createEraseCommands } from './erase.js';
@@ -26,7 +27,10 @@ function erase(): { run: (args: string[]) => Promise<void>; lines: string[] } {
   const lines: string[] = [];
   // A one-day event log: the hours searched are the retention and the days TTL takes to delete.
   const env = { ...process.env, SLUICE_EVENT_RETENTION_DAYS: '1' };
-  const commands = createEraseCommands({ out: (line) => lines.push(line), env });
+  const commands = createEraseCommands({
+    out: (line) => lines.push(line),
+    config: () => loadRuntimeConfig(env),
+  });
   return { run: (args) => runCommands(commands, ['erase', ...args]), lines };
 }
 

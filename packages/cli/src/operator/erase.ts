@@ -6,7 +6,6 @@
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
 import { DAY_MS } from '@sluice/core';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   ArchiveBucket,
   createArchiveClient,
@@ -16,7 +15,8 @@ import {
 } from '@sluice/archive';
 import { ErasureLogStore } from '@sluice/control';
 import { DynamoRejectedEvents } from '@sluice/eventlog';
-import { readCliTables } from '@sluice/local/runtime-config';
+import { loadRuntimeConfig, type RuntimeConfig } from '@sluice/local/runtime-config';
+import { operatorTables } from './tables.js';
 import { Command } from 'commander';
 import { UsageError } from '../context.js';
 
@@ -24,8 +24,8 @@ import { UsageError } from '../context.js';
 export interface EraseCommandDeps {
   /** @default a line on stdout */
   out?: (line: string) => void;
-  /** @default `process.env` (after the CLI loaded the runtime configuration) */
-  env?: Readonly<Record<string, string | undefined>>;
+  /** The Sluice to operate on. @default {@link loadRuntimeConfig} when the command runs */
+  config?: () => RuntimeConfig;
 }
 
 /** The erasure target of the options: exactly one of `--subscriber`, `--email`, `--phone`, `--contact`, `--all`. */
@@ -109,20 +109,19 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): Command[] {
         if (values.workspace === undefined || values.workspace === '')
           throw new UsageError('--workspace is required');
         const target = erasureTargetOf(values);
-        const env = deps.env ?? process.env;
-        const tables = readCliTables(env);
-        const bucket = env.SLUICE_ARCHIVE_BUCKET;
+        const config = (deps.config ?? loadRuntimeConfig)();
+        const tables = operatorTables(config);
+        const bucket = config.archiveBucket;
         if (!bucket) throw new Error('SLUICE_ARCHIVE_BUCKET is not set (the stack output ArchiveBucketName)');
-        const retentionDays = Number(env.SLUICE_EVENT_RETENTION_DAYS || 35);
+        const retentionDays = Number(config.eventRetentionDays || 35);
         if (!(retentionDays > 0))
           throw new Error('SLUICE_EVENT_RETENTION_DAYS must be a positive number of days');
-        const client = new DynamoDBClient({});
+        const client = tables.events.client;
         const s3 = createArchiveClient(
-          env.SLUICE_LOCAL_S3_ENDPOINT ? { localEndpoint: env.SLUICE_LOCAL_S3_ENDPOINT } : {},
+          config.localS3Endpoint ? { localEndpoint: config.localS3Endpoint } : {},
         );
         try {
           const report = await new Eraser({
-            client,
             ...tables.events,
             archive: new ArchiveBucket({ bucket, client: s3 }),
             erasureLog: new ErasureLogStore(tables.control),

@@ -10,14 +10,15 @@ import {
   isKeySafeId,
 } from '@sluice/control';
 import { isWorkspaceId, WORKSPACE_ID_RULE } from '@sluice/core';
-import { readCliTables } from '@sluice/local/runtime-config';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 import { Command } from 'commander';
 import { UsageError } from '../context.js';
 import { commandGroup } from './command.js';
+import { operatorTables } from './tables.js';
 
 /** What the `keys` commands need, injectable for tests. */
 export interface KeysCommandDeps {
-  /** @default a `ControlStore` on the environment the CLI set (created when the command runs) */
+  /** @default a `ControlStore` on the runtime configuration (read when the command runs) */
   store?: () => Pick<
     ControlStore,
     'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey' | 'upgradeKeysWithoutId'
@@ -85,7 +86,7 @@ function parseScopes(value: string): ApiKeyScope[] {
  */
 export function createKeysCommands(deps: KeysCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const store = deps.store ?? (() => new ControlStore(readCliTables().control));
+  const store = deps.store ?? (() => new ControlStore(operatorTables(loadRuntimeConfig()).control));
   const create = new Command('create')
     .description('create an API key (shown once)')
     .option('--workspace <id>', 'the workspace (created when missing)')

@@ -1,13 +1,14 @@
 import { isKeySafeId, OrganizationStore } from '@sluice/control';
 import type { ChildLink } from '@sluice/core';
-import { readCliTables } from '@sluice/local/runtime-config';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 import { Command } from 'commander';
 import { UsageError } from '../context.js';
 import { commandGroup } from './command.js';
+import { operatorTables } from './tables.js';
 
 /** What the `orgs` commands need, injectable for tests. */
 export interface OrgsCommandDeps {
-  /** @default an `OrganizationStore` on the environment the CLI set (created when the command runs) */
+  /** @default an `OrganizationStore` on the runtime configuration (read when the command runs) */
   store?: () => Pick<OrganizationStore, 'link' | 'unlink' | 'listChildren' | 'parentOf'>;
   /** @default a line on stdout */
   out?: (line: string) => void;
@@ -58,7 +59,7 @@ function childLine(link: ChildLink): string {
  */
 export function createOrgsCommands(deps: OrgsCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const store = deps.store ?? (() => new OrganizationStore(readCliTables().control));
+  const store = deps.store ?? (() => new OrganizationStore(operatorTables(loadRuntimeConfig()).control));
   const link = parentChildCommand('link', 'make --child a child of --parent').action(
     async (values: { parent?: string; child?: string }) => {
       const { parentId, childId } = parentChild(values);
