@@ -25,7 +25,7 @@ const UNIT = [
   'packages/api/src/openapi/document.test.ts',
   'packages/api/src/validation.test.ts',
   'packages/cli/src/connection.test.ts',
-  'packages/cli/src/operator.test.ts',
+  'packages/cli/src/program.test.ts',
   'packages/cli/src/operator/progress.test.ts',
   'packages/console/src/backfills.test.ts',
   'packages/console/src/history.test.ts',

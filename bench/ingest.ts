@@ -14,7 +14,7 @@ import {
   hourStart,
   shardOf,
 } from '@sluice/eventlog';
-import { createDataCommands } from '@sluice/cli';
+import { createDataCommands, runCommands } from '@sluice/cli';
 import {
   type DynamoDbLocal,
   startDynamoDbLocal,
@@ -125,9 +125,7 @@ async function runCli(client: DynamoDBClient, name: string, args: string[]): Pro
     err: () => {},
     progress: nullStream,
   });
-  const command = commands.find((c) => c.name === name);
-  if (!command) throw new Error(`no CLI command ${name}`);
-  await command.run(args);
+  await runCommands(commands, [...name.split(' '), ...args]);
 }
 
 /** A client that answers every call at once, as if every item were written. */

@@ -5,5 +5,6 @@ export * from './data-exports.js';
 export * from './format.js';
 export * from './program.js';
 export * from './secret.js';
+export { runCommands } from './operator/command.js';
 export { createDataCommands, type DataCommandDeps } from './operator/data.js';
 export * from './files-pull.js';

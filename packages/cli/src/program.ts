@@ -1,7 +1,8 @@
 /**
- * The `sluice` command line: `data-exports …` and `mcp` talk to the HTTP API only; the operator groups
- * (`keys`, `orgs`, `seed`, `events`, `subscribers`, `erase`) work on the tables directly and are passed, arguments untouched,
- * to their dispatcher in the local runtime.
+ * The `sluice` command line, one commander program: `data-exports …`, `files` and `mcp` talk to the HTTP API
+ * only; the operator groups (`keys`, `orgs`, `seed`, `events`, `subscribers`, `erase`, built in `operator/`) work
+ * on the tables directly. One usage error (`UsageError`, exit code 2, as commander's own refusals) and one
+ * printer ({@link runSluice}).
  */
 import { Command, CommanderError } from 'commander';
 import { type CliContext, ExitError, UsageError } from './context.js';
@@ -20,14 +21,37 @@ export const OPERATOR_GROUPS = {
   erase: "operator: delete a subscriber's or a workspace's rows from the event log and the archive",
 } as const;
 
-/** Runs an operator command and returns its exit code. */
-export type OperatorRunner = (argv: string[]) => Promise<number>;
+/** Builds the operator commands, their output going to the context (tests give their own). */
+export type OperatorCommandsLoader = (context: CliContext) => Promise<Command[]>;
 
-/** Loaded when used: the operator commands bring the AWS SDK and the stores with them. */
-const runOperator: OperatorRunner = async (argv) => {
-  const { runOperatorCli } = await import('./operator.js');
-  return runOperatorCli(argv);
+/**
+ * The operator commands, loaded when one is run: they bring the AWS SDK and the stores with them. Each works on
+ * the tables of a running `npm start` or of the stack the environment describes, read when it runs
+ * (`loadRuntimeConfig`: a configuration error is reported only then, not for `--help`).
+ */
+export const loadOperatorCommands: OperatorCommandsLoader = async (context) => {
+  const [{ createKeysCommands }, { createDataCommands }, { createEraseCommands }, { createOrgsCommands }] =
+    await Promise.all([
+      import('./operator/keys.js'),
+      import('./operator/data.js'),
+      import('./operator/erase.js'),
+      import('./operator/orgs.js'),
+    ]);
+  const output = { out: context.out };
+  return [
+    ...createKeysCommands(output),
+    ...createDataCommands({ ...output, err: context.err }),
+    ...createEraseCommands(output),
+    ...createOrgsCommands(output),
+  ];
 };
+
+/** True when `argv` runs (or asks for help on) an operator command. */
+function isOperatorInvocation(argv: readonly string[]): boolean {
+  const [first, second] = argv;
+  const isGroup = (word: string | undefined) => word !== undefined && Object.hasOwn(OPERATOR_GROUPS, word);
+  return isGroup(first) || (first === 'help' && isGroup(second));
+}
 
 /** The `mcp` command: resolves the API first (failing fast), then serves until the client closes stdin. */
 function mcpCommand(context: CliContext): Command {
@@ -43,8 +67,11 @@ function mcpCommand(context: CliContext): Command {
     });
 }
 
-/** The program, its output going to the context. */
-export function buildProgram(context: CliContext, operator: OperatorRunner = runOperator): Command {
+/**
+ * The program, its output going to the context. The operator groups are `operatorCommands` when given; otherwise
+ * each is listed in the help only (its commands are loaded when one is run: {@link runSluice}).
+ */
+export function buildProgram(context: CliContext, operatorCommands: readonly Command[] = []): Command {
   const program = new Command('sluice')
     .description('Sluice: data exports to your own buckets')
     .enablePositionalOptions()
@@ -58,18 +85,9 @@ export function buildProgram(context: CliContext, operator: OperatorRunner = run
   program.addCommand(mcpCommand(context));
   program.addCommand(filesCommand(context));
   for (const [group, description] of Object.entries(OPERATOR_GROUPS)) {
-    program
-      .command(group)
-      .description(description)
-      .helpOption(false)
-      .allowUnknownOption()
-      .allowExcessArguments()
-      .passThroughOptions()
-      .argument('[args...]')
-      .action(async (args: string[]) => {
-        const code = await operator([group, ...args]);
-        if (code !== 0) throw new ExitError(code);
-      });
+    const command = operatorCommands.find((candidate) => candidate.name() === group);
+    if (command) program.addCommand(command.description(description));
+    else program.command(group).description(description).helpOption(false).argument('[args...]');
   }
   // Subcommands print their errors through the same output and exit the same way.
   const configure = (command: Command) => {
@@ -92,9 +110,15 @@ export function buildProgram(context: CliContext, operator: OperatorRunner = run
 export async function runSluice(
   argv: readonly string[],
   context: CliContext,
-  operator?: OperatorRunner,
+  loadOperator: OperatorCommandsLoader = loadOperatorCommands,
 ): Promise<number> {
-  const program = buildProgram(context, operator);
+  let program: Command;
+  try {
+    program = buildProgram(context, isOperatorInvocation(argv) ? await loadOperator(context) : []);
+  } catch (error) {
+    context.err(`Error: ${(error as Error).message ?? String(error)}`);
+    return 1;
+  }
   if (argv.length === 0) {
     program.outputHelp();
     return 2;

@@ -3,6 +3,7 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { REPO_ROOT } from '@sluice/devstack';
+import { readEnv, requiredVariable } from '@sluice/functions/env';
 
 /** The state folder of `npm start`: `.sluice/` under the repository root. */
 export const STATE_DIR = join(REPO_ROOT, '.sluice');
@@ -65,18 +66,60 @@ export async function removeRuntimeJson(file = RUNTIME_JSON): Promise<void> {
 /** Where the CLI's configuration came from. */
 export type RuntimeSource = 'environment' | 'npm start';
 
+/** The DynamoDB client settings of the configuration (the SDK's own `endpoint`, `region`, `credentials`). */
+export interface DynamoDbSettings {
+  endpoint?: string;
+  region?: string;
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+}
+
+/** The Sluice the CLI operates on: validated, read once, never written into `process.env`. */
+export interface RuntimeConfig {
+  source: RuntimeSource;
+  tables: CliTables;
+  /** `SLUICE_ARCHIVE_BUCKET`. */
+  archiveBucket?: string;
+  /** `SLUICE_EVENT_RETENTION_DAYS` as given (`erase` reads it). */
+  eventRetentionDays?: string;
+  /** `SLUICE_LOCAL_S3_ENDPOINT`: npm start's s3rver. */
+  localS3Endpoint?: string;
+  /** `SLUICE_INGEST_DLQ_URL`. */
+  ingestDeadLetterQueueUrl?: string;
+  /**
+   * npm start's DynamoDB Local (`AWS_ENDPOINT_URL_DYNAMODB`, `AWS_REGION`, its credentials); empty for a deployed
+   * stack, whose clients read the SDK's own environment as usual.
+   */
+  dynamodb: DynamoDbSettings;
+}
+
+const optionalVariable = z.string().optional();
+/** The variables the CLI reads, validated by the functions' own `readEnv`. */
+const cliVariables = z.object({
+  SLUICE_CONTROL_TABLE: requiredVariable,
+  SLUICE_EVENTS_TABLE: requiredVariable,
+  SLUICE_SUBSCRIBERS_TABLE: requiredVariable,
+  SLUICE_ARCHIVE_BUCKET: optionalVariable,
+  SLUICE_EVENT_RETENTION_DAYS: optionalVariable,
+  SLUICE_LOCAL_S3_ENDPOINT: optionalVariable,
+  SLUICE_INGEST_DLQ_URL: optionalVariable,
+  AWS_ENDPOINT_URL_DYNAMODB: optionalVariable,
+  AWS_REGION: optionalVariable,
+  AWS_ACCESS_KEY_ID: optionalVariable,
+  AWS_SECRET_ACCESS_KEY: optionalVariable,
+});
+
 /**
- * Makes `process.env` point at the Sluice to operate on, for the CLI:
- * - `SLUICE_CONTROL_TABLE` already set: the environment describes a deployed stack; use it as it is;
- * - else a `.sluice/runtime.json` of a running `npm start`: copy its variables into `process.env`;
+ * The Sluice to operate on, for the CLI:
+ * - `SLUICE_CONTROL_TABLE` set in `env`: the environment describes a deployed stack; its variables;
+ * - else a `.sluice/runtime.json` of a running `npm start`: its variables, with its DynamoDB Local's settings;
  * - else throw an error that says what to do.
- * The commands then read their tables from it with {@link readCliTables}.
+ * @throws Error naming each variable that is missing (`SLUICE_CONTROL_TABLE is not set`)
  */
 export function loadRuntimeConfig(
-  env: NodeJS.ProcessEnv = process.env,
+  env: Readonly<Record<string, string | undefined>> = process.env,
   file: string = RUNTIME_JSON,
-): RuntimeSource {
-  if (env.SLUICE_CONTROL_TABLE) return 'environment';
+): RuntimeConfig {
+  if (env.SLUICE_CONTROL_TABLE) return runtimeConfig('environment', env);
   const runtime = readJsonFile<RuntimeJson>(file);
   if (!runtime || typeof runtime.env !== 'object' || runtime.env === null) {
     throw new Error(
@@ -89,37 +132,39 @@ export function loadRuntimeConfig(
       `${file} belongs to an \`npm start\` (pid ${runtime.pid}) that is no longer running: start it again.`,
     );
   }
-  for (const [name, value] of Object.entries(runtime.env)) env[name] = value;
-  return 'npm start';
+  return runtimeConfig('npm start', runtime.env);
 }
 
-const tableVariable = z.string({ error: 'is not set' }).min(1, { error: 'is not set' });
-const cliEnvironment = z.object({
-  SLUICE_CONTROL_TABLE: tableVariable,
-  SLUICE_EVENTS_TABLE: tableVariable,
-  SLUICE_SUBSCRIBERS_TABLE: tableVariable,
-});
+function runtimeConfig(
+  source: RuntimeSource,
+  env: Readonly<Record<string, string | undefined>>,
+): RuntimeConfig {
+  const vars = readEnv(cliVariables, env);
+  const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey } = vars;
+  return {
+    source,
+    tables: {
+      control: { tableName: vars.SLUICE_CONTROL_TABLE },
+      events: { eventsTable: vars.SLUICE_EVENTS_TABLE, subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE },
+    },
+    ...(vars.SLUICE_ARCHIVE_BUCKET ? { archiveBucket: vars.SLUICE_ARCHIVE_BUCKET } : {}),
+    ...(vars.SLUICE_EVENT_RETENTION_DAYS ? { eventRetentionDays: vars.SLUICE_EVENT_RETENTION_DAYS } : {}),
+    ...(vars.SLUICE_LOCAL_S3_ENDPOINT ? { localS3Endpoint: vars.SLUICE_LOCAL_S3_ENDPOINT } : {}),
+    ...(vars.SLUICE_INGEST_DLQ_URL ? { ingestDeadLetterQueueUrl: vars.SLUICE_INGEST_DLQ_URL } : {}),
+    // A deployed stack's clients read the SDK's environment themselves (profiles, roles, session tokens).
+    dynamodb:
+      source === 'environment'
+        ? {}
+        : {
+            ...(vars.AWS_ENDPOINT_URL_DYNAMODB ? { endpoint: vars.AWS_ENDPOINT_URL_DYNAMODB } : {}),
+            ...(vars.AWS_REGION ? { region: vars.AWS_REGION } : {}),
+            ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+          },
+  };
+}
 
 /** The tables the CLI's commands work on, as store options. */
 export interface CliTables {
   control: { tableName: string };
   events: { eventsTable: string; subscribersTable: string };
-}
-
-/**
- * Reads the CLI's tables from its environment (after {@link loadRuntimeConfig}): the stores take them in
- * their constructors. Throws naming each variable that is not set.
- */
-export function readCliTables(env: Readonly<Record<string, string | undefined>> = process.env): CliTables {
-  const result = cliEnvironment.safeParse(env);
-  if (!result.success) {
-    throw new Error(
-      result.error.issues.map((issue) => `${String(issue.path[0])} ${issue.message}`).join('; '),
-    );
-  }
-  const vars = result.data;
-  return {
-    control: { tableName: vars.SLUICE_CONTROL_TABLE },
-    events: { eventsTable: vars.SLUICE_EVENTS_TABLE, subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE },
-  };
 }

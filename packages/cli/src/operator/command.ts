@@ -1,20 +1,30 @@
 /**
- * One subcommand of the `npm run sluice` CLI. Modules under `packages/cli/src/operator/` export
- * `commands: CliCommand[]`; the dispatcher (`cli.ts`) matches `name` against the first words of argv.
+ * The operator commands (`keys`, `seed`, `events`, `subscribers`, `erase`, `orgs`) are commander commands like
+ * `data-exports`: each module under `operator/` builds its top-level commands, `program.ts` adds them. A bad
+ * invocation throws `UsageError` (`context.ts`); `runSluice` prints every error the one way and sets the exit code.
  */
-export interface CliCommand {
-  /** The words that select the command, e.g. `'keys create'`. */
-  name: string;
-  /** One line shown in the usage text, e.g. `'keys create --workspace <id> --role <role> [--json]'`. */
-  usage: string;
-  /** Runs the command with the arguments after its name (parse them with `node:util` `parseArgs`). */
-  run(args: string[]): Promise<void>;
+import { Command } from 'commander';
+
+/** A group of subcommands (`keys` of `keys create`, …); `program.ts` gives it its description. */
+export function commandGroup(name: string, subcommands: readonly Command[]): Command {
+  const group = new Command(name);
+  for (const subcommand of subcommands) group.addCommand(subcommand);
+  return group;
 }
 
-/** Thrown by a command for a bad invocation: the dispatcher prints the message and the usage, exit code 2. */
-export class CliUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CliUsageError';
-  }
+/**
+ * Parses `argv` (`keys create --workspace w`) against `commands` as the CLI does, and runs the command: for the
+ * tests of one module. Rejects with the command's own error, or commander's for an invocation it refuses.
+ */
+export async function runCommands(commands: readonly Command[], argv: readonly string[]): Promise<void> {
+  const program = new Command('sluice').exitOverride().configureOutput({ writeErr: () => undefined });
+  for (const command of commands) program.addCommand(command);
+  const quiet = (command: Command) => {
+    for (const sub of command.commands) {
+      sub.exitOverride().configureOutput(program.configureOutput());
+      quiet(sub);
+    }
+  };
+  quiet(program);
+  await program.parseAsync([...argv], { from: 'user' });
 }

@@ -26,8 +26,11 @@ import {
 import type { EventDataset } from '@sluice/core';
 import { MemoryDeadLetterQueue } from '@sluice/devstack';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CliUsageError } from './command.js';
-import { commands, createDataCommands } from './data.js';
+import type { Command } from 'commander';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
+import { UsageError } from '../context.js';
+import { runCommands } from './command.js';
+import { createDataCommands } from './data.js';
 import { controlTable, eventTables } from '../../../../test/helpers/tables.js';
 
 const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
@@ -36,6 +39,9 @@ let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sluice-data-cli-'));
 });
+
+/** The test environment's tables, and no dead-letter queue URL (`events redrive` must be given one). */
+const testConfig = () => loadRuntimeConfig({ ...process.env, SLUICE_INGEST_DLQ_URL: undefined });
 
 /** The CLI's writer, checking explicit recorded times against the cursors in DynamoDB Local. */
 function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadLetterQueue } = {}) {
@@ -66,14 +72,10 @@ function cli(now?: () => number, options: { isTTY?: boolean; queue?: MemoryDeadL
     },
     rejected: () => new DynamoRejectedEvents(controlTable),
     erasures: () => new ErasureLogStore(controlTable),
-    env: {},
+    config: testConfig,
     ...(now ? { now } : {}),
   });
-  const run = (name: string, args: string[]) => {
-    const command = list.find((c) => c.name === name);
-    if (!command) throw new Error(`no command ${name}`);
-    return command.run(args);
-  };
+  const run = (name: string, args: string[]) => runCommands(list, [...name.split(' '), ...args]);
   return { run, out, err, progress, queueUrls, refusals };
 }
 
@@ -148,7 +150,7 @@ describe('events redrive', () => {
   it('asks for the queue URL when neither the option nor SLUICE_INGEST_DLQ_URL gives it', async () => {
     const { run } = cli();
 
-    await expect(run('events redrive', [])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('events redrive', [])).rejects.toBeInstanceOf(UsageError);
   });
 });
 
@@ -312,7 +314,7 @@ describe('events rejected', () => {
 
   it('asks for --workspace with --id', async () => {
     const { run } = createCli(new DynamoRejectedEvents(controlTable));
-    await expect(run('events rejected redrive', ['--id', 'x'])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('events rejected redrive', ['--id', 'x'])).rejects.toBeInstanceOf(UsageError);
   });
 
   function createCli(rejected: DynamoRejectedEvents) {
@@ -324,16 +326,21 @@ describe('events rejected', () => {
       writer: () => new EventLogWriter({ ...eventTables, logger, explicitRecordedAt: 'ignore' }),
       rejected: () => rejected,
       erasures: () => new ErasureLogStore(controlTable),
-      env: {},
+      config: testConfig,
     });
-    const run = (name: string, args: string[]) => list.find((c) => c.name === name)!.run(args);
+    const run = (name: string, args: string[]) => runCommands(list, [...name.split(' '), ...args]);
     return { run, out, err };
   }
 });
 
 describe('data commands', () => {
   it('are exported under their names', () => {
-    expect(commands.map((c) => c.name)).toEqual([
+    // Every leaf command by its words, as `npm run sluice` selects it.
+    const paths = (commands: readonly Command[], prefix: string[] = []): string[] =>
+      commands.flatMap((c) =>
+        c.commands.length > 0 ? paths(c.commands, [...prefix, c.name()]) : [[...prefix, c.name()].join(' ')],
+      );
+    expect(paths(createDataCommands())).toEqual([
       'events ingest',
       'events redrive',
       'events rejected list',
@@ -700,13 +707,13 @@ describe('data commands', () => {
 
   it('refuses bad invocations as usage errors', async () => {
     const { run } = cli();
-    await expect(run('seed', ['--workspace', 'w'])).rejects.toBeInstanceOf(CliUsageError);
-    await expect(run('seed', ['--workspace', 'w', '--events', 'many'])).rejects.toBeInstanceOf(CliUsageError);
+    await expect(run('seed', ['--workspace', 'w'])).rejects.toBeInstanceOf(UsageError);
+    await expect(run('seed', ['--workspace', 'w', '--events', 'many'])).rejects.toBeInstanceOf(UsageError);
     await expect(
       run('seed', ['--workspace', 'w', '--events', '1', '--since', 'later']),
-    ).rejects.toBeInstanceOf(CliUsageError);
-    await expect(run('events ingest', ['--file', 'x'])).rejects.toBeInstanceOf(CliUsageError);
-    await expect(run('subscribers upsert', ['--workspace', 'w'])).rejects.toBeInstanceOf(CliUsageError);
+    ).rejects.toBeInstanceOf(UsageError);
+    await expect(run('events ingest', ['--file', 'x'])).rejects.toBeInstanceOf(UsageError);
+    await expect(run('subscribers upsert', ['--workspace', 'w'])).rejects.toBeInstanceOf(UsageError);
   });
 
   it('through `npm run sluice`: stdout holds only the JSON, refusals go to stderr, exit code 1', async () => {

@@ -40,7 +40,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
 import { ArchiveCursorStore, ControlExportPositions, ErasureLogStore } from '@sluice/control';
 import {
   type DeadLetterQueue,
@@ -57,8 +56,11 @@ import {
   powertoolsIngestMetrics,
   type SubscriberWriteResult,
 } from '@sluice/eventlog';
-import { readCliTables } from '@sluice/local/runtime-config';
-import { type CliCommand, CliUsageError } from './command.js';
+import { loadRuntimeConfig, type RuntimeConfig } from '@sluice/local/runtime-config';
+import { Command } from 'commander';
+import { UsageError } from '../context.js';
+import { commandGroup } from './command.js';
+import { operatorTables } from './tables.js';
 import { createProgress, type ProgressStream } from './progress.js';
 import {
   createLogger,
@@ -76,7 +78,7 @@ export const CALLS_IN_FLIGHT = 2;
 
 /** What the data commands need, injectable for tests. */
 export interface DataCommandDeps {
-  /** @default an `EventLogWriter` on the environment the dispatcher set (created when a command runs) */
+  /** @default an `EventLogWriter` on the environment the CLI set (created when a command runs) */
   writer?: () => Pick<EventLogWriter, 'ingestEvents' | 'upsertSubscribers' | 'deleteSubscribers'>;
   /** @default a line on stdout */
   out?: (line: string) => void;
@@ -88,8 +90,8 @@ export interface DataCommandDeps {
   progress?: ProgressStream;
   /** The dead-letter queue at a URL. @default SQS */
   deadLetterQueue?: (queueUrl: string) => DeadLetterQueue;
-  /** @default `process.env` */
-  env?: Readonly<Record<string, string | undefined>>;
+  /** The Sluice to operate on. @default {@link loadRuntimeConfig} when a command runs */
+  config?: () => RuntimeConfig;
   /** Rejected events. @default the control table of the environment */
   rejected?: () => DynamoRejectedEvents;
   /** The erasure log `events redrive` and `events rejected redrive` consult. @default the control table's (`ErasureLogStore`) */
@@ -184,23 +186,22 @@ function inFlight(limit: number) {
 }
 
 function requireWorkspace(value: string | undefined): string {
-  if (value === undefined || value === '') throw new CliUsageError('--workspace <id> is required');
+  if (value === undefined || value === '') throw new UsageError('--workspace <id> is required');
   return value;
 }
 
 function requireFile(value: string | undefined): string {
-  if (value === undefined || value === '') throw new CliUsageError('--file <f.jsonl> is required');
+  if (value === undefined || value === '') throw new UsageError('--file <f.jsonl> is required');
   return value;
 }
 
 function positiveInteger(name: string, value: string | undefined, required: boolean): number | undefined {
   if (value === undefined) {
-    if (required) throw new CliUsageError(`--${name} <n> is required`);
+    if (required) throw new UsageError(`--${name} <n> is required`);
     return undefined;
   }
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0)
-    throw new CliUsageError(`--${name} must be a whole number, got "${value}"`);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${name} must be a whole number, got "${value}"`);
   return n;
 }
 
@@ -211,51 +212,56 @@ function failIfRefused(invalid: readonly RefusedLine[], what: string): void {
 }
 
 /** Builds the data commands; `commands` below is the set the CLI loads. */
-export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
+export function createDataCommands(deps: DataCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
   const err = deps.err ?? ((line: string) => process.stderr.write(`${line}\n`));
   const silentLogger = createLogger({ logLevel: 'SILENT' });
-  const env = deps.env ?? process.env;
+  const config = deps.config ?? (() => loadRuntimeConfig());
+  let loaded: { config: RuntimeConfig; tables: ReturnType<typeof operatorTables> } | undefined;
+  /** The configuration and its store options, read once, when a command first needs them. */
+  const runtime = () => {
+    if (loaded === undefined) {
+      const read = config();
+      loaded = { config: read, tables: operatorTables(read) };
+    }
+    return loaded;
+  };
+  const tables = () => runtime().tables;
   const writer =
     deps.writer ??
     (() =>
       new EventLogWriter({
-        ...readCliTables(env).events,
+        ...tables().events,
         // The CLI reports refused lines itself; the writer's JSON log lines would corrupt `--json` output on
         // stdout, so its metrics go to stderr.
         logger: silentLogger,
-        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(readCliTables(env).control) },
+        explicitRecordedAt: { refuseAtOrBehind: new ControlExportPositions(tables().control) },
         // An hour imported into after it ended is archived again by the next compaction.
-        lateHours: new ArchiveCursorStore(readCliTables(env).control),
+        lateHours: new ArchiveCursorStore(tables().control),
         metrics: powertoolsIngestMetrics((line) => process.stderr.write(`${line}\n`)),
       }));
   const now = deps.now ?? Date.now;
   const deadLetterQueue = deps.deadLetterQueue ?? ((queueUrl) => new SqsDeadLetterQueue({ queueUrl }));
   const rejectedStore =
-    deps.rejected ?? (() => new DynamoRejectedEvents({ tableName: readCliTables(env).control.tableName }));
-  const erasureLog = () => deps.erasures?.() ?? new ErasureLogStore(readCliTables(env).control);
+    deps.rejected ??
+    (() =>
+      new DynamoRejectedEvents({ tableName: tables().control.tableName, client: tables().events.client }));
+  const erasureLog = () => deps.erasures?.() ?? new ErasureLogStore(tables().control);
   /** Bus events are written the ingest function's way: recorded at this clock. */
   const busWriter = () =>
     deps.writer?.() ??
-    new EventLogWriter({ ...readCliTables(env).events, logger: silentLogger, explicitRecordedAt: 'ignore' });
+    new EventLogWriter({ ...tables().events, logger: silentLogger, explicitRecordedAt: 'ignore' });
 
   const reportRefused = (invalid: readonly RefusedLine[]) => {
     for (const { line, reason } of invalid) err(`line ${line}: ${reason}`);
   };
 
-  const eventsIngest: CliCommand = {
-    name: 'events ingest',
-    usage: 'events ingest --workspace <id> --file <f.jsonl> [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          workspace: { type: 'string' },
-          file: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
+  const eventsIngest = new Command('ingest')
+    .description('write events from a JSON-lines file')
+    .option('--workspace <id>', 'the workspace')
+    .option('--file <f.jsonl>', 'one event a line: {"dataset": …, …row}')
+    .option('--json', 'print the summary as JSON')
+    .action(async (values: { workspace?: string; file?: string; json?: boolean }) => {
       const workspaceId = requireWorkspace(values.workspace);
       const file = requireFile(values.file);
       const fileBytes = (await stat(file)).size;
@@ -307,25 +313,17 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       }
       reportRefused(summary.invalid);
       failIfRefused(summary.invalid, 'lines were');
-    },
-  };
+    });
 
-  const eventsRedrive: CliCommand = {
-    name: 'events redrive',
-    usage: 'events redrive [--queue-url <url>] [--max <n>] [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          'queue-url': { type: 'string' },
-          max: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
-      const queueUrl = values['queue-url'] ?? env.SLUICE_INGEST_DLQ_URL;
+  const eventsRedrive = new Command('redrive')
+    .description('write the bus events waiting in the ingest dead-letter queue')
+    .option('--queue-url <url>', 'the IngestDeadLetterQueueUrl output (default: $SLUICE_INGEST_DLQ_URL)')
+    .option('--max <n>', 'at most this many messages')
+    .option('--json', 'print the summary as JSON')
+    .action(async (values: { queueUrl?: string; max?: string; json?: boolean }) => {
+      const queueUrl = values.queueUrl ?? runtime().config.ingestDeadLetterQueueUrl;
       if (queueUrl === undefined || queueUrl === '') {
-        throw new CliUsageError(
+        throw new UsageError(
           '--queue-url <url> is required (the IngestDeadLetterQueueUrl output), or set SLUICE_INGEST_DLQ_URL',
         );
       }
@@ -361,18 +359,13 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       if (summary.left.length > 0) {
         throw new Error(`${summary.left.length} messages stay in the queue (listed above); run again later`);
       }
-    },
-  };
+    });
 
-  const rejectedList: CliCommand = {
-    name: 'events rejected list',
-    usage: 'events rejected list [--workspace <id>] [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
-        strict: true,
-      });
+  const rejectedList = new Command('list')
+    .description('the rows and envelopes ingestion refused, with their reasons')
+    .option('--workspace <id>', 'only this workspace')
+    .option('--json', 'one rejection a line as JSON')
+    .action(async (values: { workspace?: string; json?: boolean }) => {
       let count = 0;
       for await (const rejection of rejectedStore().list(values.workspace)) {
         count++;
@@ -388,24 +381,16 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         for (const reason of rejection.reasons) out(`  ${reason}`);
       }
       if (!values.json) out(`${count} rejections`);
-    },
-  };
+    });
 
-  const rejectedRedrive: CliCommand = {
-    name: 'events rejected redrive',
-    usage: 'events rejected redrive [--workspace <id> [--id <id>]] [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          workspace: { type: 'string' },
-          id: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
+  const rejectedRedrive = new Command('redrive')
+    .description('ingest the refused rows again')
+    .option('--workspace <id>', 'only this workspace')
+    .option('--id <id>', 'only this rejection (with --workspace)')
+    .option('--json', 'print the summary as JSON')
+    .action(async (values: { workspace?: string; id?: string; json?: boolean }) => {
       if (values.id !== undefined && values.workspace === undefined) {
-        throw new CliUsageError('--id needs --workspace (ids are per workspace: `events rejected list`)');
+        throw new UsageError('--id needs --workspace (ids are per workspace: `events rejected list`)');
       }
       const summary = await redriveRejected(rejectedStore(), busWriter(), silentLogger, {
         erasures: erasureLog(),
@@ -426,22 +411,14 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       for (const { workspaceId, id, reason } of summary.left) err(`${workspaceId} ${id} left: ${reason}`);
       const kept = summary.stillRejected.length + summary.left.length;
       if (kept > 0) throw new Error(`${kept} rejections stay (listed above)`);
-    },
-  };
+    });
 
-  const subscribersUpsert: CliCommand = {
-    name: 'subscribers upsert',
-    usage: 'subscribers upsert --workspace <id> --file <f.jsonl> [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          workspace: { type: 'string' },
-          file: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
+  const subscribersUpsert = new Command('upsert')
+    .description('write subscribers from a JSON-lines file')
+    .option('--workspace <id>', 'the workspace')
+    .option('--file <f.jsonl>', 'one subscriber a line')
+    .option('--json', 'print the summary as JSON')
+    .action(async (values: { workspace?: string; file?: string; json?: boolean }) => {
       const workspaceId = requireWorkspace(values.workspace);
       const file = requireFile(values.file);
       const target = writer();
@@ -465,28 +442,20 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
       }
       reportRefused(summary.invalid);
       failIfRefused(summary.invalid, 'lines were');
-    },
-  };
+    });
 
-  const subscribersDelete: CliCommand = {
-    name: 'subscribers delete',
-    usage: 'subscribers delete --workspace <id> --ids <a,b,...> [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          workspace: { type: 'string' },
-          ids: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
+  const subscribersDelete = new Command('delete')
+    .description('delete subscribers by id')
+    .option('--workspace <id>', 'the workspace')
+    .option('--ids <a,b,...>', 'the subscriber ids')
+    .option('--json', 'print the result as JSON')
+    .action(async (values: { workspace?: string; ids?: string; json?: boolean }) => {
       const workspaceId = requireWorkspace(values.workspace);
       const ids = (values.ids ?? '')
         .split(',')
         .map((id) => id.trim())
         .filter(Boolean);
-      if (ids.length === 0) throw new CliUsageError('--ids <a,b,...> is required');
+      if (ids.length === 0) throw new UsageError('--ids <a,b,...> is required');
       const result: SubscriberWriteResult = await writer().deleteSubscribers(workspaceId, ids);
       if (values.json) out(JSON.stringify(result));
       else
@@ -495,169 +464,169 @@ export function createDataCommands(deps: DataCommandDeps = {}): CliCommand[] {
         );
       for (const { index, reason } of result.invalid) err(`id ${index + 1}: ${reason}`);
       if (result.invalid.length > 0) throw new Error(`${result.invalid.length} ids were refused`);
-    },
-  };
+    });
 
-  const seed: CliCommand = {
-    name: 'seed',
-    usage:
-      'seed --workspace <id> --events <n> [--datasets <a,b>] [--subscribers <n>] [--since <iso|30m|1h|2d>] [--seed <n>] [--json]',
-    async run(args) {
-      const { values } = parseArgs({
-        args,
-        options: {
-          workspace: { type: 'string' },
-          events: { type: 'string' },
-          datasets: { type: 'string' },
-          subscribers: { type: 'string' },
-          since: { type: 'string' },
-          seed: { type: 'string' },
-          json: { type: 'boolean', default: false },
-        },
-        strict: true,
-      });
-      const workspaceId = requireWorkspace(values.workspace);
-      const count = positiveInteger('events', values.events, true)!;
-      const datasets = values.datasets === undefined ? undefined : seedDatasets(values.datasets);
-      const subscribers =
-        positiveInteger('subscribers', values.subscribers, false) ??
-        (datasets?.includes('subscribers') ? count : undefined);
-      const seedValue = positiveInteger('seed', values.seed, false) ?? now() % 2_147_483_647;
-      const started = now();
-      let since: number | undefined;
-      if (values.since !== undefined) {
-        since = parseSince(values.since, started);
-        if (!Number.isFinite(since))
-          throw new CliUsageError(
-            `--since must be an ISO 8601 time or a duration back from now (30m, 1h, 2d), got "${values.since}"`,
-          );
-        if (since >= started) throw new CliUsageError('--since must be in the past');
-        if (started - since > 30 * 86_400_000)
-          throw new CliUsageError('--since may reach back at most 30 days');
-      }
-      const target = writer();
-
-      let subscribersWritten = 0;
-      if (subscribers) {
-        let batch: unknown[] = [];
-        for (const row of generateSubscribers({
-          count: subscribers,
-          seed: seedValue,
-          workspaceId,
-          now: started,
-        })) {
-          batch.push(row);
-          if (batch.length === LINES_PER_CALL) {
-            subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
-            batch = [];
-          }
+  const seed = new Command('seed')
+    .description('generate realistic data and ingest it')
+    .option('--workspace <id>', 'the workspace')
+    .option('--events <n>', 'events (per dataset with --datasets)')
+    .option('--datasets <a,b>', "the datasets (default: the first product's three event datasets)")
+    .option('--subscribers <n>', 'subscribers')
+    .option('--since <iso|30m|1h|2d>', 'recorded from then to now (default: now)')
+    .option('--seed <n>', 'the generator seed')
+    .option('--json', 'print the summary as JSON')
+    .action(
+      async (values: {
+        workspace?: string;
+        events?: string;
+        datasets?: string;
+        subscribers?: string;
+        since?: string;
+        seed?: string;
+        json?: boolean;
+      }) => {
+        const workspaceId = requireWorkspace(values.workspace);
+        const count = positiveInteger('events', values.events, true)!;
+        const datasets = values.datasets === undefined ? undefined : seedDatasets(values.datasets);
+        const subscribers =
+          positiveInteger('subscribers', values.subscribers, false) ??
+          (datasets?.includes('subscribers') ? count : undefined);
+        const seedValue = positiveInteger('seed', values.seed, false) ?? now() % 2_147_483_647;
+        const started = now();
+        let since: number | undefined;
+        if (values.since !== undefined) {
+          since = parseSince(values.since, started);
+          if (!Number.isFinite(since))
+            throw new UsageError(
+              `--since must be an ISO 8601 time or a duration back from now (30m, 1h, 2d), got "${values.since}"`,
+            );
+          if (since >= started) throw new UsageError('--since must be in the past');
+          if (started - since > 30 * 86_400_000)
+            throw new UsageError('--since may reach back at most 30 days');
         }
-        if (batch.length > 0)
-          subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
-      }
+        const target = writer();
 
-      const totals = { accepted: 0, dropped: 0, invalid: 0, refusedBehindExport: 0 };
-      const byDataset: Record<string, number> = Object.fromEntries(
-        (datasets ?? ['email_events', 'sms_events', 'custom_events'])
-          .filter((dataset) => dataset !== 'subscribers')
-          .map((dataset) => [dataset, 0]),
-      );
-      const eventDatasets = datasets?.filter((dataset) => dataset !== 'subscribers');
-      const total = eventDatasets === undefined ? count : count * eventDatasets.length;
-      const progress = createProgress({ unit: 'events', total, stream: deps.progress, now });
-      const calls = inFlight(CALLS_IN_FLIGHT);
-      let eventsDone = 0;
-      const range =
-        since === undefined
-          ? { from: started - 3_600_000, to: started, recordedAt: false }
-          : { from: since, to: started, recordedAt: true };
-      const events: Iterable<{ dataset: string }> =
-        datasets === undefined
-          ? generateEvents({
-              count,
-              seed: seedValue,
-              workspaceId,
-              ...(subscribers ? { subscribers } : {}),
-              ...range,
-            })
-          : seededRows(datasets, { count, seed: seedValue, workspaceId, ...range });
-      let batch: { dataset: string }[] = [];
-      const flush = () => {
-        const inputs = batch;
-        batch = [];
-        return calls.add(async () => {
-          const result = await target.ingestEvents(workspaceId, inputs);
-          totals.accepted += result.accepted;
-          totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
-          totals.invalid += result.invalid.length - result.refusedBehindExport;
-          totals.refusedBehindExport += result.refusedBehindExport;
-          eventsDone += inputs.length;
-          progress.update(eventsDone);
-        });
-      };
-      for (const event of events) {
-        byDataset[event.dataset] = (byDataset[event.dataset] ?? 0) + 1;
-        batch.push(event);
-        if (batch.length === LINES_PER_CALL) await flush();
-      }
-      if (batch.length > 0) await flush();
-      await calls.drain();
-      progress.finish();
+        let subscribersWritten = 0;
+        if (subscribers) {
+          let batch: unknown[] = [];
+          for (const row of generateSubscribers({
+            count: subscribers,
+            seed: seedValue,
+            workspaceId,
+            now: started,
+          })) {
+            batch.push(row);
+            if (batch.length === LINES_PER_CALL) {
+              subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
+              batch = [];
+            }
+          }
+          if (batch.length > 0)
+            subscribersWritten += (await target.upsertSubscribers(workspaceId, batch)).accepted;
+        }
 
-      const seconds = Math.max(0.001, (now() - started) / 1000);
-      const summary = {
-        workspaceId,
-        seed: seedValue,
-        events: totals.accepted,
-        byDataset,
-        subscribers: subscribersWritten,
-        dropped: totals.dropped,
-        invalid: totals.invalid,
-        refusedBehindExport: totals.refusedBehindExport,
-        recorded:
+        const totals = { accepted: 0, dropped: 0, invalid: 0, refusedBehindExport: 0 };
+        const byDataset: Record<string, number> = Object.fromEntries(
+          (datasets ?? ['email_events', 'sms_events', 'custom_events'])
+            .filter((dataset) => dataset !== 'subscribers')
+            .map((dataset) => [dataset, 0]),
+        );
+        const eventDatasets = datasets?.filter((dataset) => dataset !== 'subscribers');
+        const total = eventDatasets === undefined ? count : count * eventDatasets.length;
+        const progress = createProgress({ unit: 'events', total, stream: deps.progress, now });
+        const calls = inFlight(CALLS_IN_FLIGHT);
+        let eventsDone = 0;
+        const range =
           since === undefined
-            ? 'now'
-            : { from: new Date(since).toISOString(), to: new Date(started).toISOString() },
-        seconds: Math.round(seconds * 1000) / 1000,
-        eventsPerSecond: Math.round(totals.accepted / seconds),
-      };
-      if (values.json) {
-        out(JSON.stringify(summary));
-      } else {
-        out(
-          `Seeded workspace ${workspaceId} (seed ${seedValue}): ${totals.accepted} events ` +
-            (datasets === undefined
-              ? `(${byDataset.email_events} email, ${byDataset.sms_events} sms, ${byDataset.custom_events} custom)`
-              : `(${Object.entries(byDataset)
-                  .map(([dataset, n]) => `${n} ${dataset}`)
-                  .join(', ')})`) +
-            (subscribers ? ` and ${subscribersWritten} subscribers` : '') +
-            ` in ${summary.seconds} s, ${summary.eventsPerSecond} events/s`,
-        );
-        out(
-          since === undefined
-            ? 'Recorded now: a running export picks them up at its next run (exports trail real time by ~2 minutes).'
-            : `Recorded from ${new Date(since).toISOString()} to now; ${totals.refusedBehindExport} refused ` +
-                "for being at or behind an export's position (they would never be exported).",
-        );
-      }
-      if (totals.invalid > 0)
-        throw new Error(`${totals.invalid} generated events were refused (a generator bug)`);
-      if (totals.refusedBehindExport > 0)
-        throw new Error(
-          `${totals.refusedBehindExport} events were refused: recorded at or behind an export's position ` +
-            '(use a later --since, or none); the others were written',
-        );
-    },
-  };
+            ? { from: started - 3_600_000, to: started, recordedAt: false }
+            : { from: since, to: started, recordedAt: true };
+        const events: Iterable<{ dataset: string }> =
+          datasets === undefined
+            ? generateEvents({
+                count,
+                seed: seedValue,
+                workspaceId,
+                ...(subscribers ? { subscribers } : {}),
+                ...range,
+              })
+            : seededRows(datasets, { count, seed: seedValue, workspaceId, ...range });
+        let batch: { dataset: string }[] = [];
+        const flush = () => {
+          const inputs = batch;
+          batch = [];
+          return calls.add(async () => {
+            const result = await target.ingestEvents(workspaceId, inputs);
+            totals.accepted += result.accepted;
+            totals.dropped += result.dropped.test + result.dropped.history + result.dropped.late;
+            totals.invalid += result.invalid.length - result.refusedBehindExport;
+            totals.refusedBehindExport += result.refusedBehindExport;
+            eventsDone += inputs.length;
+            progress.update(eventsDone);
+          });
+        };
+        for (const event of events) {
+          byDataset[event.dataset] = (byDataset[event.dataset] ?? 0) + 1;
+          batch.push(event);
+          if (batch.length === LINES_PER_CALL) await flush();
+        }
+        if (batch.length > 0) await flush();
+        await calls.drain();
+        progress.finish();
+
+        const seconds = Math.max(0.001, (now() - started) / 1000);
+        const summary = {
+          workspaceId,
+          seed: seedValue,
+          events: totals.accepted,
+          byDataset,
+          subscribers: subscribersWritten,
+          dropped: totals.dropped,
+          invalid: totals.invalid,
+          refusedBehindExport: totals.refusedBehindExport,
+          recorded:
+            since === undefined
+              ? 'now'
+              : { from: new Date(since).toISOString(), to: new Date(started).toISOString() },
+          seconds: Math.round(seconds * 1000) / 1000,
+          eventsPerSecond: Math.round(totals.accepted / seconds),
+        };
+        if (values.json) {
+          out(JSON.stringify(summary));
+        } else {
+          out(
+            `Seeded workspace ${workspaceId} (seed ${seedValue}): ${totals.accepted} events ` +
+              (datasets === undefined
+                ? `(${byDataset.email_events} email, ${byDataset.sms_events} sms, ${byDataset.custom_events} custom)`
+                : `(${Object.entries(byDataset)
+                    .map(([dataset, n]) => `${n} ${dataset}`)
+                    .join(', ')})`) +
+              (subscribers ? ` and ${subscribersWritten} subscribers` : '') +
+              ` in ${summary.seconds} s, ${summary.eventsPerSecond} events/s`,
+          );
+          out(
+            since === undefined
+              ? 'Recorded now: a running export picks them up at its next run (exports trail real time by ~2 minutes).'
+              : `Recorded from ${new Date(since).toISOString()} to now; ${totals.refusedBehindExport} refused ` +
+                  "for being at or behind an export's position (they would never be exported).",
+          );
+        }
+        if (totals.invalid > 0)
+          throw new Error(`${totals.invalid} generated events were refused (a generator bug)`);
+        if (totals.refusedBehindExport > 0)
+          throw new Error(
+            `${totals.refusedBehindExport} events were refused: recorded at or behind an export's position ` +
+              '(use a later --since, or none); the others were written',
+          );
+      },
+    );
 
   return [
-    eventsIngest,
-    eventsRedrive,
-    rejectedList,
-    rejectedRedrive,
-    subscribersUpsert,
-    subscribersDelete,
+    commandGroup('events', [
+      eventsIngest,
+      eventsRedrive,
+      commandGroup('rejected', [rejectedList, rejectedRedrive]),
+    ]),
+    commandGroup('subscribers', [subscribersUpsert, subscribersDelete]),
     seed,
   ];
 }
@@ -667,9 +636,7 @@ function seedDatasets(list: string): Dataset[] {
   const names = list.split(',').map((name) => name.trim());
   const unknown = names.filter((name) => !isDataset(name));
   if (unknown.length > 0 || names.length === 0)
-    throw new CliUsageError(
-      `--datasets: unknown ${unknown.join(', ')}; one or more of ${DATASETS.join(', ')}`,
-    );
+    throw new UsageError(`--datasets: unknown ${unknown.join(', ')}; one or more of ${DATASETS.join(', ')}`);
   return [...new Set(names)] as Dataset[];
 }
 
@@ -694,9 +661,6 @@ function* seededRows(
     else yield* generateEvents({ ...options, mix: { [dataset]: 1 } });
   }
 }
-
-/** The data commands of the `npm run sluice` CLI. */
-export const commands: CliCommand[] = createDataCommands();
 
 const SINCE_UNIT_MS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 

@@ -10,8 +10,10 @@ import {
 } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { controlTable, eventTables } from '../../../../test/helpers/tables.js';
-import { CliUsageError } from './command.js';
-import { commands, createEraseCommands } from './erase.js';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
+import { UsageError } from '../context.js';
+import { runCommands } from './command.js';
+import { createEraseCommands } from './erase.js';
 
 const HOUR = 3_600_000;
 const H = Math.floor(Date.now() / HOUR) * HOUR - 3 * HOUR;
@@ -25,9 +27,11 @@ function erase(): { run: (args: string[]) => Promise<void>; lines: string[] } {
   const lines: string[] = [];
   // A one-day event log: the hours searched are the retention and the days TTL takes to delete.
   const env = { ...process.env, SLUICE_EVENT_RETENTION_DAYS: '1' };
-  const [command] = createEraseCommands({ out: (line) => lines.push(line), env });
-  if (!command) throw new Error('no erase command');
-  return { run: (args) => command.run(args), lines };
+  const commands = createEraseCommands({
+    out: (line) => lines.push(line),
+    config: () => loadRuntimeConfig(env),
+  });
+  return { run: (args) => runCommands(commands, ['erase', ...args]), lines };
 }
 
 async function archivedLines(workspaceId: string): Promise<string[]> {
@@ -79,7 +83,7 @@ describe('erase', () => {
   });
 
   it('is a command of the CLI', () => {
-    expect(commands.map((command) => command.name)).toEqual(['erase']);
+    expect(createEraseCommands().map((command) => command.name())).toEqual(['erase']);
   });
 
   it("deletes a subscriber's rows from the event log, the archive and the rejected events and says so", async () => {
@@ -110,7 +114,7 @@ describe('erase', () => {
 
   it('refuses an invocation without exactly one target, or a bad address', async () => {
     const { run } = erase();
-    await expect(run(['--workspace', workspaceId])).rejects.toThrow(CliUsageError);
+    await expect(run(['--workspace', workspaceId])).rejects.toThrow(UsageError);
     await expect(run(['--workspace', workspaceId, '--all', '--subscriber', 'x'])).rejects.toThrow(
       'Give exactly one of --subscriber, --email, --phone, --contact or --all',
     );

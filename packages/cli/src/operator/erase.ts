@@ -6,8 +6,6 @@
  * customers' buckets are theirs and are not touched. docs/deploy.md, "Erasure".
  */
 import { DAY_MS } from '@sluice/core';
-import { parseArgs } from 'node:util';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   ArchiveBucket,
   createArchiveClient,
@@ -17,18 +15,17 @@ import {
 } from '@sluice/archive';
 import { ErasureLogStore } from '@sluice/control';
 import { DynamoRejectedEvents } from '@sluice/eventlog';
-import { readCliTables } from '@sluice/local/runtime-config';
-import { type CliCommand, CliUsageError } from './command.js';
-
-const USAGE =
-  'erase --workspace <id> (--subscriber <id> | --email <address> | --phone <number> | --contact <id> | --all) [--json]';
+import { loadRuntimeConfig, type RuntimeConfig } from '@sluice/local/runtime-config';
+import { operatorTables } from './tables.js';
+import { Command } from 'commander';
+import { UsageError } from '../context.js';
 
 /** What the erase command needs, injectable for tests. */
 export interface EraseCommandDeps {
   /** @default a line on stdout */
   out?: (line: string) => void;
-  /** @default `process.env` (after the dispatcher loaded the runtime configuration) */
-  env?: Readonly<Record<string, string | undefined>>;
+  /** The Sluice to operate on. @default {@link loadRuntimeConfig} when the command runs */
+  config?: () => RuntimeConfig;
 }
 
 /** The erasure target of the options: exactly one of `--subscriber`, `--email`, `--phone`, `--contact`, `--all`. */
@@ -47,7 +44,7 @@ export function erasureTargetOf(values: {
     values.all === true,
   ].filter(Boolean);
   if (given.length !== 1)
-    throw new CliUsageError('Give exactly one of --subscriber, --email, --phone, --contact or --all');
+    throw new UsageError('Give exactly one of --subscriber, --email, --phone, --contact or --all');
   if (values.subscriber !== undefined) return { kind: 'subscriber', subscriberId: values.subscriber };
   if (values.email !== undefined) return { kind: 'email', email: values.email };
   if (values.phone !== undefined) return { kind: 'phone', phone: values.phone };
@@ -89,45 +86,42 @@ export function formatErasure(report: ErasureReport): string[] {
 }
 
 /** The erase command. */
-export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
+export function createEraseCommands(deps: EraseCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  return [
-    {
-      name: 'erase',
-      usage: USAGE,
-      async run(args: string[]): Promise<void> {
-        const { values, positionals } = parseArgs({
-          args,
-          options: {
-            workspace: { type: 'string' },
-            subscriber: { type: 'string' },
-            email: { type: 'string' },
-            phone: { type: 'string' },
-            contact: { type: 'string' },
-            all: { type: 'boolean', default: false },
-            json: { type: 'boolean', default: false },
-          },
-          allowPositionals: true,
-          strict: true,
-        });
-        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
+  const erase = new Command('erase')
+    .option('--workspace <id>', 'the workspace')
+    .option('--subscriber <id>', "a subscriber's rows")
+    .option('--email <address>', "an e-mail address's rows")
+    .option('--phone <number>', "a phone number's rows (the second product's datasets)")
+    .option('--contact <id>', "a contact's rows (the second product's datasets)")
+    .option('--all', "all of the workspace's rows")
+    .option('--json', 'print the report as JSON')
+    .action(
+      async (values: {
+        workspace?: string;
+        subscriber?: string;
+        email?: string;
+        phone?: string;
+        contact?: string;
+        all?: boolean;
+        json?: boolean;
+      }) => {
         if (values.workspace === undefined || values.workspace === '')
-          throw new CliUsageError('--workspace is required');
+          throw new UsageError('--workspace is required');
         const target = erasureTargetOf(values);
-        const env = deps.env ?? process.env;
-        const tables = readCliTables(env);
-        const bucket = env.SLUICE_ARCHIVE_BUCKET;
+        const config = (deps.config ?? loadRuntimeConfig)();
+        const tables = operatorTables(config);
+        const bucket = config.archiveBucket;
         if (!bucket) throw new Error('SLUICE_ARCHIVE_BUCKET is not set (the stack output ArchiveBucketName)');
-        const retentionDays = Number(env.SLUICE_EVENT_RETENTION_DAYS || 35);
+        const retentionDays = Number(config.eventRetentionDays || 35);
         if (!(retentionDays > 0))
           throw new Error('SLUICE_EVENT_RETENTION_DAYS must be a positive number of days');
-        const client = new DynamoDBClient({});
+        const client = tables.events.client;
         const s3 = createArchiveClient(
-          env.SLUICE_LOCAL_S3_ENDPOINT ? { localEndpoint: env.SLUICE_LOCAL_S3_ENDPOINT } : {},
+          config.localS3Endpoint ? { localEndpoint: config.localS3Endpoint } : {},
         );
         try {
           const report = await new Eraser({
-            client,
             ...tables.events,
             archive: new ArchiveBucket({ bucket, client: s3 }),
             erasureLog: new ErasureLogStore(tables.control),
@@ -141,8 +135,6 @@ export function createEraseCommands(deps: EraseCommandDeps = {}): CliCommand[] {
           s3.destroy();
         }
       },
-    },
-  ];
+    );
+  return [erase];
 }
-
-export const commands: CliCommand[] = createEraseCommands();

@@ -9,15 +9,15 @@ import {
   hashApiKey,
 } from '@sluice/control';
 import { describe, expect, it } from 'vitest';
-import { CliUsageError } from './command.js';
-import { commands, createKeysCommands } from './keys.js';
+import { UsageError } from '../context.js';
+import { runCommands } from './command.js';
+import { createKeysCommands } from './keys.js';
 import { controlTable } from '../../../../test/helpers/tables.js';
 
 function keysCommand(name: string): { run: (args: string[]) => Promise<void>; lines: string[] } {
   const lines: string[] = [];
-  const command = createKeysCommands({ out: (line) => lines.push(line) }).find((c) => c.name === name);
-  if (!command) throw new Error(`no command ${name}`);
-  return { run: (args) => command.run(args), lines };
+  const commands = createKeysCommands({ out: (line) => lines.push(line) });
+  return { run: (args) => runCommands(commands, [...name.split(' '), ...args]), lines };
 }
 
 function keysCreate() {
@@ -28,12 +28,9 @@ describe('keys create', () => {
   const store = new ControlStore(controlTable);
 
   it('is exported under its name', () => {
-    expect(commands.map((command) => command.name)).toEqual([
-      'keys create',
-      'keys list',
-      'keys revoke',
-      'keys upgrade',
-    ]);
+    const [keys] = createKeysCommands();
+    expect(keys?.name()).toBe('keys');
+    expect(keys?.commands.map((command) => command.name())).toEqual(['create', 'list', 'revoke', 'upgrade']);
   });
 
   it('with --json prints exactly {apiKey, keyId, workspaceId}, and the key authenticates for the workspace', async () => {
@@ -88,7 +85,7 @@ describe('keys create', () => {
     [['--workspace', 'acme/email_events', '--role', 'admin'], '--workspace must be 1 to 128 letters'],
   ])('refuses %j with a clear usage error', async (args, message) => {
     const created: unknown[] = [];
-    const [command] = createKeysCommands({
+    const commands = createKeysCommands({
       store: () => ({
         ensureWorkspace: async () => {
           created.push('workspace');
@@ -110,9 +107,9 @@ describe('keys create', () => {
       out: () => {},
     });
 
-    const failure = await command?.run(args).catch((error: unknown) => error);
+    const failure = await runCommands(commands, ['keys', 'create', ...args]).catch((error: unknown) => error);
 
-    expect(failure).toBeInstanceOf(CliUsageError);
+    expect(failure).toBeInstanceOf(UsageError);
     expect((failure as Error).message).toContain(message);
     expect(created).toEqual([]);
   });
@@ -196,9 +193,9 @@ describe('keys list and keys revoke', () => {
 
     // Assess
     expect((otherWorkspace as Error).message).toContain(`has no API key ${keyId}`);
-    expect(otherWorkspace).not.toBeInstanceOf(CliUsageError);
-    expect(malformed).toBeInstanceOf(CliUsageError);
-    expect(missing).toBeInstanceOf(CliUsageError);
+    expect(otherWorkspace).not.toBeInstanceOf(UsageError);
+    expect(malformed).toBeInstanceOf(UsageError);
+    expect(missing).toBeInstanceOf(UsageError);
   });
 });
 

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import {
   API_KEY_ROLES,
   API_KEY_SCOPES,
@@ -11,12 +10,15 @@ import {
   isKeySafeId,
 } from '@sluice/control';
 import { isWorkspaceId, WORKSPACE_ID_RULE } from '@sluice/core';
-import { readCliTables } from '@sluice/local/runtime-config';
-import { type CliCommand, CliUsageError } from './command.js';
+import { loadRuntimeConfig } from '@sluice/local/runtime-config';
+import { Command } from 'commander';
+import { UsageError } from '../context.js';
+import { commandGroup } from './command.js';
+import { operatorTables } from './tables.js';
 
 /** What the `keys` commands need, injectable for tests. */
 export interface KeysCommandDeps {
-  /** @default a `ControlStore` on the environment the dispatcher set (created when the command runs) */
+  /** @default a `ControlStore` on the runtime configuration (read when the command runs) */
   store?: () => Pick<
     ControlStore,
     'ensureWorkspace' | 'createApiKey' | 'listApiKeys' | 'revokeApiKey' | 'upgradeKeysWithoutId'
@@ -25,16 +27,11 @@ export interface KeysCommandDeps {
   out?: (line: string) => void;
 }
 
-const USAGE = `keys create --workspace <id> --role <${API_KEY_ROLES.join('|')}> [--scopes a,b] [--json]`;
-const LIST_USAGE = 'keys list --workspace <id> [--json]';
-const REVOKE_USAGE = 'keys revoke --workspace <id> <keyId>';
-const UPGRADE_USAGE = 'keys upgrade';
-
 /** `--workspace <id>`, required and usable as a key. */
 function workspaceOption(value: string | undefined): string {
-  if (value === undefined || value === '') throw new CliUsageError('--workspace <id> is required');
+  if (value === undefined || value === '') throw new UsageError('--workspace <id> is required');
   if (!isKeySafeId(value)) {
-    throw new CliUsageError('--workspace must be 1-200 characters without "#" or control characters');
+    throw new UsageError('--workspace must be 1-200 characters without "#" or control characters');
   }
   return value;
 }
@@ -64,10 +61,10 @@ function parseScopes(value: string): ApiKeyScope[] {
     ),
   ];
   if (scopes.length === 0)
-    throw new CliUsageError(`--scopes needs at least one of: ${API_KEY_SCOPES.join(', ')}`);
+    throw new UsageError(`--scopes needs at least one of: ${API_KEY_SCOPES.join(', ')}`);
   const unknown = scopes.filter((scope) => !isApiKeyScope(scope));
   if (unknown.length > 0) {
-    throw new CliUsageError(`Unknown scope(s): ${unknown.join(', ')}. Allowed: ${API_KEY_SCOPES.join(', ')}`);
+    throw new UsageError(`Unknown scope(s): ${unknown.join(', ')}. Allowed: ${API_KEY_SCOPES.join(', ')}`);
   }
   return scopes as ApiKeyScope[];
 }
@@ -87,113 +84,85 @@ function parseScopes(value: string): ApiKeyScope[] {
  * `keys upgrade`: gives the keys created before keys had public ids their id (they authenticate again);
  * run once after upgrading a deployment from such a version. Idempotent.
  */
-export function createKeysCommands(deps: KeysCommandDeps = {}): CliCommand[] {
+export function createKeysCommands(deps: KeysCommandDeps = {}): Command[] {
   const out = deps.out ?? ((line: string) => process.stdout.write(`${line}\n`));
-  const store = deps.store ?? (() => new ControlStore(readCliTables().control));
-  return [
-    {
-      name: 'keys create',
-      usage: USAGE,
-      async run(args: string[]): Promise<void> {
-        const { values, positionals } = parseArgs({
-          args,
-          options: {
-            workspace: { type: 'string' },
-            role: { type: 'string' },
-            scopes: { type: 'string' },
-            json: { type: 'boolean', default: false },
-          },
-          allowPositionals: true,
-          strict: true,
-        });
-        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
-        const workspaceId = workspaceOption(values.workspace);
-        if (!isWorkspaceId(workspaceId)) throw new CliUsageError(`--workspace must be ${WORKSPACE_ID_RULE}`);
-        if (values.role === undefined) {
-          throw new CliUsageError(`--role is required: one of ${API_KEY_ROLES.join(', ')}`);
-        }
-        if (!isApiKeyRole(values.role)) {
-          throw new CliUsageError(`Unknown role "${values.role}". Allowed: ${API_KEY_ROLES.join(', ')}`);
-        }
-        const role = values.role;
-        const scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
+  const store = deps.store ?? (() => new ControlStore(operatorTables(loadRuntimeConfig()).control));
+  const create = new Command('create')
+    .description('create an API key (shown once)')
+    .option('--workspace <id>', 'the workspace (created when missing)')
+    .option('--role <role>', `one of ${API_KEY_ROLES.join(', ')}`)
+    .option('--scopes <a,b>', 'the scopes (default: every scope)')
+    .option('--json', 'print {"apiKey", "keyId", "workspaceId"}')
+    .action(async (values: { workspace?: string; role?: string; scopes?: string; json?: boolean }) => {
+      const workspaceId = workspaceOption(values.workspace);
+      if (!isWorkspaceId(workspaceId)) throw new UsageError(`--workspace must be ${WORKSPACE_ID_RULE}`);
+      if (values.role === undefined) {
+        throw new UsageError(`--role is required: one of ${API_KEY_ROLES.join(', ')}`);
+      }
+      if (!isApiKeyRole(values.role)) {
+        throw new UsageError(`Unknown role "${values.role}". Allowed: ${API_KEY_ROLES.join(', ')}`);
+      }
+      const role = values.role;
+      const scopes = values.scopes === undefined ? undefined : parseScopes(values.scopes);
 
-        const control = store();
-        await control.ensureWorkspace(workspaceId);
-        const { apiKey, record } = await control.createApiKey({ workspaceId, role, scopes });
+      const control = store();
+      await control.ensureWorkspace(workspaceId);
+      const { apiKey, record } = await control.createApiKey({ workspaceId, role, scopes });
 
-        if (values.json) {
-          out(JSON.stringify({ apiKey, keyId: record.keyId, workspaceId }));
-          return;
-        }
-        out(`Created a ${role} API key ${record.keyId} for workspace ${workspaceId}.`);
-        out(`Scopes: ${record.scopes.join(', ')}`);
-        out('Store it now: it is shown only once.');
-        out('');
-        out(`  ${apiKey}`);
-      },
-    },
-    {
-      name: 'keys list',
-      usage: LIST_USAGE,
-      async run(args: string[]): Promise<void> {
-        const { values, positionals } = parseArgs({
-          args,
-          options: { workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
-          allowPositionals: true,
-          strict: true,
-        });
-        if (positionals.length > 0) throw new CliUsageError(`Unexpected argument: ${positionals.join(' ')}`);
-        const workspaceId = workspaceOption(values.workspace);
-        const keys = await store().listApiKeys(workspaceId);
-        if (values.json) {
-          out(JSON.stringify({ workspaceId, keys }));
-          return;
-        }
-        if (keys.length === 0) {
-          out(`Workspace ${workspaceId} has no API keys.`);
-          return;
-        }
-        for (const key of keys) out(keyLine(key));
-      },
-    },
-    {
-      name: 'keys revoke',
-      usage: REVOKE_USAGE,
-      async run(args: string[]): Promise<void> {
-        const { values, positionals } = parseArgs({
-          args,
-          options: { workspace: { type: 'string' } },
-          allowPositionals: true,
-          strict: true,
-        });
-        const workspaceId = workspaceOption(values.workspace);
-        const [keyId, ...rest] = positionals;
-        if (keyId === undefined) throw new CliUsageError('Give the key id to revoke (keys list shows them)');
-        if (rest.length > 0) throw new CliUsageError(`Unexpected argument: ${rest.join(' ')}`);
-        if (!isApiKeyId(keyId))
-          throw new CliUsageError(`"${keyId}" is not a key id like key_0123456789abcdef01234567`);
-        const revoked = await store().revokeApiKey(workspaceId, keyId);
-        if (revoked === undefined) throw new Error(`Workspace ${workspaceId} has no API key ${keyId}`);
-        out(`Revoked ${keyId} (${revoked.role}) of workspace ${workspaceId} at ${revoked.revokedAt}.`);
-        out('The API refuses it from its next request.');
-      },
-    },
-    {
-      name: 'keys upgrade',
-      usage: UPGRADE_USAGE,
-      async run(args: string[]): Promise<void> {
-        parseArgs({ args, options: {}, allowPositionals: false, strict: true });
-        const upgraded = await store().upgradeKeysWithoutId();
-        out(
-          upgraded === 0
-            ? 'Every API key already has a key id.'
-            : `Gave ${upgraded} API key(s) without a key id their id: they authenticate again (keys list shows them).`,
-        );
-      },
-    },
-  ];
+      if (values.json) {
+        out(JSON.stringify({ apiKey, keyId: record.keyId, workspaceId }));
+        return;
+      }
+      out(`Created a ${role} API key ${record.keyId} for workspace ${workspaceId}.`);
+      out(`Scopes: ${record.scopes.join(', ')}`);
+      out('Store it now: it is shown only once.');
+      out('');
+      out(`  ${apiKey}`);
+    });
+
+  const list = new Command('list')
+    .description("list a workspace's keys, revoked ones included (never the key)")
+    .option('--workspace <id>', 'the workspace')
+    .option('--json', 'print {"workspaceId", "keys": [...]}')
+    .action(async (values: { workspace?: string; json?: boolean }) => {
+      const workspaceId = workspaceOption(values.workspace);
+      const keys = await store().listApiKeys(workspaceId);
+      if (values.json) {
+        out(JSON.stringify({ workspaceId, keys }));
+        return;
+      }
+      if (keys.length === 0) {
+        out(`Workspace ${workspaceId} has no API keys.`);
+        return;
+      }
+      for (const key of keys) out(keyLine(key));
+    });
+
+  const revoke = new Command('revoke')
+    .description('revoke a key by its id; the API refuses it from its next request')
+    .option('--workspace <id>', 'the workspace')
+    .argument('[keyId]', 'the key id (keys list shows them)')
+    .action(async (keyId: string | undefined, values: { workspace?: string }) => {
+      const workspaceId = workspaceOption(values.workspace);
+      if (keyId === undefined) throw new UsageError('Give the key id to revoke (keys list shows them)');
+      if (!isApiKeyId(keyId))
+        throw new UsageError(`"${keyId}" is not a key id like key_0123456789abcdef01234567`);
+      const revoked = await store().revokeApiKey(workspaceId, keyId);
+      if (revoked === undefined) throw new Error(`Workspace ${workspaceId} has no API key ${keyId}`);
+      out(`Revoked ${keyId} (${revoked.role}) of workspace ${workspaceId} at ${revoked.revokedAt}.`);
+      out('The API refuses it from its next request.');
+    });
+
+  const upgrade = new Command('upgrade')
+    .description('give the keys created before keys had ids their id (once, after an upgrade)')
+    .action(async () => {
+      const upgraded = await store().upgradeKeysWithoutId();
+      out(
+        upgraded === 0
+          ? 'Every API key already has a key id.'
+          : `Gave ${upgraded} API key(s) without a key id their id: they authenticate again (keys list shows them).`,
+      );
+    });
+
+  return [commandGroup('keys', [create, list, revoke, upgrade])];
 }
-
-/** The `keys` commands of the `npm run sluice` CLI. */
-export const commands: CliCommand[] = createKeysCommands();
