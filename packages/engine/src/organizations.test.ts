@@ -4,6 +4,7 @@ import {
   ControlStore,
   CursorStore,
   LeaseStore,
+  OrganizationStore,
   RunStateStore,
   RunStore,
 } from '@sluice/control';
@@ -62,19 +63,15 @@ const [A, B, C, D] = ['a', 'b', 'c', 'd'].map((name) => `ws_child_${name}_${tag}
 ];
 /** Click ids ingested per workspace, with their recorded times. */
 const ingested = new Map<string, { id: string; recordedMs: number }[]>();
-/** The parent's links (its children), as the organisation store keeps them. */
+/** The organisation store, on the control table: the parent's links (its children). */
+const organizations = new OrganizationStore(controlTable);
+/** The parent's links as made (the expected values are computed from these). */
 const links: ChildLink[] = [];
-const organizations: EngineDeps['organizations'] = {
-  listChildren: async (parentId) => links.filter((link) => link.parentId === parentId),
-};
 
-function linkChild(childId: string, linkedMs: number, unlinkedMs: number | null = null): void {
-  links.push({
-    parentId: PARENT,
-    childId,
-    linkedAt: new Date(linkedMs).toISOString(),
-    unlinkedAt: unlinkedMs === null ? null : new Date(unlinkedMs).toISOString(),
-  });
+async function linkChild(childId: string, linkedMs: number, unlinkedMs: number | null = null): Promise<void> {
+  const link = await organizations.link(PARENT, childId, new Date(linkedMs));
+  if (unlinkedMs !== null) links.push(await organizations.unlink(PARENT, childId, new Date(unlinkedMs)));
+  else links.push(link);
 }
 
 function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
@@ -199,10 +196,12 @@ beforeAll(async () => {
   // A from before the export; B linked inside the third hour, at a row's own time; C unlinked inside the sixth;
   // D linked but never chosen.
   const bLinkedMs = (ingested.get(B) ?? [])[20]?.recordedMs as number;
-  linkChild(A, DAY0 - 3 * HOUR_MS);
-  linkChild(B, bLinkedMs);
-  linkChild(C, DAY0 - 3 * HOUR_MS, DAY0 + 5 * HOUR_MS + 31 * MINUTE_MS);
-  linkChild(D, DAY0 - 3 * HOUR_MS);
+  const workspaces = new ControlStore(controlTable);
+  for (const workspace of [PARENT, A, B, C, D]) await workspaces.ensureWorkspace(workspace);
+  await linkChild(A, DAY0 - 3 * HOUR_MS);
+  await linkChild(B, bLinkedMs);
+  await linkChild(C, DAY0 - 3 * HOUR_MS, DAY0 + 5 * HOUR_MS + 31 * MINUTE_MS);
+  await linkChild(D, DAY0 - 3 * HOUR_MS);
 }, 120_000);
 
 describe("a parent's export that includes child organisations", () => {
