@@ -4,6 +4,7 @@ import {
   ControlStore,
   CursorStore,
   LeaseStore,
+  OrganizationStore,
   RunStateStore,
   RunStore,
 } from '@sluice/control';
@@ -14,7 +15,14 @@ export function engineControlStores(
   tableName: string,
 ): Pick<
   EngineDeps,
-  'controlStore' | 'leases' | 'cursors' | 'runs' | 'runState' | 'archiveCoverage' | 'backfills'
+  | 'controlStore'
+  | 'leases'
+  | 'cursors'
+  | 'runs'
+  | 'runState'
+  | 'archiveCoverage'
+  | 'backfills'
+  | 'organizations'
 > {
   return {
     controlStore: new ControlStore({ tableName }),
@@ -24,5 +32,7 @@ export function engineControlStores(
     runState: new RunStateStore({ tableName }),
     archiveCoverage: new ArchiveCursorStore({ tableName }),
     backfills: new BackfillStore({ tableName }),
+    // The children a parent's export includes: read only for such an export (planning, Dispatch's check).
+    organizations: new OrganizationStore({ tableName }),
   };
 }

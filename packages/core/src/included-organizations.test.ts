@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  includedOrganizations,
-  includesChildren,
-  type OrganizationLink,
-  organizationIntervals,
-} from './included-organizations.js';
+import { includedOrganizations, includesChildren, organizationIntervals } from './included-organizations.js';
 import { eventFileKey } from './layout.js';
+import type { ChildLink } from './organizations.js';
 import { buildManifest, manifestKey } from './manifest.js';
 import { erasAfterPlanning, groupEraWindows, historyEras, windowsOfEras } from './windows.js';
 
@@ -13,7 +9,7 @@ const T = Date.parse('2026-10-01T00:00:00.000Z');
 const MIN = 60_000;
 const HOUR = 60 * MIN;
 const iso = (ms: number) => new Date(ms).toISOString();
-const link = (childId: string, linkedMs: number, unlinkedMs: number | null = null): OrganizationLink => ({
+const link = (childId: string, linkedMs: number, unlinkedMs: number | null = null): ChildLink => ({
   parentId: 'ws_parent',
   childId,
   linkedAt: iso(linkedMs),

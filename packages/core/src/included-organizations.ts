@@ -1,3 +1,4 @@
+import { ALL_CHILDREN, type ChildLink } from './organizations.js';
 import type { Window } from './windows.js';
 
 /**
@@ -11,9 +12,6 @@ import type { Window } from './windows.js';
  * not included in windows planned after the removal (windows planned before keep it, since the engine fixes the
  * result in each planned span).
  */
-
-/** The entry of `childOrganizations` that includes every current and future child. */
-const EVERY_CHILD = '*';
 
 /** One organisation an export reads for a span: its workspace id and, when inside the span, its start and stop. */
 export interface IncludedOrganization {
@@ -30,14 +28,6 @@ export interface OrganizationChoice {
   childOrganizations?: readonly string[];
   /** When each entry of `childOrganizations` (`'*'` included) was added (ISO). */
   childOrganizationsAddedAt?: Readonly<Record<string, string>>;
-}
-
-/** A link of a child to its parent, with its history (`@sluice/control` `OrganizationStore`). */
-export interface OrganizationLink {
-  parentId: string;
-  childId: string;
-  linkedAt: string;
-  unlinkedAt: string | null;
 }
 
 /** True when the destination's files are partitioned by organisation (its list of children is not empty). */
@@ -59,7 +49,7 @@ function msOf(iso: string | null | undefined, fallback: number): number {
  */
 export function includedOrganizations(
   destination: OrganizationChoice,
-  links: readonly OrganizationLink[],
+  links: readonly ChildLink[],
   range: Window,
 ): IncludedOrganization[] {
   const parent: IncludedOrganization = { id: destination.workspaceId };
@@ -70,7 +60,7 @@ export function includedOrganizations(
   const children: IncludedOrganization[] = [];
   for (const link of links) {
     if (link.parentId !== destination.workspaceId || link.childId === destination.workspaceId) continue;
-    const entries = list.filter((entry) => entry === EVERY_CHILD || entry === link.childId);
+    const entries = list.filter((entry) => entry === ALL_CHILDREN || entry === link.childId);
     if (entries.length === 0) continue;
     // Included from the earliest entry that names it (its own, or '*'), once it is linked.
     const listedMs = Math.min(...entries.map(addedMs));

@@ -14,7 +14,7 @@ import {
   isEventDataset,
   MAX_BACKFILL_CHUNK_ATTEMPTS,
   MAX_SPANS_PER_DATASET,
-  type OrganizationLink,
+  type ChildLink,
   windowsOfEras,
 } from '@sluice/core';
 import { type EngineDeps, linksOf } from './deps.js';
@@ -70,7 +70,7 @@ export function planBackfillItems(
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   availableFromMs: (dataset: EventDataset) => number,
-  links: readonly OrganizationLink[] = [],
+  links: readonly ChildLink[] = [],
 ): BackfillPlan {
   const { range } = backfill;
   const items: WorkItem[] = [];

@@ -5,6 +5,7 @@ import type {
   CursorStore,
   DueIndex,
   LeaseStore,
+  OrganizationStore,
   RunStateStore,
   RunStore,
 } from '@sluice/control';
@@ -13,7 +14,7 @@ import {
   DEFAULT_EVENT_RETENTION_MS,
   includesChildren,
   type OrganizationChoice,
-  type OrganizationLink,
+  type ChildLink,
 } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
 import type { SecretSealer } from '@sluice/secrets';
@@ -40,14 +41,6 @@ export interface SecretOpener {
     context: Parameters<SecretSealer['open']>[1],
     version?: { configVersion: number },
   ): Promise<string>;
-}
-
-/**
- * The link history of a parent organisation's children (`@sluice/control` `OrganizationStore`): every link,
- * unlinked ones included, so the engine knows when each child was included.
- */
-export interface OrganizationLinks {
-  listChildren(parentId: string, options: { includeUnlinked: true }): Promise<OrganizationLink[]>;
 }
 
 /** The engine's settings (run-control reads them from its configuration). */
@@ -85,7 +78,7 @@ export interface EngineDeps {
   /** Where a destination's failing and recovered notices are published (the Sluice bus). */
   notices: NoticePublisher;
   /** The children of parent organisations (read only for an export that includes children). */
-  organizations: OrganizationLinks;
+  organizations: Pick<OrganizationStore, 'listChildren'>;
   now: () => Date;
 }
 
@@ -99,7 +92,7 @@ export const ORGANIZATION_CHECKS_AT_ONCE = 8;
 export async function linksOf(
   destination: OrganizationChoice,
   deps: Pick<EngineDeps, 'organizations'>,
-): Promise<OrganizationLink[]> {
+): Promise<ChildLink[]> {
   if (!includesChildren(destination)) return [];
   return deps.organizations.listChildren(destination.workspaceId, { includeUnlinked: true });
 }

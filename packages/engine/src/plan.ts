@@ -13,7 +13,7 @@ import {
   includedOrganizations,
   includesChildren,
   isEventDataset,
-  type OrganizationLink,
+  type ChildLink,
   planEventSpans,
   planSnapshot,
   windowKey,
@@ -255,7 +255,7 @@ export function planDatasets(
   nowMs: number,
   retentionMs: number,
   archives: ReadonlyMap<EventDataset, ArchiveCoverage> = new Map(),
-  links: readonly OrganizationLink[] = [],
+  links: readonly ChildLink[] = [],
 ): DatasetsPlan {
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
