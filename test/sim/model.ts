@@ -114,7 +114,9 @@ export interface ModelExport {
   /** The workspace's id: the `organization_id` of its `run_hour` file names. */
   workspaceId: string;
   id: string;
+  /** Its path prefix now; {@link prefixes}: every one it had, in order (files stay where they were written). */
   prefix: string;
+  prefixes: string[];
   createdMs: number;
   /**
    * The earliest start the contract allows: `startFrom`, else the creation time; in `run_hour`, up to two

@@ -269,7 +269,9 @@ export function checkStep(
         );
       }
     }
-    windows.set(file.window, [...(windows.get(file.window) ?? []), file]);
+    // Windows by location: a move of the prefix leaves delivered windows where they are.
+    const where = `${prefixOf(exp, key)}/${file.window}`;
+    windows.set(where, [...(windows.get(where) ?? []), file]);
     // Grid: one whole cell of a frequency the export has had (`date`: on the UTC grid; `run_hour`: its slot
     // on one of the schedules it had); the key is the one the contract names.
     if (file.layout === 'date') {
@@ -311,9 +313,10 @@ export function checkStep(
             `(${startsOf(exp, file.dataset)}) and in no backfill's range`,
         );
       }
-      const other = seen.get(id);
+      // Once per location (a backfill after a move of the prefix delivers to the new one).
+      const other = seen.get(`${prefixOf(exp, key)} ${id}`);
       if (other !== undefined) violateRow('exactly-once', key, `row ${id} is also in ${other}`);
-      seen.set(id, key);
+      seen.set(`${prefixOf(exp, key)} ${id}`, key);
       if (row.key !== undefined && row.updatedMs !== undefined) {
         const later = laterInWindow(model, row, file);
         if (later !== undefined)
@@ -341,13 +344,13 @@ export function checkStep(
   }
   // Files that disappeared.
   for (const key of history.rows.keys()) {
-    if (key.startsWith(`${exp.prefix}/`) && !objects.has(key)) violate('shrink', `${key} was deleted`);
+    if (prefixOf(exp, key) !== undefined && !objects.has(key)) violate('shrink', `${key} was deleted`);
   }
   // Formats: one per window, the one it was first written in, which the export had when it was planned.
   for (const [window, files] of windows) {
     const formats = new Set(files.map((file) => file.format));
     if (formats.size > 1) violate('format', `window ${window} has files in ${[...formats].join(' and ')}`);
-    const first = history.firstFormat.get(`${exp.prefix}/${window}`);
+    const first = history.firstFormat.get(window);
     const now = files[0]!.format;
     if (first === undefined) {
       const held = model.formatsDuring(exp, files[0]!.toMs + LAG_MS, nowMs);
@@ -366,12 +369,17 @@ export function checkStep(
           `window ${window} was written in the ${files[0]!.layout} layout; the export was ${[...layouts].join('/')}`,
         );
       }
-      history.firstFormat.set(`${exp.prefix}/${window}`, now);
+      history.firstFormat.set(window, now);
     } else if (formats.has(first) === false || formats.size > 1) {
       violate('format', `window ${window} was first written as ${first}, now has ${[...formats].join('/')}`);
     }
   }
   return violations;
+}
+
+/** Which of the export's prefixes a key is under (the longest), or undefined. */
+function prefixOf(exp: ModelExport, key: string): string | undefined {
+  return exp.prefixes.filter((prefix) => key.startsWith(`${prefix}/`)).sort((a, b) => b.length - a.length)[0];
 }
 
 /** The rows of `keys` (data files, as the history last kept them) erased since. */

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BucketObjectView } from './bucket.js';
 import { toleratedChecks } from './known-defects.js';
+import { createHash } from 'node:crypto';
 import { Model, type ModelExport } from './model.js';
-import { BucketHistory, checkManifests, checkStep, checkTotals } from './oracle.js';
+import { BucketHistory, checkManifests, checkStep, checkTotals, missingRows } from './oracle.js';
 
 /**
  * The simulation of issue 20 in `npm test`: a few fixed seeds, run on the real engine, workflows and local
@@ -61,6 +62,7 @@ function modelWithExport(): { model: Model; exp: ModelExport } {
     workspaceId: 'ws_0',
     id: 'dest',
     prefix: 'p',
+    prefixes: ['p'],
     createdMs: T0 + 90 * 60_000,
     startMs: T0 + 90 * 60_000,
     dueFromMs: T0 + 90 * 60_000,
@@ -149,7 +151,13 @@ describe('the oracle', () => {
 
   it("keeps each export's first formats apart: another export's window of the same name is not this one's", () => {
     const { model, exp } = modelWithExport();
-    const other: ModelExport = { ...exp, ref: 1, prefix: 'q', formats: [{ sinceMs: T0, format: 'parquet' }] };
+    const other: ModelExport = {
+      ...exp,
+      ref: 1,
+      prefix: 'q',
+      prefixes: ['q'],
+      formats: [{ sinceMs: T0, format: 'parquet' }],
+    };
     model.exports.push(other);
     const history = new BucketHistory();
     const window = file(T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['b']);
@@ -253,5 +261,65 @@ describe('the oracle', () => {
         3 * 24 * HOUR,
       ).map((v) => v.check),
     ).toEqual(['totals']);
+  });
+
+  it("keeps one row per message and window, the message's last one, and owes no row a later one replaced", () => {
+    const { model, exp } = modelWithExport();
+    exp.memberships.set('message_events', [{ addedMs: exp.startMs }]);
+    const message = (updatedMin: number, recordedMin: number, status: string) =>
+      model.addRow(`m1@${T0 + updatedMin * 60_000}`, {
+        workspace: 0,
+        dataset: 'message_events',
+        recordedMs: T0 + recordedMin * 60_000,
+        refused: false,
+        key: 'm1',
+        updatedMs: T0 + updatedMin * 60_000,
+        status,
+      });
+    message(95, 95, 'sent');
+    message(110, 110, 'delivered');
+    const window = (ids: string[]) => ({
+      ...file(T0 + HOUR - 1, T0 + 2 * HOUR - 1, ids),
+      key: `p/message_events/date=2026-03-02/message_events-${T0 + HOUR - 1}-${T0 + 2 * HOUR - 1}-0000.jsonl.gz`,
+    });
+    const last = `m1@${T0 + 110 * 60_000}`;
+    const first = `m1@${T0 + 95 * 60_000}`;
+    expect(checkStep(model, exp, bucketOf(window([last])), new BucketHistory(), now)).toEqual([]);
+    expect(
+      checkStep(model, exp, bucketOf(window([first])), new BucketHistory(), now).map((v) => v.check),
+    ).toEqual(['current-row']);
+    expect(
+      new Set(
+        checkStep(model, exp, bucketOf(window([first, last])), new BucketHistory(), now).map((v) => v.check),
+      ),
+    ).toEqual(new Set(['current-row']));
+    const owed = (ids: string[]) =>
+      missingRows(model, exp, bucketOf(window(ids)), now + HOUR, 3 * 24 * HOUR, () => false)
+        .filter((v) => v.message.includes('message_events'))
+        .map((v) => v.check);
+    expect(owed([last])).toEqual([]);
+    expect(owed([])).toEqual(['caught-up']);
+  });
+
+  it("names a run_hour file whose organisation, job or slot is not the contract's", () => {
+    const { model, exp } = modelWithExport();
+    exp.configs = [{ sinceMs: T0, layout: 'run_hour', frequency: 'hourly', schedule: { minute: 5 } }];
+    exp.startMs = T0;
+    const runHour = (stamp: string, hour: string, organization = 'ws_0', job?: string) => {
+      const ownJob = createHash('sha256').update(`dest:${stamp}`).digest('hex').slice(0, 12);
+      return {
+        ...file(0, 0, ['b']),
+        key: `p/v1/schema_type=email_events/year=2026/month=03/day=02/hour=${hour}/${organization}_email_events_${stamp}_${job ?? ownJob}.part-000.jsonl.gz`,
+      };
+    };
+    const checks = (object: BucketObjectView) =>
+      checkStep(model, exp, bucketOf(object), new BucketHistory(), now).map((v) => v.check);
+    // Row b (01:40) in the window (01:00, 02:00] of the 02:05 run.
+    expect(checks(runHour('20260302T020500Z', '02'))).toEqual([]);
+    expect(checks(runHour('20260302T020500Z', '02', 'ws_1'))).toEqual(['name']);
+    expect(checks(runHour('20260302T020500Z', '02', 'ws_0', '000000000000'))).toEqual(['name']);
+    expect(checks(runHour('20260302T020500Z', '03'))).toEqual(['name']);
+    // The 02:10 slot is on no schedule of the export ({minute: 5}).
+    expect(checks(runHour('20260302T021000Z', '02'))).toEqual(['grid']);
   });
 });

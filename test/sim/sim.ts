@@ -110,10 +110,18 @@ function report(sim: Sim, step: string, violations: Violation[]): void {
 async function checkAll(sim: Sim, step: string): Promise<void> {
   const violations: Violation[] = [];
   for (const exp of sim.model.exports) {
-    const objects = await sim.world.bucket.snapshot(`${exp.prefix}/`);
+    const objects = await snapshotOf(sim, exp);
     violations.push(...checkStep(sim.model, exp, objects, sim.history, virtualNow()));
   }
   report(sim, step, violations);
+}
+
+/** The objects under every prefix the export has had. */
+async function snapshotOf(sim: Sim, exp: ModelExport, prefixes = exp.prefixes) {
+  const objects = new Map<string, import('./bucket.js').BucketObjectView>();
+  for (const prefix of prefixes)
+    for (const [key, object] of await sim.world.bucket.snapshot(`${prefix}/`)) objects.set(key, object);
+  return objects;
 }
 
 /**
@@ -557,6 +565,7 @@ class CreateExport extends Op {
       workspaceId: sim.world.workspaces[this.workspace]!.id,
       id,
       prefix,
+      prefixes: [prefix],
       createdMs: now,
       startMs,
       dueFromMs,
@@ -658,6 +667,55 @@ class SetEnabled extends ExportOp {
   }
   toString() {
     return `${this.enabled ? 'resume' : 'pause'}(#${this.k})`;
+  }
+}
+
+/**
+ * The customer revokes the export's keys (its uploads are then refused: runs fail, the export is `failing`), or
+ * replaces them (a PATCH with keys that work: the backoff ends and the export catches up). Settling replaces
+ * every revoked key first.
+ */
+class Credentials extends ExportOp {
+  constructor(
+    k: number,
+    readonly revoke: boolean,
+  ) {
+    super(k);
+  }
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    if (this.revoke) sim.world.revoked.add(`${exp.prefix}/`);
+    else await replaceKeys(sim, exp);
+  }
+  toString() {
+    return `${this.revoke ? 'revokeKeys' : 'replaceKeys'}(#${this.k})`;
+  }
+}
+
+async function replaceKeys(sim: Sim, exp: ModelExport): Promise<void> {
+  const response = await api(sim, exp.workspace, 'PATCH', `/data-exports/${exp.id}`, {
+    accessKeyId: 'S3RVER',
+    secretAccessKey: 'S3RVER',
+  });
+  if (response.status !== 200) throw new Error(`new keys answered ${response.status}: ${response.text}`);
+  sim.world.revoked.delete(`${exp.prefix}/`);
+}
+
+/** The customer moves the export to another path prefix (with its keys, as a move asks). */
+class Move extends ExportOp {
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    const prefix = `${exp.prefixes[0]}m${exp.prefixes.length}`;
+    const response = await api(sim, exp.workspace, 'PATCH', `/data-exports/${exp.id}`, {
+      pathPrefix: prefix,
+      accessKeyId: 'S3RVER',
+      secretAccessKey: 'S3RVER',
+    });
+    if (response.status !== 200) throw new Error(`move answered ${response.status}: ${response.text}`);
+    sim.world.revoked.delete(`${exp.prefix}/`);
+    exp.prefix = prefix;
+    exp.prefixes.push(prefix);
+  }
+  toString() {
+    return `movePrefix(#${this.k})`;
   }
 }
 
@@ -1030,6 +1088,14 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
     ),
     weighted(
       1,
+      fc.tuple(exportRef, fc.boolean()).map(([k, revoke]) => new Credentials(k, revoke)),
+    ),
+    weighted(
+      1,
+      exportRef.map((k) => new Move(k)),
+    ),
+    weighted(
+      1,
       exportRef.map((k) => new Delete(k)),
     ),
     weighted(
@@ -1113,6 +1179,9 @@ async function settle(sim: Sim): Promise<void> {
     .filter((exp) => exp.enabled)
     .flatMap((exp) => exp.backfills).length;
   const bound = SETTLE_TICKS + 2 * pending;
+  // The customer replaces the keys they revoked.
+  for (const exp of sim.model.liveExports())
+    if (sim.world.revoked.has(`${exp.prefix}/`)) await replaceKeys(sim, exp);
   let missing: Violation[] = [];
   const started = performance.now();
   let ticks = 0;
@@ -1129,8 +1198,10 @@ async function settle(sim: Sim): Promise<void> {
   sim.options.log?.(`settled in ${ticks + 1} ticks, ${Math.round(performance.now() - started)} ms`);
   const manifests: Violation[] = [];
   for (const exp of sim.model.exports) {
-    const objects = await sim.world.bucket.snapshot(`${exp.prefix}/`);
-    manifests.push(...checkManifests(exp, objects));
+    const objects = await snapshotOf(sim, exp);
+    // Manifests per location: each lists the window's files under its own prefix.
+    for (const prefix of exp.prefixes)
+      manifests.push(...checkManifests(exp, await snapshotOf(sim, exp, [prefix])));
     for (const object of objects.values()) sim.delivered += object.ids?.length ?? 0;
     if (exp.deleted) continue;
     const shown = (await api(sim, exp.workspace, 'GET', `/data-exports/${exp.id}`)).body.dataExport as
@@ -1147,7 +1218,7 @@ async function missingAll(sim: Sim): Promise<Violation[]> {
   const violations: Violation[] = [];
   for (const exp of sim.model.liveExports()) {
     if (!exp.enabled) continue;
-    const objects = await sim.world.bucket.snapshot(`${exp.prefix}/`);
+    const objects = await snapshotOf(sim, exp);
     const missing = missingRows(sim.model, exp, objects, virtualNow(), sim.world.retentionMs, () => false);
     for (const violation of missing) {
       if (violation.backfillId !== undefined) {

@@ -37,6 +37,11 @@ export interface World {
   archive: BucketView;
   s3Endpoint: string;
   faults: TickFaults;
+  /**
+   * Key prefixes whose credentials the customer revoked: every upload under one is refused (`AccessDenied`, a
+   * destination failure) until the export's credentials are replaced.
+   */
+  revoked: Set<string>;
   retentionMs: number;
   /** One Dispatch execution and every ExportRun it started. */
   dispatch(): Promise<{ started: number; failed: number }>;
@@ -164,6 +169,7 @@ export async function createWorld(workspaceCount: number): Promise<World> {
   }
 
   const faults: TickFaults = {};
+  const revoked = new Set<string>();
   const allowed = local.localAllowedEndpoints(env);
   const realBuckets = engine.createBucketWriterFactory({ allowedEndpoints: allowed, assumeRoles: false });
   let uploadsThisTick = 0;
@@ -172,6 +178,11 @@ export async function createWorld(workspaceCount: number): Promise<World> {
     return {
       ...real,
       async writeFile(key, lines, options) {
+        if ([...revoked].some((prefix) => key.startsWith(prefix))) {
+          const error = new Error('Access Denied');
+          error.name = 'AccessDenied';
+          throw Object.assign(error, { $metadata: { httpStatusCode: 403 } });
+        }
         if (faults.bucketDown) {
           const error = new Error('Please reduce your request rate.');
           error.name = 'SlowDown';
@@ -246,6 +257,7 @@ export async function createWorld(workspaceCount: number): Promise<World> {
     archive: new BucketView(s3, s3local.LOCAL_ARCHIVE_BUCKET),
     s3Endpoint: env.SLUICE_LOCAL_S3_ENDPOINT!,
     faults,
+    revoked,
     retentionMs,
     async dispatch() {
       uploadsThisTick = 0;
