@@ -135,6 +135,10 @@ describe('the web console in Chromium against the local API', () => {
     await page.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
     await page.getByLabel('Role ARN (instead of keys)').fill('arn:aws:iam::111122223333:role/sluice');
     await page.getByLabel('email_events').check();
+    // A workspace without child organisations: nothing to choose, and the form says why.
+    expect(await page.getByTestId('no-children').textContent()).toBe(
+      'This workspace has no child organisations: the export holds its own data only.',
+    );
     await page.getByLabel('Frequency').selectOption('every_5_minutes');
     // Every option of the API: Parquet offers its own compressions; a KMS key adds its grant to the policy.
     await page.getByLabel('Format').selectOption('parquet');
@@ -193,6 +197,7 @@ describe('the web console in Chromium against the local API', () => {
         'Every 5 minutes',
         'Date folders (date=YYYY-MM-DD)',
         'Every 5 minutes, at minutes Sluice picks',
+        "None: this workspace's own data only",
       ]),
     );
     expect(await page.getByTestId('health').textContent()).toBe('Not exported yet');
