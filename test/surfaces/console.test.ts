@@ -572,7 +572,7 @@ describe('the web console in Chromium against the local API', () => {
     // Create, run-hour folders, daily: subscribers and an hour without its minute are refused at once, in the
     // console's words, and nothing is sent.
     await tab.getByRole('link', { name: 'New export' }).click();
-    await tab.getByLabel('Name').fill('Daily runs');
+    await tab.getByLabel('Name').fill('Warehouse feed');
     await tab.getByLabel('Bucket').fill(bucket);
     await tab.getByLabel('Endpoint (S3-compatible storage only)').fill(h.api.s3Endpoint);
     await tab.getByLabel('Path prefix').fill('runs');
@@ -603,7 +603,7 @@ describe('the web console in Chromium against the local API', () => {
       ((await h.ws.client.request('GET', '/data-exports')).body.dataExports ?? []).map(
         (view: { name: string }) => view.name,
       );
-    expect(await names()).not.toContain('Daily runs');
+    expect(await names()).not.toContain('Warehouse feed');
     await screenshot('16-layout-schedule-errors', tab);
 
     // Fixed: the form says when it runs and its next run (24-hour UTC); created, the page shows both.
@@ -614,7 +614,7 @@ describe('the web console in Chromium against the local API', () => {
     );
     await screenshot('17-layout-schedule', tab);
     await tab.getByRole('button', { name: 'Create and test connection' }).click();
-    await tab.getByRole('heading', { name: 'Daily runs' }).waitFor();
+    await tab.getByRole('heading', { name: 'Warehouse feed' }).waitFor();
     const id = decodeURIComponent(/#\/exports\/([^/]+)$/.exec(tab.url())?.[1] ?? '');
     await poll(dd).toEqual(
       expect.arrayContaining([
@@ -634,7 +634,7 @@ describe('the web console in Chromium against the local API', () => {
     // Edit: the stored layout and schedule in the form; hourly at minute 05 (the hour off); the page and the
     // API show the change.
     await tab.getByRole('link', { name: 'Edit' }).click();
-    await tab.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+    await tab.getByRole('heading', { name: 'Edit Warehouse feed' }).waitFor();
     expect(await tab.getByLabel('Layout').inputValue()).toBe('run_hour');
     expect(await tab.getByLabel('Hour (UTC)').inputValue()).toBe('08');
     expect(await tab.getByLabel('Minute').inputValue()).toBe('30');
@@ -646,9 +646,13 @@ describe('the web console in Chromium against the local API', () => {
     );
     await screenshot('18-edit-schedule', tab);
     await tab.getByRole('button', { name: 'Save' }).click();
-    await tab.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+    await tab.getByRole('heading', { name: 'Warehouse feed', exact: true }).waitFor();
     await poll(dd).toContain('Every hour at minute 05 (UTC)');
     expect(await dd()).toContain('Hourly');
+    await tab
+      .locator('main > section.card')
+      .first()
+      .screenshot({ path: join(SCREENSHOTS, '18b-export-summary.png') });
     expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
       layout: 'run_hour',
       frequency: 'hourly',
@@ -687,7 +691,7 @@ describe('the web console in Chromium against the local API', () => {
     try {
       const other = await signedInTab(h.ws.client.apiKey!, checking.url);
       await other.goto(`${checking.url}/console/#/exports/${id}/edit`);
-      await other.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+      await other.getByRole('heading', { name: 'Edit Warehouse feed' }).waitFor();
       await other.getByLabel('Minute').fill('10');
       expect(await other.getByTestId('next-run').textContent()).toBe(
         `Every hour at minute 10 (UTC). Next run on this schedule: ${inUtc(nextHourly(10))}. The run already planned, at ${inUtc(Date.parse(retry))}, keeps its time.`,
@@ -700,7 +704,7 @@ describe('the web console in Chromium against the local API', () => {
       await other.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
       await other.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
       await other.getByRole('button', { name: 'Save' }).click();
-      await other.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+      await other.getByRole('heading', { name: 'Warehouse feed', exact: true }).waitFor();
       await poll(() => other.getByTestId('warning').count()).toBe(1);
       expect(await other.getByTestId('warning').textContent()).toMatch(
         /^Warning: An upload that is cut off .* lifecycle configuration/,

@@ -395,7 +395,7 @@ async function formView(id?: string): Promise<void> {
     current ? null : field('startFrom', 'Start from (UTC)', startFrom, HELP.startFrom),
     h(
       'div',
-      { class: 'layout-slot', 'data-slot': 'layout' },
+      { class: 'files-and-schedule' },
       h('h2', {}, 'Files and schedule'),
       field('layout', 'Layout', layout, HELP.layout),
       field('schedule', 'Run time', schedule, HELP.schedule),
@@ -601,6 +601,7 @@ async function detailView(id: string): Promise<void> {
               ]
             : [['Access key id', view.accessKeyId]]),
           ['Datasets', view.datasets.map((dataset) => label('dataset', dataset)).join(', ')],
+          ['Child organisations', childrenLabel(childOrganizationsOf(view))],
           ['Format', `${label('format', view.format)}, ${label('compression', view.compression)}`],
           [
             'Encryption',
@@ -609,7 +610,6 @@ async function detailView(id: string): Promise<void> {
               : label('serverSideEncryption', ''),
           ],
           ['Frequency', label('frequency', view.frequency)],
-          ['Child organisations', childrenLabel(childOrganizationsOf(view))],
           ['Layout', label('layout', view.layout)],
           ['Schedule', scheduleLabel(view.frequency, view.schedule)],
           ['Start from', formatTime(view.startFrom)],
