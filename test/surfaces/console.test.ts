@@ -131,6 +131,10 @@ describe('the web console in Chromium against the local API', () => {
     await page.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
     await page.getByLabel('Role ARN (instead of keys)').fill('arn:aws:iam::111122223333:role/sluice');
     await page.getByLabel('email_events').check();
+    // A workspace without child organisations: nothing to choose, and the form says why.
+    expect(await page.getByTestId('no-children').textContent()).toBe(
+      'This workspace has no child organisations: the export holds its own data only.',
+    );
     await page.getByLabel('Frequency').selectOption('every_5_minutes');
     // Every option of the API: Parquet offers its own compressions; a KMS key adds its grant to the policy.
     await page.getByLabel('Format').selectOption('parquet');
@@ -189,6 +193,7 @@ describe('the web console in Chromium against the local API', () => {
         'Every 5 minutes',
         'Date folders (date=YYYY-MM-DD)',
         'Every 5 minutes, at minutes Sluice picks',
+        "None: this workspace's own data only",
       ]),
     );
     expect(await page.getByTestId('health').textContent()).toBe('Not exported yet');
@@ -563,7 +568,7 @@ describe('the web console in Chromium against the local API', () => {
     // Create, run-hour folders, daily: subscribers and an hour without its minute are refused at once, in the
     // console's words, and nothing is sent.
     await tab.getByRole('link', { name: 'New export' }).click();
-    await tab.getByLabel('Name').fill('Daily runs');
+    await tab.getByLabel('Name').fill('Warehouse feed');
     await tab.getByLabel('Bucket').fill(bucket);
     await tab.getByLabel('Endpoint (S3-compatible storage only)').fill(h.api.s3Endpoint);
     await tab.getByLabel('Path prefix').fill('runs');
@@ -594,7 +599,7 @@ describe('the web console in Chromium against the local API', () => {
       ((await h.ws.client.request('GET', '/data-exports')).body.dataExports ?? []).map(
         (view: { name: string }) => view.name,
       );
-    expect(await names()).not.toContain('Daily runs');
+    expect(await names()).not.toContain('Warehouse feed');
     await screenshot('16-layout-schedule-errors', tab);
 
     // Fixed: the form says when it runs and its next run (24-hour UTC); created, the page shows both.
@@ -605,7 +610,7 @@ describe('the web console in Chromium against the local API', () => {
     );
     await screenshot('17-layout-schedule', tab);
     await tab.getByRole('button', { name: 'Create and test connection' }).click();
-    await tab.getByRole('heading', { name: 'Daily runs' }).waitFor();
+    await tab.getByRole('heading', { name: 'Warehouse feed' }).waitFor();
     const id = decodeURIComponent(/#\/exports\/([^/]+)$/.exec(tab.url())?.[1] ?? '');
     await poll(dd).toEqual(
       expect.arrayContaining([
@@ -625,7 +630,7 @@ describe('the web console in Chromium against the local API', () => {
     // Edit: the stored layout and schedule in the form; hourly at minute 05 (the hour off); the page and the
     // API show the change.
     await tab.getByRole('link', { name: 'Edit' }).click();
-    await tab.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+    await tab.getByRole('heading', { name: 'Edit Warehouse feed' }).waitFor();
     expect(await tab.getByLabel('Layout').inputValue()).toBe('run_hour');
     expect(await tab.getByLabel('Hour (UTC)').inputValue()).toBe('08');
     expect(await tab.getByLabel('Minute').inputValue()).toBe('30');
@@ -637,9 +642,13 @@ describe('the web console in Chromium against the local API', () => {
     );
     await screenshot('18-edit-schedule', tab);
     await tab.getByRole('button', { name: 'Save' }).click();
-    await tab.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+    await tab.getByRole('heading', { name: 'Warehouse feed', exact: true }).waitFor();
     await poll(dd).toContain('Every hour at minute 05 (UTC)');
     expect(await dd()).toContain('Hourly');
+    await tab
+      .locator('main > section.card')
+      .first()
+      .screenshot({ path: join(SCREENSHOTS, '18b-export-summary.png') });
     expect((await h.ws.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
       layout: 'run_hour',
       frequency: 'hourly',
@@ -678,7 +687,7 @@ describe('the web console in Chromium against the local API', () => {
     try {
       const other = await signedInTab(h.ws.client.apiKey!, checking.url);
       await other.goto(`${checking.url}/console/#/exports/${id}/edit`);
-      await other.getByRole('heading', { name: 'Edit Daily runs' }).waitFor();
+      await other.getByRole('heading', { name: 'Edit Warehouse feed' }).waitFor();
       await other.getByLabel('Minute').fill('10');
       expect(await other.getByTestId('next-run').textContent()).toBe(
         `Every hour at minute 10 (UTC). Next run on this schedule: ${inUtc(nextHourly(10))}. The run already planned, at ${inUtc(Date.parse(retry))}, keeps its time.`,
@@ -691,7 +700,7 @@ describe('the web console in Chromium against the local API', () => {
       await other.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
       await other.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
       await other.getByRole('button', { name: 'Save' }).click();
-      await other.getByRole('heading', { name: 'Daily runs', exact: true }).waitFor();
+      await other.getByRole('heading', { name: 'Warehouse feed', exact: true }).waitFor();
       await poll(() => other.getByTestId('warning').count()).toBe(1);
       expect(await other.getByTestId('warning').textContent()).toMatch(
         /^Warning: An upload that is cut off .* lifecycle configuration/,

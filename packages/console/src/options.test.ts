@@ -2,12 +2,14 @@ import { describe, expect, it } from 'vitest';
 import {
   checkExportForm,
   checkMove,
+  childrenLabel,
   compressionsOf,
   healthLine,
   label,
   minimalPolicy,
   nextScheduledRun,
   readSchedule,
+  sameChildren,
   sameSchedule,
   scheduleLabel,
 } from './app/options.js';
@@ -190,5 +192,15 @@ describe('console options', () => {
     expect(checkMove({ bucket: 'other', accessKeyId: 'AKIA', secretAccessKey: 's' }, false)).toEqual([]);
     expect(checkMove({ region: 'eu-west-1' }, true)).toEqual([]); // a role signs for itself
     expect(checkMove({ name: 'Renamed', pathPrefix: 'elsewhere' }, false)).toEqual([]);
+  });
+
+  it('names the child organisations of an export for people, and compares two lists in any order', () => {
+    expect(childrenLabel(['*'])).toBe('All current and future child organisations');
+    expect(childrenLabel(['ws_a', 'ws_b'])).toBe('ws_a, ws_b');
+    expect(childrenLabel([])).toBe("None: this workspace's own data only");
+    expect(childrenLabel(undefined)).toBe("None: this workspace's own data only");
+    expect(sameChildren(['ws_a', 'ws_b'], ['ws_b', 'ws_a'])).toBe(true);
+    expect(sameChildren(['ws_a'], ['*'])).toBe(false);
+    expect(sameChildren([], [])).toBe(true);
   });
 });

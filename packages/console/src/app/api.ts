@@ -31,6 +31,13 @@ export interface Saved {
   warnings: { code: string; message: string }[];
 }
 
+/** A child workspace of the signed-in workspace (`GET /v1/organizations/children`). */
+export interface ChildOrganization {
+  workspaceId: string;
+  /** When it was linked to this workspace (ISO). */
+  linkedAt: string;
+}
+
 /** Pages of runs the console reads at most (100 runs each): 14 days of an every-5-minutes export is 4,032. */
 const MAX_RUN_PAGES = 45;
 
@@ -61,6 +68,11 @@ export class SluiceApi {
 
   async remove(id: string): Promise<void> {
     await this.call('DELETE', exportPath(id));
+  }
+
+  /** The workspace's child organisations (none for a workspace that is not a parent). */
+  async children(): Promise<ChildOrganization[]> {
+    return (await this.call<{ children: ChildOrganization[] }>('GET', '/organizations/children')).children;
   }
 
   /** Writes the connection-test file; returns when it was written. */

@@ -8,9 +8,10 @@
 import { exportState, formatBytes, formatCount } from '@sluice/api/view-format';
 import { DATASETS, FREQUENCIES } from '@sluice/core/datasets';
 import { maskAccessKeyId, PROVIDERS } from '@sluice/core/destination';
-import { ApiError, type DataExportView, SluiceApi } from './api.js';
+import { ApiError, type ChildOrganization, type DataExportView, SluiceApi } from './api.js';
 import { type BackfillsSection, backfillsSection } from './backfills-view.js';
 import { barChart, lagChart, lagLegend } from './charts.js';
+import { childPicker } from './children-view.js';
 import { h } from './dom.js';
 import { clearFieldErrors, field, notice, showFieldErrors } from './forms.js';
 import './console.css';
@@ -18,6 +19,7 @@ import { formatDuration, formatTime, runHistory } from './history.js';
 import {
   checkExportForm,
   checkMove,
+  childrenLabel,
   compressionsOf,
   HELP,
   healthLine,
@@ -27,6 +29,7 @@ import {
   nextScheduledRun,
   readSchedule,
   SCHEDULED_FREQUENCIES,
+  sameChildren,
   sameSchedule,
   scheduleLabel,
 } from './options.js';
@@ -211,9 +214,26 @@ function enumSelect(name: string, values: readonly string[], selected: string): 
 /** The warnings of the last save of each export, shown on its page until it is left. */
 const savedWarnings = new Map<string, { code: string; message: string }[]>();
 
+/** The workspace's child organisations, or why they could not be read. */
+async function readChildren(): Promise<ChildOrganization[] | Error> {
+  try {
+    return await api().children();
+  } catch (error) {
+    // An API without organisations (no such route) has no children to offer.
+    if (error instanceof ApiError && error.status === 404) return [];
+    return error instanceof Error ? error : new Error(String(error));
+  }
+}
+
+/** The export's `childOrganizations` (none for a new export, or one from before organisations). */
+function childOrganizationsOf(view: DataExportView | undefined): string[] {
+  return (view as { childOrganizations?: string[] | null } | undefined)?.childOrganizations ?? [];
+}
+
 async function formView(id?: string): Promise<void> {
   const routed = routeCount;
   let current: DataExportView | undefined;
+  const children = readChildren();
   if (id !== undefined) {
     try {
       current = await api().get(id);
@@ -221,8 +241,9 @@ async function formView(id?: string): Promise<void> {
       if (routed === routeCount) show(notice(error));
       return;
     }
-    if (routed !== routeCount) return;
   }
+  const picker = childPicker(await children, childOrganizationsOf(current));
+  if (routed !== routeCount) return;
   const inputs = new Map<string, HTMLInputElement>();
   const textFields = TEXT_FIELDS.map(([name, label]) => {
     const secret = name === 'secretAccessKey' || name === 'accessKeyId';
@@ -365,6 +386,7 @@ async function formView(id?: string): Promise<void> {
     ...textFields.slice(5, 8),
     externalId,
     field('datasets', 'Datasets', datasets, HELP.datasets),
+    picker.element,
     field('frequency', 'Frequency', frequency, HELP.frequency),
     field('format', 'Format', format, HELP.format),
     field('compression', 'Compression', compression, HELP.compression),
@@ -373,7 +395,7 @@ async function formView(id?: string): Promise<void> {
     current ? null : field('startFrom', 'Start from (UTC)', startFrom, HELP.startFrom),
     h(
       'div',
-      { class: 'layout-slot', 'data-slot': 'layout' },
+      { class: 'files-and-schedule' },
       h('h2', {}, 'Files and schedule'),
       field('layout', 'Layout', layout, HELP.layout),
       field('schedule', 'Run time', schedule, HELP.schedule),
@@ -418,6 +440,7 @@ async function formView(id?: string): Promise<void> {
       if (startFrom.value.trim() !== '') body.startFrom = startFrom.value.trim();
       if (layout.value !== 'date') body.layout = layout.value;
       if (scheduled.schedule !== null) body.schedule = scheduled.schedule;
+      if (picker.value().length > 0) body.childOrganizations = picker.value();
     } else {
       for (const [name] of TEXT_FIELDS) {
         const before =
@@ -434,6 +457,8 @@ async function formView(id?: string): Promise<void> {
         body.serverSideEncryption = encryption.value === '' ? null : encryption.value;
       if (layout.value !== current.layout) body.layout = layout.value;
       if (!sameSchedule(scheduled.schedule, current.schedule)) body.schedule = scheduled.schedule;
+      if (!sameChildren(picker.value(), childOrganizationsOf(current)))
+        body.childOrganizations = picker.value();
     }
     // Checked as the export will be: the layout's rules apply to the form's frequency and datasets, edited or not.
     const issues = [
@@ -576,6 +601,7 @@ async function detailView(id: string): Promise<void> {
               ]
             : [['Access key id', view.accessKeyId]]),
           ['Datasets', view.datasets.map((dataset) => label('dataset', dataset)).join(', ')],
+          ['Child organisations', childrenLabel(childOrganizationsOf(view))],
           ['Format', `${label('format', view.format)}, ${label('compression', view.compression)}`],
           [
             'Encryption',

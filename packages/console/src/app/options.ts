@@ -49,6 +49,7 @@ export const LABELS: Record<string, Record<string, string>> = {
     invalid_location: 'the bucket settings are not valid',
     unknown: 'an error the store did not explain',
   },
+  childOrganizations: { '*': 'All current and future child organisations' },
   layout: {
     date: 'Date folders (date=YYYY-MM-DD)',
     run_hour: 'Run-hour folders (year/month/day/hour)',
@@ -87,9 +88,26 @@ export const HELP: Record<string, string> = {
   startFrom: 'ISO 8601 UTC time the event datasets start from (at most 30 days back); empty: now.',
   layout:
     'Date folders: <prefix>/<dataset>/date=YYYY-MM-DD/, 50,000 rows a file, any frequency and dataset. Run-hour folders: <prefix>/v1/schema_type=<dataset>/year=…/month=…/day=…/hour=HH/ of each scheduled run, 100,000 rows a file; hourly or daily, event datasets only (no subscribers). A change applies from the next window.',
+  childOrganizations:
+    "Also export the data of these child workspaces, each row with the organisation it belongs to. All current and future: children linked later are included from when they are linked. Unticked: this workspace's own data only.",
   schedule:
     'Hourly and daily exports only, in UTC: the minute of every hour, or the hour and minute of every day. Empty: a minute Sluice picks for this export. A change applies after the run already planned.',
 };
+
+/** `childOrganizations: ["*"]`: every current and future child of the export's workspace. */
+export const ALL_CHILDREN = '*';
+
+/** An export's child organisations, for people. */
+export function childrenLabel(list: readonly string[] | null | undefined): string {
+  if (!list || list.length === 0) return "None: this workspace's own data only";
+  if (list.includes(ALL_CHILDREN)) return label('childOrganizations', ALL_CHILDREN);
+  return list.join(', ');
+}
+
+/** True when two `childOrganizations` lists name the same organisations, in any order. */
+export function sameChildren(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((id) => b.includes(id));
+}
 
 /** The frequencies that take a schedule, and that the run-hour layout runs at (the API's rule). */
 export const SCHEDULED_FREQUENCIES: readonly string[] = ['hourly', 'daily'];
