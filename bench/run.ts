@@ -10,10 +10,12 @@
  *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone.
  * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
  *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
+ * 0. Event log segments (bench/segments.ts, skip with `segments`; alone `npm run bench:segments`): codecs compared,
+ *    the segments' item sizes, and the hot log priced per million rows beside today's one item a row.
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`encode,writer,whole,ingest,dispatch,keys,api,resume,archive`).
+ * (`segments,encode,writer,whole,ingest,dispatch,keys,api,resume,archive`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
@@ -94,6 +96,12 @@ async function main(): Promise<void> {
 }
 
 async function benches(services: LocalServices | undefined): Promise<void> {
+  if (!skip.has('segments')) {
+    log('Event log segments: codecs, item sizes and the hot log priced per million 720-byte rows');
+    const { runSegmentBench, printSegmentBench } = await import('./segments.js');
+    printSegmentBench(runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000)), log);
+    log('');
+  }
   if (!skip.has('encode')) {
     log('Encode: rows to gzip JSON lines, Sluice beside DuckDB, pinned to one core and with the cores free');
     const { runEncodeBench, printEncodeBench } = await import('./encode.js');

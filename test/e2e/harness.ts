@@ -2,12 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import {
-  type AttributeValue,
-  DynamoDBClient,
-  paginateQuery,
-  type WriteRequest,
-} from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, paginateQuery, type WriteRequest } from '@aws-sdk/client-dynamodb';
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -16,7 +11,7 @@ import {
 } from '@aws-sdk/client-s3';
 import type { ControlStore, CursorStore, LeaseStore } from '@sluice/control';
 import { CONTROL_TABLE, type EventDataset } from '@sluice/core';
-import { batchWrite, EVENT_SHARDS, type EventLogWriter, eventPk } from '@sluice/eventlog';
+import { batchWrite, EVENT_SHARDS, type EventLogWriter, eventPk, segmentPk } from '@sluice/eventlog';
 import type { ApiServerOptions, LocalAppWorkflowsOptions } from '@sluice/local';
 import { createLocalTables, localDynamoDbClient, type LocalWorkflows } from '@sluice/devstack';
 import type { ContractHarness, TestWorkspace } from '../helpers/contract-harness.js';
@@ -229,7 +224,7 @@ export async function exportFiles(h: E2eHarness, prefix: string): Promise<Map<st
 
 /**
  * What DynamoDB's TTL does to expired items (DynamoDB Local never does): deletes a workspace's event log
- * items of the given (dataset, UTC hour start) pairs, every shard. Returns how many it deleted.
+ * items of the given (dataset, UTC hour start) pairs: segments and per-row items. Returns how many rows it deleted.
  */
 export async function expireFromEventLog(
   workspaceId: string,
@@ -237,25 +232,33 @@ export async function expireFromEventLog(
 ): Promise<number> {
   const client = new DynamoDBClient({});
   const requests: WriteRequest[] = [];
+  let rows = 0;
   for (const { dataset, hourMs } of hours) {
-    for (let shard = 0; shard < EVENT_SHARDS; shard++) {
+    // The hour's segments and its per-row items (written before segments).
+    const partitions = [
+      segmentPk(workspaceId, dataset, hourMs),
+      ...Array.from({ length: EVENT_SHARDS }, (_, shard) => eventPk(workspaceId, dataset, hourMs, shard)),
+    ];
+    for (const pk of partitions) {
       const pages = paginateQuery(
         { client },
         {
           TableName: eventTables.eventsTable,
           KeyConditionExpression: 'PK = :pk',
-          ExpressionAttributeValues: { ':pk': { S: eventPk(workspaceId, dataset, hourMs, shard) } },
-          ProjectionExpression: 'PK, SK',
+          ExpressionAttributeValues: { ':pk': { S: pk } },
+          ProjectionExpression: 'PK, SK, #count',
+          ExpressionAttributeNames: { '#count': 'count' },
         },
       );
       for await (const page of pages) {
         for (const item of page.Items ?? []) {
-          requests.push({ DeleteRequest: { Key: item as Record<string, AttributeValue> } });
+          requests.push({ DeleteRequest: { Key: { PK: item.PK!, SK: item.SK! } } });
+          rows += Number(item.count?.N ?? 1);
         }
       }
     }
   }
   await batchWrite(client, eventTables.eventsTable, requests);
   client.destroy();
-  return requests.length;
+  return rows;
 }

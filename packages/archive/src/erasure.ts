@@ -25,9 +25,11 @@ import {
   DEFAULT_PAGE_LIMIT,
   type DynamoRejectedEvents,
   EVENT_SHARDS,
+  eraseFromSegments,
   eventPk,
   MAX_RECORDED_AHEAD_MS,
   SUBSCRIBER_SHARDS,
+  segmentPk,
   subscriberPk,
 } from '@sluice/eventlog';
 import type { ArchiveBucket } from './bucket.js';
@@ -274,16 +276,21 @@ export class Eraser {
     const nowMs = this.now();
     const firstHour = hourFloor(nowMs - this.options.hotRetentionMs - TTL_DELETION_SLACK_MS);
     const lastHour = hourFloor(nowMs + MAX_RECORDED_AHEAD_MS);
-    const partitions: string[] = [];
+    // Each hour's segments (rewritten without the rows) and its per-row items written before segments.
+    const partitions: { pk: string; segments: boolean }[] = [];
     for (let hourMs = firstHour; hourMs <= lastHour; hourMs += ARCHIVE_HOUR_MS) {
+      partitions.push({ pk: segmentPk(workspaceId, dataset, hourMs), segments: true });
       for (let shard = 0; shard < EVENT_SHARDS; shard++)
-        partitions.push(eventPk(workspaceId, dataset, hourMs, shard));
+        partitions.push({ pk: eventPk(workspaceId, dataset, hourMs, shard), segments: false });
     }
     // Most partitions are empty: one small Query each, many at once.
     let deleted = 0;
-    await forEachConcurrently(partitions, HOT_PARTITIONS_AT_ONCE, async (pk) => {
+    await forEachConcurrently(partitions, HOT_PARTITIONS_AT_ONCE, async ({ pk, segments }) => {
+      const { client, eventsTable } = this.options;
       // Not `deleted += await …`: that reads `deleted` before the other workers add to it.
-      const count = await this.deleteMatching(this.options.eventsTable, pk, matches);
+      const count = segments
+        ? await eraseFromSegments(client, eventsTable, pk, matches)
+        : await this.deleteMatching(eventsTable, pk, matches);
       deleted += count;
     });
     return deleted;

@@ -13,3 +13,4 @@ export * from './sqs-dead-letters.js';
 export * from './producer.js';
 export * from './rejected.js';
 export * from './current-rows.js';
+export * from './segments.js';
