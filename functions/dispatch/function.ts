@@ -5,7 +5,7 @@
  */
 import { DueIndex } from '@sluice/control';
 import { createLogger } from '@sluice/core';
-import { type EngineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
+import { engineDeps, type FindDueInput, type FindDueOutput, findDueDestinations } from '@sluice/engine';
 import { engineControlStores } from '../control-stores.js';
 import { archivedEventSource } from '../event-source.js';
 import { type LambdaFunction, lambdaHandler } from '../lambda.js';
@@ -17,11 +17,14 @@ export function createDispatchFunction(
   options: { localS3Endpoint?: string } = {},
 ): LambdaFunction<FindDueInput, FindDueOutput> {
   const logger = createLogger();
-  const deps: Partial<EngineDeps> = {
-    ...engineControlStores(config.controlTable),
-    dueIndex: new DueIndex({ tableName: config.controlTable }),
-    eventSource: archivedEventSource(config, options.localS3Endpoint),
-  };
+  const deps = engineDeps(
+    {
+      ...engineControlStores(config.controlTable),
+      dueIndex: new DueIndex({ tableName: config.controlTable }),
+      eventSource: archivedEventSource(config, options.localS3Endpoint),
+    },
+    ['findDueDestinations'],
+  );
   return lambdaHandler<FindDueInput, FindDueOutput>(logger, async (event) => {
     try {
       const result = await findDueDestinations(event ?? {}, deps);

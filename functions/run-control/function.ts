@@ -12,6 +12,7 @@ import {
   claimAndPlan,
   commitRun,
   type EngineDeps,
+  engineDeps,
   EventBridgeNoticePublisher,
   engineMetrics,
   type MetricsLogger,
@@ -36,12 +37,15 @@ export function createRunControlFunction(config: RunControlConfig): LambdaFuncti
   const logger = createLogger();
   // One Powertools instance for the run and failure metrics, flushed by `logMetrics` after each invocation.
   const metrics = engineMetrics({ stage: config.stage, logger: quietWhenNoMetrics(logger) });
-  const deps: Partial<EngineDeps> = {
-    ...engineControlStores(config.controlTable),
-    settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
-    metrics: powertoolsRunMetrics({ stage: config.stage, metrics }),
-    notices: loggedNotices(new EventBridgeNoticePublisher({ eventBusName: config.eventBusName }), logger),
-  };
+  const deps: Partial<EngineDeps> = engineDeps(
+    {
+      ...engineControlStores(config.controlTable),
+      settings: { runBudgetMs: config.runBudgetMs, eventRetentionMs: config.eventRetentionMs },
+      metrics: powertoolsRunMetrics({ stage: config.stage, metrics }),
+      notices: loggedNotices(new EventBridgeNoticePublisher({ eventBusName: config.eventBusName }), logger),
+    },
+    ['claimAndPlan', 'commitRun', 'recordFailure'],
+  );
   const failureMetrics = powertoolsFailureMetrics({ stage: config.stage, metrics });
   return lambdaHandler<RunControlEvent, unknown>(
     logger,

@@ -8,6 +8,7 @@ import { createLogger } from '@sluice/core';
 import {
   createBucketWriterFactory,
   type EngineDeps,
+  engineDeps,
   type WindowResult,
   type WriteWindowInput,
   writeWindow,
@@ -38,19 +39,22 @@ export type WriterHandler = LambdaFunction<WriteWindowInput, WindowResult>;
 /** The writer function's handler over the configured stores; only the local runtime and tests pass `options`. */
 export function createWriterFunction(config: WriterConfig, options: WriterOptions = {}): WriterHandler {
   const logger = createLogger();
-  const deps: Partial<EngineDeps> = {
-    controlStore: new ControlStore({ tableName: config.controlTable }),
-    cursors: new CursorStore({ tableName: config.controlTable }),
-    backfills: new BackfillStore({ tableName: config.controlTable }),
-    // A warm writer opens each destination's secret once per configuration version and 5 minutes.
-    sealer: new CachedSecretOpener(new SecretSealer({ keyId: config.kmsKeyId })),
-    eventSource: archivedEventSource(config, options.localS3Endpoint),
-    bucketWriterFactory: createBucketWriterFactory({
-      ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
-      ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
-    }),
-    ...options.overrides,
-  };
+  const deps = engineDeps(
+    {
+      controlStore: new ControlStore({ tableName: config.controlTable }),
+      cursors: new CursorStore({ tableName: config.controlTable }),
+      backfills: new BackfillStore({ tableName: config.controlTable }),
+      // A warm writer opens each destination's secret once per configuration version and 5 minutes.
+      sealer: new CachedSecretOpener(new SecretSealer({ keyId: config.kmsKeyId })),
+      eventSource: archivedEventSource(config, options.localS3Endpoint),
+      bucketWriterFactory: createBucketWriterFactory({
+        ...(options.allowedEndpoints ? { allowedEndpoints: options.allowedEndpoints } : {}),
+        ...(options.assumeRoles === false ? { assumeRoles: false } : {}),
+      }),
+      ...options.overrides,
+    },
+    ['writeWindow'],
+  );
   return lambdaHandler<WriteWindowInput, WindowResult>(logger, async (event, context) => {
     logger.appendKeys({
       workspaceId: event.run.workspaceId,

@@ -125,6 +125,54 @@ export const defaultBucketWriterFactory: BucketWriterFactory = createBucketWrite
 /** No event archive: rows behind the hot log's retention are gone (a platform's own source without one). */
 export const noArchive: Pick<ArchiveCursorStore, 'get'> = { get: async () => undefined };
 
+/**
+ * The dependencies without a default that each use case reaches (with the use cases it calls): what an entry
+ * point must inject. {@link engineDeps} checks them where the engine is built.
+ */
+export const ENGINE_NEEDS = {
+  claimAndPlan: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills'],
+  commitRun: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
+  recordFailure: ['controlStore', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
+  findDueDestinations: [
+    'controlStore',
+    'leases',
+    'cursors',
+    'runs',
+    'runState',
+    'backfills',
+    'dueIndex',
+    'eventSource',
+  ],
+  writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource'],
+} as const satisfies Record<string, readonly (keyof EngineDeps)[]>;
+
+/** A use case of {@link ENGINE_NEEDS}. */
+export type EngineUseCase = keyof typeof ENGINE_NEEDS;
+
+/**
+ * The engine as an entry point builds it: `injected`, checked now against what `useCases` need, so a missing
+ * dependency fails the entry point when it is built (its cold start), naming it, instead of the first call.
+ * @throws Error naming every missing dependency and the use cases that need it
+ */
+export function engineDeps(
+  injected: Partial<EngineDeps>,
+  useCases: readonly EngineUseCase[],
+): Partial<EngineDeps> {
+  const missing = new Map<keyof EngineDeps, EngineUseCase[]>();
+  for (const useCase of useCases) {
+    for (const key of ENGINE_NEEDS[useCase]) {
+      if (injected[key] === undefined) missing.set(key, [...(missing.get(key) ?? []), useCase]);
+    }
+  }
+  if (missing.size > 0) {
+    const names = [...missing].map(([key, needing]) => `${key} (${needing.join(', ')})`);
+    throw new Error(
+      `The engine needs ${names.join(', ')}: the entry point builds them from its configuration.`,
+    );
+  }
+  return injected;
+}
+
 /** A store or client the caller must inject: it needs settings (table names, key id) only an entry point has. */
 function injected<K extends keyof EngineDeps>(key: K): () => EngineDeps[K] {
   return () => {

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { type EngineDeps, engineDeps, resolveDeps } from './deps.js';
+
+/** A stand-in for a store: only its presence matters here. */
+const present = {} as never;
+
+describe('engineDeps', () => {
+  it('fails where the engine is built, naming every missing dependency and the use cases needing it', () => {
+    // Act + Assess
+    expect(() => engineDeps({ controlStore: present, cursors: present }, ['writeWindow'])).toThrow(
+      'The engine needs backfills (writeWindow), sealer (writeWindow), eventSource (writeWindow): ' +
+        'the entry point builds them from its configuration.',
+    );
+    expect(() => engineDeps({}, ['commitRun', 'recordFailure'])).toThrow(
+      /notices \(commitRun, recordFailure\)/,
+    );
+  });
+
+  it('returns the injected dependencies when each needed one is there; the defaults stay optional', () => {
+    // Prepare
+    const injected: Partial<EngineDeps> = {
+      controlStore: present,
+      cursors: present,
+      backfills: present,
+      sealer: present,
+      eventSource: present,
+    };
+    // Act
+    const deps = engineDeps(injected, ['writeWindow']);
+    // Assess: settings, the bucket writer, metrics and the clock come from the defaults
+    expect(deps).toBe(injected);
+    expect(resolveDeps(deps).settings.runBudgetMs).toBe(180_000);
+  });
+});
