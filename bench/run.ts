@@ -15,7 +15,7 @@
  * `BENCH_ROWS` (default 1,000,000) sizes the first three parts; `BENCH_DYNAMO_ROWS` (default BENCH_ROWS) the
  * rows ingested into DynamoDB Local for the writer (ingest into the Java emulator is slow);
  * `BENCH_INGEST_EVENTS` (default 20,000) the events of each ingest path; `BENCH_SKIP` skips parts
- * (`segments,encode,writer,whole,ingest,dispatch,keys,api,resume,archive`).
+ * (`segments,encode,writer,whole,ingest,dispatch,keys,api,resume,archive,orgs`).
  * 5. Dispatch: `BENCH_DISPATCH_DESTINATIONS` (default 20,000) due destinations started by one Dispatch
  *    execution (bench/dispatch.ts): starts counted, largest state, destinations/s beside the engine alone.
  * 6. API keys (bench/api-keys.ts, skip with `keys`): one request's key meter beside one GetItem, and a flood
@@ -32,6 +32,10 @@
  *    BENCH_ROWS and 200,000) rows compacted into the local archive bucket and read back: rows/s beside a plain
  *    hot log read, CPU seconds, bytes and PUTs stored, the cost per million rows at the list prices printed;
  *    and a full-history backfill's writer reading the archive beside the regular export's from the hot log.
+ * 10. Organisations (bench/organizations.ts, skip with `orgs`): one window of a parent with
+ *    `BENCH_ORG_CHILDREN` (default 50) children, `BENCH_ORG_ROWS` (default 200) click events each, exported by
+ *    one export of the parent that includes them (`["*"]`) beside one export per organisation: ExportRuns,
+ *    Lambda invocations, DynamoDB and S3 requests and time of each side, and the ratios.
 
  */
 import { existsSync } from 'node:fs';
@@ -72,7 +76,7 @@ async function main(): Promise<void> {
 
   let services: LocalServices | undefined;
   try {
-    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume', 'archive'].some(
+    const needsServices = ['writer', 'whole', 'dispatch', 'keys', 'api', 'resume', 'archive', 'orgs'].some(
       (part) => !skip.has(part),
     );
     if (needsServices && !process.env.SLUICE_CONTROL_TABLE) {
@@ -198,6 +202,22 @@ async function benches(services: LocalServices | undefined): Promise<void> {
     );
     const { runArchiveBench } = await import('./archive.js');
     await runArchiveBench(archiveRows, log);
+  }
+  if (!skip.has('orgs')) {
+    const children = Number(process.env.BENCH_ORG_CHILDREN ?? 50);
+    const rowsPerOrganization = Number(process.env.BENCH_ORG_ROWS ?? 200);
+    if (
+      !Number.isInteger(children) ||
+      children < 1 ||
+      !Number.isInteger(rowsPerOrganization) ||
+      rowsPerOrganization < 1
+    )
+      throw new Error('BENCH_ORG_CHILDREN and BENCH_ORG_ROWS must be positive integers');
+    log(
+      `\nOrganisations: one hourly window of a parent with ${fmt(children)} children, ${fmt(rowsPerOrganization)} rows each`,
+    );
+    const { runOrganizationsBench, printOrganizationsBench } = await import('./organizations.js');
+    printOrganizationsBench(await runOrganizationsBench({ children, rowsPerOrganization }), log);
   }
   if (!skip.has('dispatch')) {
     const destinations = Number(process.env.BENCH_DISPATCH_DESTINATIONS ?? 20_000);
