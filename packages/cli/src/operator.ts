@@ -4,7 +4,12 @@ import { type CliCommand, CliUsageError } from './operator/command.js';
 import { loadRuntimeConfig } from '@sluice/local/runtime-config';
 
 /** The subcommand modules, each exporting `commands: CliCommand[]`; missing ones are skipped. */
-export const COMMAND_MODULES = ['./operator/keys.js', './operator/data.js', './operator/erase.js'] as const;
+export const COMMAND_MODULES = [
+  './operator/keys.js',
+  './operator/orgs.js',
+  './operator/data.js',
+  './operator/erase.js',
+] as const;
 
 /** Where the dispatcher writes. */
 export interface CliIo {

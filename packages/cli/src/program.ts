@@ -1,6 +1,6 @@
 /**
  * The `sluice` command line: `data-exports …` and `mcp` talk to the HTTP API only; the operator groups
- * (`keys`, `seed`, `events`, `subscribers`, `erase`) work on the tables directly and are passed, arguments untouched,
+ * (`keys`, `orgs`, `seed`, `events`, `subscribers`, `erase`) work on the tables directly and are passed, arguments untouched,
  * to their dispatcher in the local runtime.
  */
 import { Command, CommanderError } from 'commander';
@@ -13,6 +13,7 @@ import { type ConnectionOptions, resolveConnection } from './connection.js';
 /** The operator command groups, with what they do. */
 export const OPERATOR_GROUPS = {
   keys: 'operator: API keys, in the control table',
+  orgs: 'operator: link child workspaces to a parent organisation, in the control table',
   seed: 'operator: generated test data',
   events: 'operator: ingest or redrive events, list or redrive rejected ones',
   subscribers: 'operator: upsert or delete subscribers',

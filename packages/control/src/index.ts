@@ -15,3 +15,4 @@ export * from './archive-cursors.js';
 export * from './backfills.js';
 export * from './external-id-key.js';
 export * from './erasures.js';
+export * from './organizations.js';

@@ -93,3 +93,14 @@ export function isKeySafeId(id: string): boolean {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
   return id.length > 0 && id.length <= 200 && !/[#\u0000-\u001f\u007f]/.test(id);
 }
+
+/** Sort key, in a workspace's partition, of its organisation state: `parentId` (a child), `childCount` (a parent). */
+export const ORG_SK = 'ORG';
+
+/** `CHILD#`: the prefix of a parent's child links. */
+export const CHILD_LINK_SK_PREFIX = 'CHILD#';
+
+/** `CHILD#<childId>#<linkedAt ISO>#<nonce>`: sort key, in the parent's partition, of one link to a child. */
+export function childLinkSk(childId: string, linkedAt: string, nonce: string): string {
+  return `${CHILD_LINK_SK_PREFIX}${childId}#${linkedAt}#${nonce}`;
+}

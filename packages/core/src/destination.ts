@@ -1,5 +1,6 @@
 import type { Dataset, Frequency } from './datasets.js';
 import { type Compression, type ExportFormat, type FileFormat, JSONL_GZIP } from './file-format.js';
+import { childOrganizationsAddedAt } from './organizations.js';
 import type { AssumedRole } from './role.js';
 import type { Layout, Schedule } from './run-hour.js';
 
@@ -109,6 +110,17 @@ export interface Destination extends BucketLocation {
   exportedThrough: Partial<Record<Dataset, string | null>>;
   /** When each dataset was added (ISO); event datasets start there (or at startFrom for the first ones). */
   datasetStartedAt: Partial<Record<Dataset, string>>;
+  /**
+   * The child workspaces whose data the export includes, or `['*']` (`ALL_CHILDREN`): every current and future
+   * child. Absent or empty: none (only the workspace's own data).
+   */
+  childOrganizations?: string[];
+  /**
+   * When each entry of `childOrganizations` (`'*'` included) was added to it (ISO), like `datasetStartedAt`:
+   * `startFrom` for the entries of the create; the time of the update for an entry added later; kept while the
+   * entry stays; dropped when it is removed.
+   */
+  childOrganizationsAddedAt?: Record<string, string>;
   nextRunAt: string | null;
   lastRunAt: string | null;
   lastSuccessAt: string | null;
@@ -150,6 +162,8 @@ export interface NewDestinationInput extends BucketLocation {
   /** @default `date` (stored only when `run_hour`) */
   layout?: Layout;
   schedule?: Schedule | null;
+  /** Child workspaces included (or `['*']`); absent or empty: none. */
+  childOrganizations?: string[];
   now: Date;
 }
 
@@ -158,10 +172,20 @@ export interface NewDestinationInput extends BucketLocation {
  * starting at `startFrom`, `configVersion` 1, nothing exported, no failure.
  */
 export function newDestination(input: NewDestinationInput): Destination {
-  const { now, fileFormat = JSONL_GZIP, ...config } = input;
+  const { now, fileFormat = JSONL_GZIP, childOrganizations, ...config } = input;
   const nowIso = now.toISOString();
   return {
     ...config,
+    ...(childOrganizations !== undefined && childOrganizations.length > 0
+      ? {
+          childOrganizations,
+          childOrganizationsAddedAt: childOrganizationsAddedAt(
+            undefined,
+            childOrganizations,
+            input.startFrom,
+          ),
+        }
+      : {}),
     format: fileFormat.format,
     compression: fileFormat.compression,
     isEnabled: true,

@@ -21,6 +21,7 @@ export * from './role.js';
 export * from './ids.js';
 export * from './erasure.js';
 export * from './workspace-id.js';
+export * from './organizations.js';
 export * from './current-rows.js';
 export * from './catalog/reference.js';
 export * from './retry.js';

@@ -1,0 +1,33 @@
+/**
+ * Parent organisations: a workspace may have child workspaces (one level: a child has at most one parent and
+ * is never a parent itself). A parent's data export may include some of its children's data
+ * (`Destination.childOrganizations`), or every current and future child ({@link ALL_CHILDREN}).
+ */
+
+/** `childOrganizations: ['*']`: every current and future child of the export's workspace. */
+export const ALL_CHILDREN = '*';
+
+/**
+ * One link of a child workspace to its parent. Links are kept after an unlink (`unlinkedAt` set): linking
+ * the same child again makes a new link, so which children a parent had at any time can be computed.
+ */
+export interface ChildLink {
+  parentId: string;
+  childId: string;
+  /** When the link was made (ISO). */
+  linkedAt: string;
+  /** When it was ended (ISO); null while the child is linked. */
+  unlinkedAt: string | null;
+}
+
+/**
+ * When each entry of an export's new `childOrganizations` was added (like `datasetStartedAt`): an entry
+ * already in the list keeps its time, a new one gets `nowIso`, a removed one is dropped.
+ */
+export function childOrganizationsAddedAt(
+  previous: Readonly<Record<string, string>> | undefined,
+  next: readonly string[],
+  nowIso: string,
+): Record<string, string> {
+  return Object.fromEntries(next.map((entry) => [entry, previous?.[entry] ?? nowIso]));
+}
