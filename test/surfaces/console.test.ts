@@ -548,7 +548,7 @@ describe('the web console in Chromium against the local API', () => {
 
   it('sets the layout and schedule on create and edit, shows a failing export and a save that warns', async () => {
     // Prepare: a bucket of its own (the local bucket is shared), emptied and deleted later for the failure.
-    const bucket = uniqueId('console-failing-');
+    const bucket = uniqueId('warehouse-');
     await h.api.s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const tab = await signedInTab(h.ws.client.apiKey!);
     const dd = () => tab.locator('dd').allTextContents();

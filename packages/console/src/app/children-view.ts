@@ -7,12 +7,14 @@ import type { ChildOrganization } from './api.js';
 import { h } from './dom.js';
 import { field } from './forms.js';
 import { formatTime } from './history.js';
-import { ALL_CHILDREN, HELP, label } from './options.js';
+import { ALL_CHILDREN, type FormIssue, HELP, label } from './options.js';
 
 /** The picker's field, and the `childOrganizations` it gives (the stored list when nothing can be chosen). */
 export interface ChildPicker {
   element: HTMLElement;
   value(): string[];
+  /** The picker's own check of a list to send: every organisation ticked is still a child. */
+  issues(): FormIssue[];
 }
 
 /**
@@ -34,6 +36,7 @@ export function childPicker(children: ChildOrganization[] | Error, stored: reado
         h('p', { class: 'field-error', id: 'e-childOrganizations', role: 'alert' }),
       ),
       value: () => [...stored],
+      issues: () => [],
     };
   }
   const all = h('input', {
@@ -69,8 +72,17 @@ export function childPicker(children: ChildOrganization[] | Error, stored: reado
       );
     }),
   );
+  const value = () =>
+    all.checked ? [ALL_CHILDREN] : boxes.filter((box) => box.checked).map((box) => box.value);
   return {
     element: field('childOrganizations', 'Child organisations', fieldset, HELP.childOrganizations),
-    value: () => (all.checked ? [ALL_CHILDREN] : boxes.filter((box) => box.checked).map((box) => box.value)),
+    value,
+    issues: () =>
+      value()
+        .filter((id) => id !== ALL_CHILDREN && !linked.has(id))
+        .map((id) => ({
+          path: 'childOrganizations',
+          message: `${id} is no longer a child of this workspace: untick it.`,
+        })),
   };
 }

@@ -475,6 +475,7 @@ async function formView(id?: string): Promise<void> {
       ),
       ...scheduled.issues,
       ...(current ? checkMove(body, Boolean(current.roleArn)) : []),
+      ...(body.childOrganizations === undefined ? [] : picker.issues()),
     ];
     if (issues.length > 0) {
       clearFieldErrors(form, formError);
