@@ -30,8 +30,9 @@
  * The check and the write are a few milliseconds apart: a run planning in between could still pass a row
  * recorded in the last moments before the plan (a window ends at least two minutes before now).
  *
+ * Rows are written as compressed segments (segments.ts): one a slice, dataset and hour (more for a long span).
  * Writes are idempotent per (recorded time, id): an event written twice with the same explicit `recorded_at`
- * is one item. A retry without it is a second row with a later recorded time, which consumers deduplicate on
+ * is read as one row (the later write's). A retry without it is a second row with a later recorded time, which consumers deduplicate on
  * `id` (the product promises at least once).
  */
 import type { DynamoDBClient, WriteRequest } from '@aws-sdk/client-dynamodb';

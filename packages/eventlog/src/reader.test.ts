@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultEventLogClient } from './client.js';
 import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, shardOf } from './keys.js';
-import { writePerRowItems } from './per-row.test-support.js';
+import { ingestCustomEvents, writePerRowItems } from './event-log.test-support.js';
 import { DEFAULT_PAGE_LIMIT, EventLogReader, SEGMENT_PAGE_LIMIT } from './reader.js';
 import { eventTables } from '../../../test/helpers/tables.js';
 
@@ -22,23 +22,7 @@ interface Written {
 
 /** Writes custom events at explicit recorded times; returns them sorted as the reader must return them. */
 async function seed(workspaceId: string, events: Written[]): Promise<Written[]> {
-  const writer = new EventLogWriter({
-    ...eventTables,
-    now: () => MIDNIGHT + 10 * HOUR,
-    logger,
-    explicitRecordedAt: 'unchecked',
-  });
-  const result = await writer.ingestEvents(
-    workspaceId,
-    events.map(({ id, recordedMs }) => ({
-      dataset: 'custom_events',
-      id,
-      event_name: 'e',
-      occurred_at: recordedMs - 1,
-      recorded_at: recordedMs,
-    })),
-  );
-  expect(result.invalid).toEqual([]);
+  await ingestCustomEvents(workspaceId, events, MIDNIGHT + 10 * HOUR);
   return [...events].sort((a, b) => a.recordedMs - b.recordedMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 

@@ -1,11 +1,13 @@
 /**
  * Reading the event log back in recorded-time order.
  *
- * A window `(fromMs, toMs]` spans one or more hour partitions, each written in `EVENT_SHARDS` shards. The reader
- * walks the hours in order; inside an hour it queries every shard (Query pages, `SK BETWEEN`, projecting only
- * `SK` and `line`, each shard's next page fetched while the current one is merged) and merges the shards by
- * sort key, which is `<recordedAtMs>#<id>`: recorded time, ties broken by id. Memory holds at most two pages
- * per shard plus one output page, whatever the window's size.
+ * A window `(fromMs, toMs]` spans one or more hours. Each hour holds segments (segments.ts: compressed rows of
+ * one ingest slice, in one `#seg` partition) and the per-row items written before segments (in `EVENT_SHARDS`
+ * shards). The reader walks the hours in order; inside an hour it queries the segments that may hold rows of the
+ * window and every shard (Query pages, `SK BETWEEN`, each next page fetched while the current one is merged) and
+ * merges them by position, `<recordedAtMs>#<id>`: recorded time, ties broken by id; a position held twice is
+ * read once, from the segment (the later write). Memory holds at most two pages per cursor, the segments open
+ * at the merge's current time, and one output page, whatever the window's size.
  *
  * Lines are taken from the low-level `{ S }` attribute as they are: no unmarshalling, no re-serializing.
  *

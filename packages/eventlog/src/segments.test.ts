@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/client-dynamodb';
-import { Logger } from '@aws-lambda-powertools/logger';
 import { describe, expect, it } from 'vitest';
 import { eventTables } from '../../../test/helpers/tables.js';
 import { defaultEventLogClient } from './client.js';
-import { EventLogWriter } from './ingest.js';
 import { eventSk, HOUR_MS } from './keys.js';
-import { writePerRowItems } from './per-row.test-support.js';
+import { ingestCustomEvents, writePerRowItems } from './event-log.test-support.js';
 import { EventLogReader } from './reader.js';
 import {
   decodeSegment,
@@ -20,29 +18,11 @@ import {
 const MIDNIGHT = Date.parse('2026-10-01T00:00:00.000Z');
 const MINUTE = 60_000;
 const WRITTEN_AT = MIDNIGHT + 10 * HOUR_MS;
-const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
 const client = defaultEventLogClient();
 
 /** Ingests custom events at explicit recorded times in one call (one segment per hour and minute of span). */
-async function ingest(workspaceId: string, rows: readonly { id: string; recordedMs: number }[]) {
-  const writer = new EventLogWriter({
-    ...eventTables,
-    now: () => WRITTEN_AT,
-    logger,
-    explicitRecordedAt: 'unchecked',
-  });
-  const result = await writer.ingestEvents(
-    workspaceId,
-    rows.map(({ id, recordedMs }) => ({
-      dataset: 'custom_events',
-      id,
-      event_name: 'e',
-      occurred_at: recordedMs - 1,
-      recorded_at: recordedMs,
-    })),
-  );
-  expect(result.invalid).toEqual([]);
-}
+const ingest = (workspaceId: string, rows: readonly { id: string; recordedMs: number }[]) =>
+  ingestCustomEvents(workspaceId, rows, WRITTEN_AT);
 
 async function read(
   workspaceId: string,

@@ -1,7 +1,37 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { expect } from 'vitest';
 import { eventTables } from '../../../test/helpers/tables.js';
 import { batchWrite } from './batch.js';
 import { defaultEventLogClient } from './client.js';
+import { EventLogWriter } from './ingest.js';
 import { EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
+
+const silent = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+
+/** Ingests custom events at explicit recorded times in one call, the writer's clock at `nowMs` (segments). */
+export async function ingestCustomEvents(
+  workspaceId: string,
+  rows: readonly { id: string; recordedMs: number }[],
+  nowMs: number,
+): Promise<void> {
+  const writer = new EventLogWriter({
+    ...eventTables,
+    now: () => nowMs,
+    logger: silent,
+    explicitRecordedAt: 'unchecked',
+  });
+  const result = await writer.ingestEvents(
+    workspaceId,
+    rows.map(({ id, recordedMs }) => ({
+      dataset: 'custom_events',
+      id,
+      event_name: 'e',
+      occurred_at: recordedMs - 1,
+      recorded_at: recordedMs,
+    })),
+  );
+  expect(result.invalid).toEqual([]);
+}
 
 /**
  * Writes custom events as the event log stored them before segments: one item a row, in its shard's partition,
