@@ -72,7 +72,7 @@ async function child(task: ChildTask): Promise<void> {
   const s3 = await countingProxy(process.env.SLUICE_LOCAL_S3_ENDPOINT as string);
   process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamodb.origin;
   process.env.SLUICE_LOCAL_S3_ENDPOINT = s3.origin;
-  const [control, core, eventlog, { LocalWorkflows }, { SecretSealer }] = await Promise.all([
+  const [control, core, eventlog, { localWorkflows }, { SecretSealer }] = await Promise.all([
     import('@sluice/control'),
     import('@sluice/core'),
     import('@sluice/eventlog'),
@@ -137,7 +137,7 @@ async function child(task: ChildTask): Promise<void> {
   for (const workspace of [parent, ...children]) separateExports.push(await create(workspace));
 
   let invocations = 0;
-  const workflows = await LocalWorkflows.create({
+  const workflows = await localWorkflows({
     intercept: (_state, input, invoke) => {
       invocations += 1;
       return invoke(input);

@@ -13,7 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { OrganizationStore } from '@sluice/control';
 import { HOUR_MS, recipesFor } from '@sluice/core';
 import { generateDatasetRows } from '@sluice/eventlog';
-import type { LocalWorkflows } from '@sluice/local';
+import type { LocalWorkflows } from '@sluice/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
 
