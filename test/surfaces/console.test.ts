@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatCount } from '@sluice/api/view-format';
 import { buildConsole, serveConsole } from '@sluice/console';
+import { OrganizationStore } from '@sluice/control';
 import { maskAccessKeyId } from '@sluice/core';
 import { generateEvents } from '@sluice/eventlog';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -73,6 +74,9 @@ afterAll(async () => {
   expect(await h.close()).toEqual([]);
   await rm(consoleDir, { recursive: true, force: true });
 });
+
+/** An instant as the console shows it: ISO, 24-hour, UTC. */
+const inUtc = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 
 /** `expect.poll` with time for the console's refresh (every 2 s) and a click's round trip. */
 function poll<T>(read: () => Promise<T> | T) {
@@ -552,7 +556,6 @@ describe('the web console in Chromium against the local API', () => {
     await h.api.s3.send(new CreateBucketCommand({ Bucket: bucket }));
     const tab = await signedInTab(h.ws.client.apiKey!);
     const dd = () => tab.locator('dd').allTextContents();
-    const inUtc = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
     /** The next `hh:mm` UTC after now, as the API plans a daily schedule. */
     const nextDaily = (hour: number, minute: number) => {
       const now = Date.now();
@@ -714,6 +717,93 @@ describe('the web console in Chromium against the local API', () => {
     } finally {
       await checking.close();
     }
+    await tab.close();
+    expect(cspViolations).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('chooses child organisations on create and edit, all current and future ones too', async () => {
+    // Prepare: a parent workspace with two children linked (the operator's `orgs link`), nothing exported yet.
+    const parent = await h.api.newWorkspace();
+    const [first, second] = [uniqueId('ws_child_'), uniqueId('ws_child_')].sort();
+    const organizations = new OrganizationStore({ tableName: process.env.SLUICE_CONTROL_TABLE! });
+    for (const child of [first!, second!]) {
+      await h.api.store.ensureWorkspace(child);
+      await organizations.link(parent.workspaceId, child);
+    }
+    const links = (await parent.client.request('GET', '/organizations/children')).body.children as {
+      workspaceId: string;
+      linkedAt: string;
+    }[];
+    const tab = await signedInTab(parent.client.apiKey!);
+    const dd = () => tab.locator('dd').allTextContents();
+    const picker = tab.locator('#f-childOrganizations');
+
+    // Create: a checkbox per child with when it was linked, and "all current and future" ones.
+    await tab.getByRole('link', { name: 'New export' }).click();
+    await tab.getByLabel('Name').fill('Agency lake');
+    await tab.getByLabel('Bucket').fill('local-exports');
+    await tab.getByLabel('Endpoint (S3-compatible storage only)').fill(h.api.s3Endpoint);
+    await tab.getByLabel('Path prefix').fill(uniqueId('console-children/'));
+    await tab.getByLabel('Access key id').fill(LOCAL_S3_CREDENTIALS.accessKeyId);
+    await tab.getByLabel('Secret access key').fill(LOCAL_S3_CREDENTIALS.secretAccessKey);
+    await tab.getByLabel('email_events').check();
+    expect(await picker.locator('label').allTextContents()).toEqual([
+      ' All current and future child organisations',
+      ...links.map((link) => ` ${link.workspaceId} linked ${inUtc(Date.parse(link.linkedAt))}`),
+    ]);
+    expect(await tab.getByTestId('no-children').count()).toBe(0);
+    await tab.getByLabel(first!).check();
+    await screenshot('21-child-organisations', tab);
+    await tab.getByRole('button', { name: 'Create and test connection' }).click();
+    await tab.getByRole('heading', { name: 'Agency lake' }).waitFor();
+    const id = decodeURIComponent(/#\/exports\/([^/]+)$/.exec(tab.url())?.[1] ?? '');
+    await poll(dd).toContain(first);
+    expect((await parent.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      childOrganizations: [first],
+    });
+
+    // Edit: all current and future children (each child's box off while it is ticked).
+    await tab.getByRole('link', { name: 'Edit' }).click();
+    await tab.getByRole('heading', { name: 'Edit Agency lake' }).waitFor();
+    expect(await tab.getByLabel(first!).isChecked()).toBe(true);
+    expect(await tab.getByLabel(second!).isChecked()).toBe(false);
+    await tab.getByLabel('All current and future child organisations').check();
+    expect(await tab.getByLabel(second!).isDisabled()).toBe(true);
+    await tab.getByRole('button', { name: 'Save' }).click();
+    await tab.getByRole('heading', { name: 'Agency lake', exact: true }).waitFor();
+    await poll(dd).toContain('All current and future child organisations');
+    expect((await parent.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      childOrganizations: ['*'],
+    });
+
+    // Back to the first child alone; then it is unlinked: the edit form keeps it listed, ticked, "no longer
+    // linked", and adding the second child is refused by the form's own check until it is unticked.
+    await tab.getByRole('link', { name: 'Edit' }).click();
+    await tab.getByRole('heading', { name: 'Edit Agency lake' }).waitFor();
+    await tab.getByLabel('All current and future child organisations').uncheck();
+    await tab.getByLabel(first!).check();
+    await tab.getByRole('button', { name: 'Save' }).click();
+    await tab.getByRole('heading', { name: 'Agency lake', exact: true }).waitFor();
+    await poll(dd).toContain(first);
+    await organizations.unlink(parent.workspaceId, first!);
+    await tab.getByRole('link', { name: 'Edit' }).click();
+    await tab.getByRole('heading', { name: 'Edit Agency lake' }).waitFor();
+    expect(await picker.locator('label', { hasText: first! }).textContent()).toBe(
+      ` ${first} no longer linked`,
+    );
+    await tab.getByLabel(second!).check();
+    await tab.getByRole('button', { name: 'Save' }).click();
+    await poll(() => tab.locator('#e-childOrganizations').textContent()).toBe(
+      `${first} is no longer a child of this workspace: untick it.`,
+    );
+    await tab.getByLabel(first!).uncheck();
+    await tab.getByRole('button', { name: 'Save' }).click();
+    await tab.getByRole('heading', { name: 'Agency lake', exact: true }).waitFor();
+    await poll(dd).toContain(second);
+    expect((await parent.client.request('GET', `/data-exports/${id}`)).body.dataExport).toMatchObject({
+      childOrganizations: [second],
+    });
     await tab.close();
     expect(cspViolations).toEqual([]);
     expect(pageErrors).toEqual([]);

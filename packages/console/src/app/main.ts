@@ -227,7 +227,7 @@ async function readChildren(): Promise<ChildOrganization[] | Error> {
 
 /** The export's `childOrganizations` (none for a new export, or one from before organisations). */
 function childOrganizationsOf(view: DataExportView | undefined): string[] {
-  return (view as { childOrganizations?: string[] | null } | undefined)?.childOrganizations ?? [];
+  return view?.childOrganizations ?? [];
 }
 
 async function formView(id?: string): Promise<void> {
