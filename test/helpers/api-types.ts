@@ -18,4 +18,5 @@ export interface ApiBody {
   warnings?: { code: string; message: string }[];
   backfill?: BackfillView;
   backfills?: BackfillView[];
+  children?: { workspaceId: string; linkedAt: string }[];
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { DataExportRun } from '@sluice/control';
+import { type DataExportRun, OrganizationStore } from '@sluice/control';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import {
@@ -10,6 +10,9 @@ import {
 } from '../helpers/contract-harness.js';
 import { putRunRecord } from '../helpers/seed-runs.js';
 import { sluice } from './cli-context.js';
+import { controlTable } from '../helpers/tables.js';
+
+const organizations = new OrganizationStore(controlTable);
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -409,5 +412,38 @@ describe('sluice data-exports against the local API', () => {
     expect(dots.err).toContain('".." is not a backfill id');
     expect(slash.err).toContain(`"${id}/" is not a data export id`);
     expect((await dataExports(['get', id])).code).toBe(0);
+  });
+
+  it('sets, shows and clears --child-organizations (ids, "*" or ""), naming the option when one is not a child', async () => {
+    // Prepare: two children of the workspace
+    const [a, b] = [uniqueId('ws_'), uniqueId('ws_')];
+    await Promise.all([a, b].map((child) => harness.store.ensureWorkspace(child)));
+    await organizations.link(ws.workspaceId, a);
+    await organizations.link(ws.workspaceId, b);
+
+    // Act
+    const created = await dataExports(
+      [...createArgs({ '--child-organizations': `${a}, ${b}` }), '--json'],
+      LOCAL_S3_CREDENTIALS.secretAccessKey,
+    );
+    const id = JSON.parse(created.out).dataExport.id as string;
+    const got = await dataExports(['get', id]);
+    const every = await dataExports(['update', id, '--child-organizations', '*', '--json']);
+    const everyShown = await dataExports(['get', id]);
+    const cleared = await dataExports(['update', id, '--child-organizations', '', '--json']);
+    const clearedShown = await dataExports(['get', id]);
+    const refused = await dataExports(['update', id, '--child-organizations', `${a},ws_not_a_child`]);
+
+    // Assess
+    expect(JSON.parse(created.out).dataExport.childOrganizations).toEqual([a, b]);
+    expect(got.out).toMatch(new RegExp(`^child orgs +${a}, ${b}$`, 'm'));
+    expect(JSON.parse(every.out).dataExport.childOrganizations).toEqual(['*']);
+    expect(everyShown.out).toMatch(/^child orgs +\* \(every child\)$/m);
+    expect(JSON.parse(cleared.out).dataExport.childOrganizations).toEqual([]);
+    expect(clearedShown.out).toMatch(/^child orgs +-$/m);
+    expect(refused.code).toBe(1);
+    expect(refused.err).toMatch(
+      /^ {2}--child-organizations: Workspace "ws_not_a_child" is not a child organization of this workspace\.$/m,
+    );
   });
 });

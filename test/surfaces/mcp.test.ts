@@ -4,11 +4,14 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_S3_CREDENTIALS } from '@sluice/devstack';
 import { putRunRecord } from '../helpers/seed-runs.js';
+import { OrganizationStore } from '@sluice/control';
 import {
   type ContractHarness,
   startContractHarness,
   type TestWorkspace,
+  uniqueId,
 } from '../helpers/contract-harness.js';
+import { controlTable } from '../helpers/tables.js';
 
 let harness: ContractHarness;
 let ws: TestWorkspace;
@@ -71,6 +74,7 @@ describe('sluice mcp over stdio, against the local API', () => {
       'get_backfill',
       'get_data_export',
       'list_backfills',
+      'list_child_organizations',
       'list_data_export_runs',
       'list_data_exports',
       'retry_backfill',
@@ -106,7 +110,20 @@ describe('sluice mcp over stdio, against the local API', () => {
     });
     expect(byName.get('delete_data_export')!.annotations).toMatchObject({ destructiveHint: true });
     expect(byName.get('update_data_export')!.annotations).toMatchObject({ destructiveHint: true });
-    for (const name of ['list_data_exports', 'get_data_export', 'list_data_export_runs']) {
+    expect(create.inputSchema.properties).toMatchObject({
+      childOrganizations: {
+        type: 'array',
+        items: { type: 'string' },
+        description: expect.stringContaining('["*"]'),
+      },
+    });
+    expect(byName.get('update_data_export')!.inputSchema.properties).toHaveProperty('childOrganizations');
+    for (const name of [
+      'list_data_exports',
+      'get_data_export',
+      'list_data_export_runs',
+      'list_child_organizations',
+    ]) {
       expect(byName.get(name)!.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false });
     }
     for (const name of ['create_data_export', 'run_data_export', 'test_data_export']) {
@@ -160,6 +177,33 @@ describe('sluice mcp over stdio, against the local API', () => {
     const gone = await callTool('get_data_export', { id });
     expect(gone.isError).toBe(true);
     expect(texts(gone)[0]).toMatch(/HTTP 404, not_found/);
+  });
+
+  it('lists the child organizations and sets and shows childOrganizations on update, refusing one that is not a child', async () => {
+    // Prepare: a child of the workspace, and an export
+    const child = uniqueId('ws_');
+    await harness.store.ensureWorkspace(child);
+    await new OrganizationStore(controlTable).link(ws.workspaceId, child);
+    const created = await ws.client.post('/data-exports', harness.createBody());
+    const id = created.body.dataExport!.id;
+
+    // Act
+    const children = apiJson(await callTool('list_child_organizations'));
+    const updated = apiJson(await callTool('update_data_export', { id, childOrganizations: [child] }));
+    const got = apiJson(await callTool('get_data_export', { id }));
+    const refused = await callTool('update_data_export', { id, childOrganizations: ['ws_not_a_child'] });
+
+    // Assess
+    expect(children).toEqual({
+      success: true,
+      children: [{ workspaceId: child, linkedAt: expect.any(String) }],
+    });
+    expect(updated.dataExport).toMatchObject({ childOrganizations: [child] });
+    expect(got.dataExport).toMatchObject({ childOrganizations: [child] });
+    expect(refused.isError).toBe(true);
+    expect(texts(refused)[0]).toContain(
+      '- childOrganizations[0]: Workspace "ws_not_a_child" is not a child organization of this workspace.',
+    );
   });
 
   it('never takes a secret: create or update with an access key is a tool error, and nothing reaches the API', async () => {

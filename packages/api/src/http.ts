@@ -29,6 +29,7 @@ import { newDestinationId, type UseCaseDeps } from './use-cases/deps.js';
 import { getDataExport } from './use-cases/get-data-export.js';
 import { listDataExportRuns } from './use-cases/list-data-export-runs.js';
 import { listDataExports } from './use-cases/list-data-exports.js';
+import { listChildOrganizations } from './use-cases/organizations.js';
 import { runDataExport } from './use-cases/run-data-export.js';
 import { testDataExport } from './use-cases/test-data-export.js';
 import { updateDataExport } from './use-cases/update-data-export.js';
@@ -189,6 +190,13 @@ export const ROUTES: Readonly<Record<string, Partial<Record<string, Operation>>>
       run: async ({ deps, caller, id, subId }) => ok(await cancelBackfill(deps, caller, id, subId)),
     },
   },
+  organizationChildren: {
+    GET: {
+      operationId: 'listChildOrganizations',
+      access: 'read',
+      run: async ({ deps, caller }) => ok(await listChildOrganizations(deps, caller)),
+    },
+  },
   backfillRetry: {
     POST: {
       operationId: 'retryBackfill',
@@ -207,6 +215,8 @@ function ok(body: unknown): { status: number; body: unknown } {
 
 const PATH_RE =
   /^\/(?:api\/)?v1\/data-exports(?:\/([^/]+)(?:\/(test|run|runs|backfills)(?:\/([^/]+)(?:\/(retry))?)?)?)?$/;
+/** `/v1/organizations/children` (the caller's workspace's children). */
+const ORGANIZATION_CHILDREN_RE = /^\/(?:api\/)?v1\/organizations\/children$/;
 
 /**
  * True when a path has an empty segment (`//`, a trailing `/`) or a dot segment (`.`, `..`, raw or
@@ -228,6 +238,7 @@ export function hasEmptyOrDotSegment(rawPath: string): boolean {
  * undefined for an unknown path.
  */
 export function matchRoute(rawPath: string): { route: string; id: string; subId?: string } | undefined {
+  if (ORGANIZATION_CHILDREN_RE.test(rawPath)) return { route: 'organizationChildren', id: '' };
   const match = PATH_RE.exec(rawPath);
   if (!match) return undefined;
   const [, rawId, action, rawSubId, subAction] = match;

@@ -18,3 +18,4 @@ export * from './use-cases/update-data-export.js';
 export * from './backfill-validation.js';
 export * from './use-cases/backfills.js';
 export * from './external-ids.js';
+export * from './use-cases/organizations.js';

@@ -1,4 +1,4 @@
-import type { BucketLocation, Dataset, Destination, SealedSecret } from '@sluice/core';
+import type { BucketLocation, ChildLink, Dataset, Destination, SealedSecret } from '@sluice/core';
 import type { BackfillStore } from '@sluice/control';
 
 /** The caller, as the authorizer established it. Every use case is keyed by `workspaceId`. */
@@ -45,6 +45,8 @@ export type DestinationChanges = Partial<
     | 'isEnabled'
     | 'nextRunAt'
     | 'datasetStartedAt'
+    | 'childOrganizations'
+    | 'childOrganizationsAddedAt'
     | 'status'
     | 'consecutiveFailures'
     | 'updatedAt'
@@ -103,6 +105,8 @@ export interface ApiStore {
   getSealedExternalIdKey(): Promise<SealedSecret | undefined>;
   /** Stores the sealed key unless one is stored already; true when this one was. */
   putSealedExternalIdKey(sealed: SealedSecret): Promise<boolean>;
+  /** The workspace's current child workspaces, oldest link first (`OrganizationStore.listChildren`). */
+  listChildren(parentId: string): Promise<ChildLink[]>;
 }
 
 /** Encryption context binding a sealed secret to its destination. */

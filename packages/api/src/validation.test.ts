@@ -54,6 +54,7 @@ describe('parseCreateRequest', () => {
       fileFormat: JSONL_GZIP,
       layout: 'date',
       schedule: null,
+      childOrganizations: [],
     });
   });
 
@@ -365,5 +366,45 @@ describe('layout and schedule', () => {
       layout: 'run_hour',
       schedule: null,
     });
+  });
+});
+
+describe('childOrganizations', () => {
+  it('takes workspace ids or exactly ["*"], on create and PATCH', () => {
+    expect(
+      parseCreateRequest({ ...valid, childOrganizations: ['ws-a', 'ws_b'] }, NOW).childOrganizations,
+    ).toEqual(['ws-a', 'ws_b']);
+    expect(parseCreateRequest({ ...valid, childOrganizations: ['*'] }, NOW).childOrganizations).toEqual([
+      '*',
+    ]);
+    expect(parseUpdateRequest({ childOrganizations: [] })).toEqual({ childOrganizations: [] });
+    expect(parseUpdateRequest({ name: 'x' })).not.toHaveProperty('childOrganizations');
+  });
+
+  it.each([
+    [['*', 'ws-a'], 'childOrganizations[0]', '"*" (every child) cannot be listed with other organizations.'],
+    [['ws-a', '*'], 'childOrganizations[1]', '"*" (every child) cannot be listed with other organizations.'],
+    [['ws-a', 'ws-b', 'ws-a'], 'childOrganizations[2]', 'Organization "ws-a" is listed twice.'],
+    [['ws-a', 'a#b'], 'childOrganizations[1]', '"a#b" is not a workspace id'],
+    [['', 'ws-a'], 'childOrganizations[0]', '"" is not a workspace id'],
+    [['ws\u001b[31m'], 'childOrganizations[0]', '"ws\\u001b[31m" is not a workspace id'],
+  ])('refuses %j with 400 at the index', (childOrganizations, path, message) => {
+    for (const parse of [
+      () => parseCreateRequest({ ...valid, childOrganizations }, NOW),
+      () => parseUpdateRequest({ childOrganizations }),
+    ]) {
+      const error = thrown(parse) as InvalidInputError;
+      expect(error).toBeInstanceOf(InvalidInputError);
+      expect(error.issues).toHaveLength(1);
+      expect(error.issues[0]?.path).toBe(path);
+      expect(error.issues[0]?.message).toContain(message);
+    }
+  });
+
+  it('refuses a list of something else than strings as the wrong shape (422)', () => {
+    expect(thrown(() => parseCreateRequest({ ...valid, childOrganizations: 'ws-a' }, NOW))).toBeInstanceOf(
+      InputShapeError,
+    );
+    expect(thrown(() => parseUpdateRequest({ childOrganizations: [1] }))).toBeInstanceOf(InputShapeError);
   });
 });

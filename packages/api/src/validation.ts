@@ -15,6 +15,7 @@
  * summarises the first three. No message ever contains the value of `secretAccessKey`.
  */
 import {
+  ALL_CHILDREN,
   type BucketLocation,
   COMPRESSIONS,
   type Compression,
@@ -45,6 +46,8 @@ import {
   roleAccountId,
   type Schedule,
   scheduleIssues,
+  isWorkspaceId,
+  WORKSPACE_ID_RULE,
 } from '@sluice/core';
 import { type EndpointPolicyOptions, parseEndpoint } from '@sluice/sinks';
 import { type ZodType, z } from 'zod';
@@ -97,6 +100,7 @@ export const createRequestSchema = z.looseObject({
   kmsKeyId: nullableString,
   layout: z.enum(LAYOUTS).optional(),
   schedule: scheduleSchema,
+  childOrganizations: z.array(z.string()).optional(),
 });
 
 /** Stage 1 of PATCH: the OpenAPI `updateDataExport` request schema. */
@@ -118,6 +122,7 @@ export const updateRequestSchema = z.looseObject({
   kmsKeyId: nullableString,
   layout: z.enum(LAYOUTS).optional(),
   schedule: scheduleSchema,
+  childOrganizations: z.array(z.string()).optional(),
 });
 
 const CREATE_FIELDS = Object.keys(createRequestSchema.shape);
@@ -141,6 +146,8 @@ export interface CreateRequest {
   fileFormat: FileFormat;
   layout: Layout;
   schedule: Schedule | null;
+  /** Child workspace ids or `['*']`, well-formed (whether they are children is the use case's check); [] none. */
+  childOrganizations: string[];
 }
 
 /**
@@ -168,6 +175,8 @@ export interface UpdateRequest {
   serverSideEncryption?: ServerSideEncryption | null;
   /** Absent: unchanged (or none when `serverSideEncryption` is sent); null: none. */
   kmsKeyId?: string | null;
+  /** Absent: unchanged; []: none. Well-formed; whether they are children is the use case's check. */
+  childOrganizations?: string[];
 }
 
 const MAX_KMS_KEY_ID_LENGTH = 2048;
@@ -583,6 +592,28 @@ function checkDatasets(datasets: readonly Dataset[], issues: InputIssue[]): Data
   return [...datasets];
 }
 
+/**
+ * `childOrganizations` as sent: workspace ids, each once, or exactly `["*"]` (every current and future child).
+ * Pushes an issue at `childOrganizations[i]` for a malformed id, a duplicate, or `"*"` beside ids.
+ */
+function checkChildOrganizations(children: readonly string[], issues: InputIssue[]): string[] {
+  children.forEach((child, index) => {
+    const path = `childOrganizations[${index}]`;
+    // JSON-quoted, so a control character sent is shown escaped, never printed.
+    const shown = JSON.stringify(child.slice(0, 128));
+    if (child === ALL_CHILDREN) {
+      if (children.length > 1) {
+        issues.push({ path, message: '"*" (every child) cannot be listed with other organizations.' });
+      }
+    } else if (!isWorkspaceId(child)) {
+      issues.push({ path, message: `${shown} is not a workspace id: ${WORKSPACE_ID_RULE}.` });
+    } else if (children.indexOf(child) !== index) {
+      issues.push({ path, message: `Organization ${shown} is listed twice.` });
+    }
+  });
+  return [...children];
+}
+
 function checkStartFrom(raw: string | null | undefined, now: Date, issues: InputIssue[]): string {
   if (raw === null || raw === undefined) return now.toISOString();
   const ms = Date.parse(raw);
@@ -631,8 +662,10 @@ export function parseCreateRequest(
   const layout = data.layout ?? 'date';
   const schedule = data.schedule ?? null;
   issues.push(...scheduleIssues({ layout, frequency, datasets, schedule }));
+  const childOrganizations = checkChildOrganizations(data.childOrganizations ?? [], issues);
   if (issues.length > 0) throw invalidInput(issues);
   return {
+    childOrganizations,
     name,
     location,
     credentials,
@@ -687,6 +720,9 @@ export function parseUpdateRequest(body: unknown): UpdateRequest {
   if (data.schedule !== undefined) update.schedule = data.schedule;
   if (data.serverSideEncryption !== undefined) update.serverSideEncryption = data.serverSideEncryption;
   if (data.kmsKeyId !== undefined) update.kmsKeyId = data.kmsKeyId;
+  if (data.childOrganizations !== undefined) {
+    update.childOrganizations = checkChildOrganizations(data.childOrganizations, issues);
+  }
   if (issues.length === 0 && Object.keys(data).length === 0) {
     issues.push({ path: '', message: 'Send at least one field to change.', allowedValues: UPDATE_FIELDS });
   }

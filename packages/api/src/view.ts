@@ -30,6 +30,11 @@ export interface DataExportView {
   /** The customer's KMS key with `aws:kms` (not a secret); null otherwise. */
   kmsKeyId: string | null;
   datasets: Dataset[];
+  /**
+   * The child workspaces whose data the export includes, or `["*"]` for every child; `[]` for none (always
+   * sent by the API; optional for views built before it existed).
+   */
+  childOrganizations?: string[];
   frequency: Destination['frequency'];
   /** The format of windows planned from now on; `jsonl` for exports created before formats. */
   format: Destination['format'];
@@ -79,6 +84,7 @@ export function toDataExportView(destination: Destination): DataExportView {
     serverSideEncryption: destination.encryption?.serverSideEncryption ?? null,
     kmsKeyId: destination.encryption?.kmsKeyId ?? null,
     datasets: [...destination.datasets],
+    childOrganizations: [...(destination.childOrganizations ?? [])],
     frequency: destination.frequency,
     ...fileFormatOf(destination),
     layout: layoutOf(destination),

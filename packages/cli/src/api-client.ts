@@ -62,6 +62,10 @@ export interface DataExportListResponse {
   success: true;
   dataExports: DataExportView[];
 }
+export interface ChildOrganizationsResponse {
+  success: true;
+  children: { workspaceId: string; linkedAt: string }[];
+}
 export interface DeleteResponse {
   success: true;
   dataExportId: string;
@@ -143,6 +147,9 @@ export class DataExportsClient {
   }
   runs(id: string, limit?: number, nextToken?: string): Promise<RunsResponse> {
     return this.request('GET', `${exportPath(id)}/runs${pageQuery(limit, nextToken)}`);
+  }
+  childOrganizations(): Promise<ChildOrganizationsResponse> {
+    return this.request('GET', '/organizations/children');
   }
 
   createBackfill(id: string, body: Record<string, unknown>): Promise<BackfillResponse> {

@@ -121,13 +121,20 @@ export function parseSchedule(value: string): { minute: number; hour?: number } 
   throw new UsageError('--schedule takes ":MM" (hourly), "HH:MM" (daily, UTC) or "none".');
 }
 
+const CHILD_ORGANIZATIONS: FieldOption = {
+  field: 'childOrganizations',
+  flags: '--child-organizations <list>',
+  description:
+    'child workspaces whose data the export includes: comma-separated ids, or "*" for every current and future child ("" for none; on update it clears the list)',
+  parse: listOf,
+};
 const START_FROM: FieldOption = {
   field: 'startFrom',
   flags: '--start-from <date-time>',
   description: 'ISO 8601 time to export from, at most 30 days ago (default: now)',
 };
-const CREATE_FIELDS = [NAME, PROVIDER, ...LOCATION, ...SCHEDULE, START_FROM];
-const UPDATE_FIELDS = [NAME, ...LOCATION, ...SCHEDULE];
+const CREATE_FIELDS = [NAME, PROVIDER, ...LOCATION, ...SCHEDULE, CHILD_ORGANIZATIONS, START_FROM];
+const UPDATE_FIELDS = [NAME, ...LOCATION, ...SCHEDULE, CHILD_ORGANIZATIONS];
 const SECRET_STDIN_FLAG = '--secret-access-key-stdin';
 
 /** The option that sets an API field, for error lines (`pathPrefix` → `--path-prefix`). */

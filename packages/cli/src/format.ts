@@ -2,6 +2,7 @@
  * The readable output of the `data-exports` commands: aligned tables and key/value blocks. `--json` prints
  * the API's JSON instead, so nothing here is meant for scripts.
  */
+import { ALL_CHILDREN } from '@sluice/core';
 import { exportState, formatBytes, formatCount } from '@sluice/api/view-format';
 import type { ApiIssue, DataExportRunView, DataExportView } from './api-client.js';
 
@@ -92,6 +93,7 @@ export function dataExportBlock(view: DataExportView): string[] {
     ['format', `${view.format} (${view.compression})`],
     ['layout', view.layout ?? 'date'],
     ['schedule', scheduleText(view.schedule)],
+    ['child orgs', childOrganizationsText(view.childOrganizations)],
     ['start from', view.startFrom],
     ['next run', nextRunOf(view)],
     ['last run', view.lastRunAt ?? '-'],
@@ -108,6 +110,13 @@ export function dataExportBlock(view: DataExportView): string[] {
       view.datasets.map((dataset) => [dataset, view.exportedThrough[dataset] ?? 'not yet']),
     ),
   ];
+}
+
+/** The children an export includes: `-` for none, `* (every child)`, or the ids. */
+export function childOrganizationsText(children: readonly string[] | undefined): string {
+  if (children === undefined || children.length === 0) return '-';
+  if (children.length === 1 && children[0] === ALL_CHILDREN) return `${ALL_CHILDREN} (every child)`;
+  return children.join(', ');
 }
 
 /** `2026-12-04T19:05:00.000Z`, `- (paused)` for a paused export (it has no next run), `-` without one. */

@@ -285,6 +285,15 @@ export function createMcpServer(client: DataExportsClient): McpServer {
     },
     ({ id, limit, nextToken }) => call(() => client.runs(id, limit, nextToken)),
   );
+  server.registerTool(
+    'list_child_organizations',
+    {
+      title: 'List child organizations',
+      description: operationDescription('listChildOrganizations'),
+      annotations: READ_ONLY,
+    },
+    () => call(() => client.childOrganizations()),
+  );
   registerBackfillTools(server, client);
   return server;
 }

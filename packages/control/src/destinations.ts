@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import {
   backoffDelayMs,
+  type ChildLink,
   ConflictError,
   type Dataset,
   DATASETS,
@@ -45,6 +46,7 @@ import { transact } from './transactions.js';
 import { type DataExportRun, listRuns } from './runs.js';
 import { type Workspace, WorkspaceStore } from './workspaces.js';
 import { ExternalIdKeyStore } from './external-id-key.js';
+import { type ListChildrenOptions, OrganizationStore } from './organizations.js';
 
 /** The destination attributes the control table holds (everything but `exportedThrough`, which is the cursors'). */
 type StoredField = Exclude<keyof Destination, 'exportedThrough'>;
@@ -200,12 +202,19 @@ export class ControlStore {
   private readonly apiKeys: ApiKeyStore;
   private readonly workspaces: WorkspaceStore;
   private readonly externalIdKey: ExternalIdKeyStore;
+  private readonly organizations: OrganizationStore;
 
   constructor(options: ControlTableOptions) {
     this.table = resolveControlTable(options);
     this.apiKeys = new ApiKeyStore(this.table);
     this.workspaces = new WorkspaceStore(this.table);
     this.externalIdKey = new ExternalIdKeyStore(this.table);
+    this.organizations = new OrganizationStore(this.table);
+  }
+
+  /** See {@link OrganizationStore.listChildren}. */
+  listChildren(parentId: string, options?: ListChildrenOptions): Promise<ChildLink[]> {
+    return this.organizations.listChildren(parentId, options);
   }
 
   /** See {@link ExternalIdKeyStore.getSealedExternalIdKey}. */

@@ -70,6 +70,13 @@ const LAYOUT_PROPERTIES = {
       'When runs happen, hourly and daily exports only: {"minute": 5} runs at five past every hour, {"hour": 8, "minute": 0} at 08:00 UTC. Absent or null: a slot Sluice picks from the export id. In the date layout windows stay on the UTC grid; in run_hour they end five minutes before each run.',
   },
 };
+/** `childOrganizations` (a Sluice addition), as create and update take it and `DataExport` shows it. */
+const CHILD_ORGANIZATIONS_PROPERTY: JsonObject = {
+  type: 'array',
+  items: { type: 'string' },
+  description:
+    'Child organizations (workspaces linked under yours, GET /organizations/children) whose data the export includes besides your own: their workspace ids, or exactly ["*"] for every current and future child. [] or absent: none. Only current children may be named (400 invalid_input at childOrganizations[i] otherwise, also for a duplicate, a malformed id or "*" beside ids). A child added later starts at the time it is added, like a dataset added later; a child removed or unlinked stops before the next window. In a DataExport: [] when none.',
+};
 const EVENT_DATASET_ENUM = ['email_events', 'sms_events', 'custom_events', ...SECOND_PRODUCT_DATASET_ENUM];
 
 /** A response whose body is the `Error` schema. */
@@ -213,6 +220,7 @@ export const openapiDocument: JsonObject = {
   security: [{ bearerAuth: [] }],
   tags: [
     { name: 'Data Exports', description: 'Stream events and subscriber snapshots to your S3 or GCS bucket' },
+    { name: 'Organizations', description: 'The child organizations of your workspace' },
     { name: 'Meta', description: 'This document' },
   ],
   paths: {
@@ -293,6 +301,7 @@ export const openapiDocument: JsonObject = {
             ...encryptionProperties(''),
             layout: { ...LAYOUT_PROPERTIES.layout, default: 'date' },
             schedule: LAYOUT_PROPERTIES.schedule,
+            childOrganizations: CHILD_ORGANIZATIONS_PROPERTY,
           },
           required: ['name', 'provider', 'bucket'],
           anyOf: [{ required: ['accessKeyId', 'secretAccessKey'] }, { required: ['roleArn'] }],
@@ -368,6 +377,7 @@ export const openapiDocument: JsonObject = {
             ...FILE_FORMAT_PROPERTIES,
             ...encryptionProperties(' Send null to stop requesting it.'),
             ...LAYOUT_PROPERTIES,
+            childOrganizations: CHILD_ORGANIZATIONS_PROPERTY,
           },
         }),
         responses: {
@@ -562,6 +572,39 @@ export const openapiDocument: JsonObject = {
         },
       },
     },
+    '/organizations/children': {
+      get: {
+        summary: 'List child organizations',
+        description:
+          "Lists the workspaces currently linked as children of yours (an operator links them), oldest link first: what a data export's childOrganizations may name. A child never sees its parent's exports, keys or data. Owners and admins only; requires data_exports:read.",
+        operationId: 'listChildOrganizations',
+        tags: ['Organizations'],
+        responses: {
+          '200': successResponse('Child organizations returned', {
+            children: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  workspaceId: { type: 'string' },
+                  linkedAt: {
+                    type: 'string',
+                    format: 'date-time',
+                    description: 'When the current link was made.',
+                  },
+                },
+                required: ['workspaceId', 'linkedAt'],
+              },
+            },
+          }),
+          '401': errorResponse(UNAUTHORIZED),
+          '403': errorResponse(FORBIDDEN),
+          '429': RATE_LIMITED,
+          '500': INTERNAL_ERROR,
+          '503': TRANSIENT_DATABASE_UNAVAILABLE,
+        },
+      },
+    },
     '/openapi.json': {
       get: {
         summary: 'Get this OpenAPI document',
@@ -664,6 +707,7 @@ export const openapiDocument: JsonObject = {
           },
           kmsKeyId: { type: ['string', 'null'], description: 'The KMS key of aws:kms; null otherwise.' },
           datasets: { type: 'array', items: { type: 'string', enum: DATASET_ENUM } },
+          childOrganizations: CHILD_ORGANIZATIONS_PROPERTY,
           frequency: { type: 'string', enum: FREQUENCY_ENUM },
           ...FILE_FORMAT_PROPERTIES,
           ...LAYOUT_PROPERTIES,

@@ -3,11 +3,14 @@ import type { Caller } from '../ports.js';
 import { assertRoleOutsideOwnAccount, parseCreateRequest } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { type UseCaseDeps, warningsOf } from './deps.js';
+import { assertCurrentChildren } from './organizations.js';
 import type { ConnectionWarning } from '../ports.js';
 
 /**
  * Creates a data export and queues its first run.
  * 1. Validate the body (422 for the wrong shape, 400 `invalid_input` for invalid values) and apply defaults.
+ *    `childOrganizations` must name current children of the workspace (or be `["*"]`): 400 `invalid_input`
+ *    at `childOrganizations[i]` otherwise; they start at `startFrom`, like the datasets.
  * 2. Pick a new id `exp_…`.
  * 3. Test the connection first: write `<prefix>/_sluice/connection-test.json` (endpoint resolved and checked
  *    public). On failure, `400 connection_failed` and nothing is saved.
@@ -31,6 +34,7 @@ export async function createDataExport(
   const request = parseCreateRequest(body, now, deps.endpointPolicy);
   const sent = request.credentials;
   if ('roleArn' in sent) assertRoleOutsideOwnAccount(sent.roleArn, deps.ownAccountId);
+  await assertCurrentChildren(deps, caller.workspaceId, request.childOrganizations);
   const id = deps.newId();
   const role =
     'roleArn' in sent
@@ -61,6 +65,7 @@ export async function createDataExport(
     fileFormat: request.fileFormat,
     ...(request.layout !== 'date' ? { layout: request.layout } : {}),
     ...(request.schedule !== null ? { schedule: request.schedule } : {}),
+    childOrganizations: request.childOrganizations,
     now,
   });
   await deps.store.createDestination(

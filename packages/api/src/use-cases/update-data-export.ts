@@ -1,5 +1,6 @@
 import {
   type BucketLocation,
+  childOrganizationsAddedAt,
   type Dataset,
   fileFormatOf,
   layoutOf,
@@ -19,6 +20,7 @@ import {
 } from '../validation.js';
 import { type DataExportView, toDataExportView } from '../view.js';
 import { assertDestinationId, loadDestination, type UseCaseDeps, warningsOf } from './deps.js';
+import { assertCurrentChildren } from './organizations.js';
 
 const LOCATION_FIELDS = [
   'bucket',
@@ -48,7 +50,8 @@ const LOCATION_FIELDS = [
  * 8. Datasets removed lose their cursor; datasets added start now (`datasetStartedAt`) with no cursor, so
  *    one removed and added back does not resume from its old position (the reference: "Newly added event
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
- *    resumes, due now.
+ *    resumes, due now. `childOrganizations` must name current children (or be `["*"]`, or `[]` for none); an
+ *    entry added starts now (`childOrganizationsAddedAt`), one kept keeps its time, one removed is dropped.
  * 9. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
  *    on a location or credential change, so a running export stops before its next file; return the view
  *    (with the connection test's `warnings`, when step 4 ran and found any).
@@ -63,6 +66,9 @@ export async function updateDataExport(
   const update = parseUpdateRequest(body);
   if (update.roleArn !== undefined) assertRoleOutsideOwnAccount(update.roleArn, deps.ownAccountId);
   const stored = await loadDestination(deps, caller.workspaceId, id);
+  if (update.childOrganizations !== undefined) {
+    await assertCurrentChildren(deps, caller.workspaceId, update.childOrganizations);
+  }
   const now = deps.now();
   const context = { workspaceId: caller.workspaceId, destinationId: stored.id };
 
@@ -133,6 +139,17 @@ export async function updateDataExport(
       for (const dataset of added) startedAt[dataset] = now.toISOString();
       changes.datasetStartedAt = startedAt;
     }
+  }
+  if (
+    update.childOrganizations !== undefined &&
+    JSON.stringify(update.childOrganizations) !== JSON.stringify(stored.childOrganizations ?? [])
+  ) {
+    changes.childOrganizations = update.childOrganizations;
+    changes.childOrganizationsAddedAt = childOrganizationsAddedAt(
+      stored.childOrganizationsAddedAt,
+      update.childOrganizations,
+      now.toISOString(),
+    );
   }
   if (update.isEnabled !== undefined && update.isEnabled !== stored.isEnabled) {
     changes.isEnabled = update.isEnabled;
