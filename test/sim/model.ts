@@ -156,8 +156,15 @@ export class Model {
   archiveThroughMs: number | undefined;
   /** The first hour the archive holds (the first compaction's hot horizon, down to the hour). */
   archiveStartMs: number | undefined;
-  /** Each message's current state as the simulation sent it, by `<workspace>/<message_id>`. */
-  readonly messages = new Map<string, { status: string; updatedMs: number; row: Record<string, unknown> }>();
+  /**
+   * Each message's current state as the simulation sent it, by `<workspace>/<message_id>`, with when it last
+   * changed: Sluice keeps a message's state for the hot retention after its last change, then forgets it (a
+   * whole row is then a new message, a change an unknown one).
+   */
+  readonly messages = new Map<
+    string,
+    { status: string; updatedMs: number; row: Record<string, unknown>; changedMs: number }
+  >();
   /** Projects sent complete, by `<workspace>/<project_id>`, and the row each was sent with. */
   readonly completedProjects = new Set<string>();
   readonly projectRows = new Map<string, Record<string, unknown>>();

@@ -80,7 +80,7 @@ async function main(): Promise<number> {
       }
       if (!result.failed) {
         console.log(
-          `seed ${seed}: ok, ${result.ops} ops, ${result.delivered} rows delivered${seen.length ? ` (tolerated: ${seen.join(', ')})` : ''}`,
+          `seed ${seed}: ok, ${result.ops} ops, ${result.delivered} rows delivered ${JSON.stringify(Object.fromEntries(result.deliveredByDataset))}${seen.length ? ` (tolerated: ${seen.join(', ')})` : ''}`,
         );
         continue;
       }

@@ -37,6 +37,7 @@ import {
   offsetOf,
   type Violation,
 } from './oracle.js';
+import { datasetOfKey } from './bucket.js';
 import { createWorld, type TickFaults, type World } from './world.js';
 
 type Json = Record<string, unknown>;
@@ -77,6 +78,8 @@ export interface Sim {
   executed: string[];
   /** Rows in the exports' files once settled. */
   delivered: number;
+  /** Of them, by dataset (that the second product's and `run_hour` files are reached at all). */
+  deliveredByDataset: Map<EventDataset, number>;
   /** The operation running or last run; undefined once the schedule settles. */
   current?: Op;
   /** Message receipts generated but held back for a later call, per workspace. */
@@ -336,7 +339,9 @@ class SecondProductIngest extends Op {
     ];
     const inputs = this.inputsOf(sim, generated);
     const result = await ws.ingest.ingestEvents(ws.id, inputs);
-    const outcomes = inputs.map((input) => decide(sim.model, this.workspace, input, now));
+    const outcomes = inputs.map((input) =>
+      decide(sim.model, this.workspace, input, now, sim.world.retentionMs),
+    );
     const count = (kind: Outcome) => outcomes.filter((o) => o === kind).length;
     const counts = result.currentRows;
     const expected = {
@@ -391,7 +396,13 @@ class SecondProductIngest extends Op {
     sim.pendingReceipts.set(this.workspace, later);
     const inputs = [...now, ...pending];
     if (this.twists) {
-      const known = [...sim.model.messages].filter(([key]) => key.startsWith(`${this.workspace}/`));
+      // Messages of this workspace Sluice still remembers (its current row sent again would be a new message
+      // otherwise, and the same row delivered twice: the producer's resend, at least once).
+      const nowMs = virtualNow();
+      const known = [...sim.model.messages].filter(
+        ([key, state]) =>
+          key.startsWith(`${this.workspace}/`) && nowMs <= state.changedMs + sim.world.retentionMs,
+      );
       const [key, current] = known[sim.eventSeed % Math.max(1, known.length)] ?? [];
       if (key !== undefined && current !== undefined) {
         const messageId = key.slice(key.indexOf('/') + 1);
@@ -436,14 +447,22 @@ class SecondProductIngest extends Op {
  * What one second-product input does (the simulation's own reading of the rules; the engine's is
  * `@sluice/core`'s `current-rows.ts`), recording each row it emits as a row the exports owe.
  */
-function decide(model: Model, workspace: number, input: Record<string, unknown>, nowMs: number): Outcome {
+function decide(
+  model: Model,
+  workspace: number,
+  input: Record<string, unknown>,
+  nowMs: number,
+  retentionMs: number,
+): Outcome {
   const dataset = input.dataset as SecondProductDataset;
   const base = { workspace, dataset, recordedMs: nowMs, refused: false };
   const { dataset: _dataset, ...fields } = input;
   if (dataset === 'message_events') {
     const messageId = String(fields.message_id);
     const key = `${workspace}/${messageId}`;
-    const current = model.messages.get(key);
+    const kept = model.messages.get(key);
+    // Forgotten a retention after its last change.
+    const current = kept !== undefined && nowMs <= kept.changedMs + retentionMs ? kept : undefined;
     // A whole row (a new message) carries every column; the generator's rows do.
     if (current === undefined && !('direction' in fields)) return 'refused';
     if (current !== undefined && (fields.updated_at === undefined || fields.updated_at === null))
@@ -452,7 +471,7 @@ function decide(model: Model, workspace: number, input: Record<string, unknown>,
     if (current !== undefined && updatedMs <= current.updatedMs) return 'ignored';
     const row = { ...(current?.row ?? {}), ...input };
     const status = String(row.status);
-    model.messages.set(key, { status, updatedMs, row });
+    model.messages.set(key, { status, updatedMs, row, changedMs: nowMs });
     if (current !== undefined && current.status === status) return 'kept';
     model.addRow(fileRowId(dataset, row), { ...base, key: messageId, updatedMs, status });
     return 'emitted';
@@ -1160,6 +1179,7 @@ export async function runSchedule(
     steps: 0,
     executed: [],
     delivered: 0,
+    deliveredByDataset: new Map(),
     pendingReceipts: new Map(),
   };
   sink(sim);
@@ -1202,7 +1222,12 @@ async function settle(sim: Sim): Promise<void> {
     // Manifests per location: each lists the window's files under its own prefix.
     for (const prefix of exp.prefixes)
       manifests.push(...checkManifests(exp, await snapshotOf(sim, exp, [prefix])));
-    for (const object of objects.values()) sim.delivered += object.ids?.length ?? 0;
+    for (const [key, object] of objects) {
+      sim.delivered += object.ids?.length ?? 0;
+      const dataset = datasetOfKey(key);
+      if (dataset !== undefined && object.ids !== undefined)
+        sim.deliveredByDataset.set(dataset, (sim.deliveredByDataset.get(dataset) ?? 0) + object.ids.length);
+    }
     if (exp.deleted) continue;
     const shown = (await api(sim, exp.workspace, 'GET', `/data-exports/${exp.id}`)).body.dataExport as
       | ShownTotals
@@ -1263,8 +1288,9 @@ export interface SeedResult {
   violations: (Violation & { step: string })[];
   ops: number;
   faults: Map<string, number>;
-  /** Rows in the exports' files at the end, over every export. */
+  /** Rows in the exports' files at the end, over every export, and by dataset. */
   delivered: number;
+  deliveredByDataset: Map<EventDataset, number>;
 }
 
 /**
@@ -1349,5 +1375,6 @@ function summary(
     ops: sim?.steps ?? 0,
     faults: sim?.model.faults ?? new Map(),
     delivered: sim?.delivered ?? 0,
+    deliveredByDataset: sim?.deliveredByDataset ?? new Map(),
   };
 }
