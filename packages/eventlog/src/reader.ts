@@ -156,11 +156,6 @@ class ShardCursor implements RowCursor {
     }
     return true;
   }
-
-  /** The sort key of the current item (call after `fill()` returned true). */
-  head(): string {
-    return this.items[this.index]!.SK!.S!;
-  }
 }
 
 /** A decoded segment's rows still to merge, and its written id (the later segment's line wins a tie). */
