@@ -57,6 +57,14 @@ const midnight = startOfUtcDay(Date.now() - HOUR_MS - 5 * MINUTE_MS);
 const startFromMs = midnight - 2 * HOUR_MS;
 /** The hourly window holding the big window's rows. */
 const bigWindow = { fromMs: midnight - 2 * HOUR_MS - 1, toMs: midnight - HOUR_MS - 1 };
+/**
+ * The hour before the last complete one: a few custom rows there, so a run stopped after its first span still has
+ * windows with rows to write (late in the UTC day every earlier custom row fits in the first span).
+ */
+const lateHour = {
+  fromMs: Math.floor(Date.now() / HOUR_MS) * HOUR_MS - 2 * HOUR_MS,
+  toMs: Math.floor(Date.now() / HOUR_MS) * HOUR_MS - HOUR_MS,
+};
 /** Every ingested event: id → dataset and recorded time. */
 const ingested = new Map<string, { dataset: EventDataset; recordedMs: number }>();
 
@@ -91,6 +99,14 @@ beforeAll(async () => {
       seed: 72,
       from: startFromMs,
       to: midnight + 20 * MINUTE_MS,
+      mix: { custom_events: 1 },
+    }),
+    ...generateEvents({
+      count: 200,
+      workspaceId: ws,
+      seed: 73,
+      from: lateHour.fromMs,
+      to: lateHour.toMs,
       mix: { custom_events: 1 },
     }),
   ];
