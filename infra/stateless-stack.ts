@@ -229,7 +229,8 @@ export class StatelessStack extends Stack {
       memorySize: 1024,
       timeout: Duration.seconds(29),
     });
-    // Workspaces, API keys, destinations (a delete removes its cursors in a batch), runs, queueing a run;
+    // Workspaces, API keys, destinations (a delete removes its cursors in a batch), runs, queueing a run,
+    // a workspace's child organisations (a Query of its CHILD# items);
     // a new backfill is put in a transaction that checks its destination (ConditionCheck).
     useTable(apiFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [
       DDB.get,
