@@ -6,7 +6,7 @@
  * `orgs unlink`), at given times in the past, and the export's list is changed with those times, so the one run
  * crosses every change; `packages/engine/src/organizations.test.ts` follows changes between runs.
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -15,6 +15,7 @@ import { HOUR_MS, recipesFor } from '@sluice/core';
 import { generateDatasetRows } from '@sluice/eventlog';
 import type { LocalWorkflows } from '@sluice/devstack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventTables } from '../helpers/tables.js';
 import { createLocalExport, type E2eHarness, ingestAll, manualRunInput, startE2eHarness } from './harness.js';
 
 const MINUTE_MS = 60_000;
@@ -25,6 +26,8 @@ const END = T0 + 5 * HOUR_MS;
 
 let h: E2eHarness;
 let workflows: LocalWorkflows;
+/** The export of the first test, for the erasure after it. */
+let done: { id: string; prefix: string; child: string } | undefined;
 const ingested = new Map<string, { id: string; recordedMs: number }[]>();
 
 beforeAll(async () => {
@@ -48,6 +51,21 @@ async function workspaceWithRows(seed: number): Promise<string> {
     rows.map((row) => ({ id: String(row.click_id), recordedMs: Date.parse(String(row.recorded_at)) })),
   );
   return workspaceId;
+}
+
+/** The rows of a Parquet object of the bucket, as DuckDB reads them. */
+async function parquetRows(key: string): Promise<Record<string, unknown>[]> {
+  const folder = await mkdtemp(join(tmpdir(), 'sluice-e2e-orgs-file-'));
+  const path = join(folder, 'file.parquet');
+  await writeFile(path, await h.readBytes(key));
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    return (await connection.runAndReadAll(`SELECT * FROM read_parquet('${path}')`)).getRowObjectsJson();
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
 }
 
 /** The click ids of a workspace recorded in `(fromMs, toMs]`, as `<organization_id>/<click_id>`. */
@@ -160,9 +178,79 @@ describe("a parent organisation's export with its children", () => {
       for (const outsider of [e, f, g])
         expect(viaColumn.some((row) => row.startsWith(`${outsider}/`))).toBe(false);
       expect(new Set(viaColumn).size).toBe(viaColumn.length);
+      done = { ...created, child: a };
     } finally {
       connection.closeSync();
       instance.closeSync();
     }
+  }, 300_000);
+
+  it("erasing a person in a child's workspace erases them from the parent's files written after", async () => {
+    // Prepare: a contact of child A with rows in the export
+    const { id, prefix, child } = done as NonNullable<typeof done>;
+    const partition = async () => {
+      const rows: Record<string, unknown>[] = [];
+      for (const object of await h.list(prefix)) {
+        if (!object.key.includes(`/organization_id=${child}/`) || !object.key.endsWith('.parquet')) continue;
+        rows.push(...(await parquetRows(object.key)));
+      }
+      return rows;
+    };
+    const before = await partition();
+    const contact = String(before.find((row) => row.contact_id !== null)?.contact_id);
+    const others = new Map<string, Buffer>();
+    for (const object of await h.list(prefix)) {
+      if (object.key.endsWith('.parquet') && !object.key.includes(`/organization_id=${child}/`))
+        others.set(object.key, await h.readBytes(object.key));
+    }
+    const [archive, control, eventlog, { DynamoDBClient }] = await Promise.all([
+      import('@sluice/archive'),
+      import('@sluice/control'),
+      import('@sluice/eventlog'),
+      import('@aws-sdk/client-dynamodb'),
+    ]);
+    const client = new DynamoDBClient({});
+    const eraser = new archive.Eraser({
+      client,
+      ...eventTables,
+      archive: new archive.ArchiveBucket({
+        bucket: process.env.SLUICE_ARCHIVE_BUCKET as string,
+        client: archive.createArchiveClient({
+          localEndpoint: process.env.SLUICE_LOCAL_S3_ENDPOINT as string,
+        }),
+      }),
+      erasureLog: new control.ErasureLogStore({ tableName: h.controlTable }),
+      rejected: new eventlog.DynamoRejectedEvents({ tableName: h.controlTable, client }),
+      hotRetentionMs: 35 * 24 * HOUR_MS,
+    });
+
+    // Act: `sluice erase --workspace <child> --contact <id>`, then a backfill of the export's range
+    await eraser.erase(child, { kind: 'contact', contactId: contact });
+    const created = await h.ws.client.post<{ backfill: { id: string } }>(`/data-exports/${id}/backfills`, {
+      datasets: ['click_events'],
+      from: new Date(T0).toISOString(),
+      to: new Date(END).toISOString(),
+    });
+    expect(created.status).toBe(202);
+    const outcome = await workflows.runExportRun({
+      workspaceId: h.ws.workspaceId,
+      destinationId: id,
+      trigger: 'backfill',
+    });
+
+    // Assess: the contact's rows left A's partition, every other row of it stayed; the other organisations'
+    // files are the same bytes
+    expect(outcome.status).toBe('succeeded');
+    const after = await partition();
+    expect(after.some((row) => row.contact_id === contact)).toBe(false);
+    const erasedPhones = new Set(
+      before.filter((row) => row.contact_id === contact).map((row) => row.phone_number),
+    );
+    const kept = before.filter((row) => row.contact_id !== contact && !erasedPhones.has(row.phone_number));
+    const afterIds = new Set(after.map((row) => row.click_id));
+    for (const row of kept) expect(afterIds.has(row.click_id)).toBe(true);
+    expect(after.length).toBeLessThan(before.length);
+    for (const [key, bytes] of others) expect((await h.readBytes(key)).equals(bytes), key).toBe(true);
+    client.destroy();
   }, 300_000);
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { includedOrganizations, includesChildren, organizationIntervals } from './included-organizations.js';
 import { eventFileKey } from './layout.js';
 import type { ChildLink } from './organizations.js';
+import { recipesFor, schemaKeyOf } from './recipes.js';
 import { buildManifest, manifestKey } from './manifest.js';
 import { erasAfterPlanning, groupEraWindows, historyEras, windowsOfEras } from './windows.js';
 
@@ -209,5 +210,56 @@ describe('the organisation partition', () => {
       [T + HOUR - 1, true],
       [T + 2 * HOUR - 1, true],
     ]);
+  });
+});
+
+describe('the reading recipes of an export partitioned by organisation', () => {
+  const input = {
+    dataset: 'click_events' as const,
+    layout: 'date' as const,
+    format: 'parquet' as const,
+    bucket: 'b',
+    pathPrefix: 'p',
+  };
+
+  it('add organization_id as a partition column, read from the path, and leave the rest unchanged', () => {
+    const plain = recipesFor(input);
+    const partitioned = recipesFor({ ...input, partitioned: true });
+    const text = (recipes: typeof plain, engine: string) =>
+      recipes.find((recipe) => recipe.engine === engine)?.text ?? '';
+    expect(text(partitioned, 'athena')).toContain('PARTITIONED BY (`date` STRING, `organization_id` STRING)');
+    expect(text(partitioned, 'athena')).toContain(
+      "'storage.location.template' = 's3://b/p/click_events/date=${date}/organization_id=${organization_id}/'",
+    );
+    expect(text(partitioned, 'athena')).toContain("'projection.organization_id.type' = 'injected'");
+    // The file column of the same name is not declared twice
+    expect(text(partitioned, 'athena').match(/`organization_id`/g)).toHaveLength(1);
+    expect(text(partitioned, 'duckdb')).toContain(
+      "read_parquet('s3://b/p/click_events/date=*/organization_id=*/click_events-*.parquet'",
+    );
+    expect(text(partitioned, 'bigquery')).toContain(
+      'WITH PARTITION COLUMNS (`date` STRING, `organization_id` STRING)',
+    );
+    expect(text(partitioned, 'databricks')).toContain(
+      '"cloudFiles.partitionColumns", "date,organization_id"',
+    );
+    expect(text(plain, 'athena')).not.toContain('organization_id=');
+    expect(text(plain, 'duckdb')).toContain(
+      "read_parquet('s3://b/p/click_events/date=*/click_events-*.parquet'",
+    );
+    // run_hour names the organisation in the file name: no partition
+    expect(recipesFor({ ...input, layout: 'run_hour', partitioned: true })).toEqual(
+      recipesFor({ ...input, layout: 'run_hour' }),
+    );
+  });
+
+  it('rewrite the schema objects when the list of children becomes empty or not, and only then', () => {
+    const destination = { pathPrefix: 'p', format: 'jsonl' as const, datasets: ['click_events' as const] };
+    const none = schemaKeyOf(destination);
+    expect(schemaKeyOf({ ...destination, childOrganizations: [] })).toBe(none);
+    expect(schemaKeyOf({ ...destination, childOrganizations: ['ws_a'] })).not.toBe(none);
+    expect(schemaKeyOf({ ...destination, childOrganizations: ['*'] })).toBe(
+      schemaKeyOf({ ...destination, childOrganizations: ['ws_a'] }),
+    );
   });
 });
