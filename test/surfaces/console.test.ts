@@ -362,8 +362,9 @@ describe('the web console in Chromium against the local API', () => {
     await tab.goto(`${h.api.url}/console/#/exports/${id}`);
     const section = tab.locator('section.backfills');
     await section.getByText('No backfill yet.').waitFor();
-    // The event datasets only: subscribers are snapshots.
-    expect(await section.getByRole('checkbox', { name: 'subscribers' }).count()).toBe(0);
+    // The event datasets only, by their labels: subscribers are snapshots.
+    expect(await section.getByRole('checkbox', { name: 'Email events', exact: true }).count()).toBe(1);
+    expect(await section.getByRole('checkbox', { name: /subscribers/i }).count()).toBe(0);
     const row = (backfillId: string) => section.locator(`tr[data-backfill="${backfillId}"]`);
     // Times as the page shows them: 24-hour UTC.
     const inUtc = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace('T', ' ');
@@ -451,6 +452,7 @@ describe('the web console in Chromium against the local API', () => {
         ),
       );
       expect(p.windowsTotal).toBeGreaterThanOrEqual(2);
+      expect(await line.locator('span.dataset').textContent()).not.toBe(dataset);
       expect(await line.locator('progress').getAttribute('max')).toBe(String(p.windowsTotal));
     }
     await screenshot('11-backfill-running', tab);

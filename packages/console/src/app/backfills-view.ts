@@ -18,6 +18,7 @@ import {
 import { h } from './dom.js';
 import { clearFieldErrors, field, showFieldErrors } from './forms.js';
 import { formatTime } from './history.js';
+import { label } from './options.js';
 
 /** The section, and `stop()` for when the page is left. */
 export interface BackfillsSection {
@@ -109,11 +110,11 @@ export function backfillsSection(
             h(
               'li',
               { 'data-dataset': line.dataset },
-              h('span', { class: 'dataset' }, line.dataset),
+              h('span', { class: 'dataset' }, label('dataset', line.dataset)),
               h('progress', {
                 max: Math.max(1, line.windowsTotal),
                 value: line.windowsTotal === 0 && backfill.status === 'succeeded' ? 1 : line.windowsDone,
-                'aria-label': `${line.dataset}: ${line.windowsDone} of ${line.windowsTotal} windows`,
+                'aria-label': `${label('dataset', line.dataset)}: ${line.windowsDone} of ${line.windowsTotal} windows`,
               }),
               h('small', {}, line.text),
             ),
@@ -212,7 +213,7 @@ export function backfillsSection(
         h(
           'fieldset',
           { id: 'bf-datasets' },
-          ...boxes.map((box) => h('label', { class: 'check', for: box.id }, box, ` ${box.value}`)),
+          ...boxes.map((box) => h('label', { class: 'check', for: box.id }, box, ` ${label('dataset', box.value)}`)),
         ),
       ),
       h(
