@@ -10,9 +10,9 @@
  *    bucket, beside the regular export of the same windows from the hot log: rows/s and CPU, as a ratio.
  * The cost per million rows follows from the figures measured, at the list prices printed with them.
  */
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { printBenchResult, runBenchChild } from './child.js';
 
 const HOUR = 3_600_000;
 const HOURS = 10;
@@ -72,28 +72,12 @@ function cpuSince(start: NodeJS.CpuUsage): number {
 /** Runs the archive bench in a child process against the local services; prints and returns its figures. */
 export async function runArchiveBench(rows: number, log: (line: string) => void): Promise<ArchiveFigures> {
   const script = fileURLToPath(import.meta.url);
-  const figures = await new Promise<ArchiveFigures>((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--openssl-legacy-provider', '--import', 'tsx', script],
-      {
-        env: {
-          ...process.env,
-          SLUICE_BENCH_ARCHIVE_CHILD: String(rows),
-          POWERTOOLS_METRICS_DISABLED: 'true',
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-        if (error || line === undefined) {
-          reject(new Error(`archive bench failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`));
-          return;
-        }
-        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as ArchiveFigures);
-      },
-    );
-  });
+  const figures = await runBenchChild<ArchiveFigures>(
+    'archive bench',
+    process.execPath,
+    ['--openssl-legacy-provider', '--import', 'tsx', script],
+    { SLUICE_BENCH_ARCHIVE_CHILD: String(rows), POWERTOOLS_METRICS_DISABLED: 'true' },
+  );
   printArchiveBench(figures, log);
   return figures;
 }
@@ -307,7 +291,7 @@ async function child(rows: number): Promise<void> {
     backfill: fromArchiveWriter,
     regular,
   };
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(figures)}\n`);
+  printBenchResult(figures);
 }
 
 /** Prints the figures, the assumptions, and the cost per million rows they imply. */

@@ -1,7 +1,7 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { CONTROL_TABLE } from '@sluice/core';
+import { printBenchResult, runBenchChild } from './child.js';
 
 /**
  * Dispatch at scale: `destinations` queued destinations, all due, dispatched by ONE execution of the
@@ -99,39 +99,22 @@ async function child(task: ChildTask): Promise<void> {
     directMs,
     directDestinationsPerSecond: (task.destinations / directMs) * 1000,
   };
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(figures)}\n`);
+  printBenchResult(figures);
 }
 
 function runChild(task: ChildTask, controlTable: string): Promise<DispatchFigures> {
   const script = fileURLToPath(import.meta.url);
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--openssl-legacy-provider', '--import', 'tsx', script],
-      {
-        env: {
-          ...process.env,
-          SLUICE_CONTROL_TABLE: controlTable,
-          SLUICE_BENCH_DISPATCH_CHILD: JSON.stringify(task),
-          POWERTOOLS_METRICS_DISABLED: 'true',
-          POWERTOOLS_LOG_LEVEL: 'WARN',
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-        if (error || line === undefined) {
-          reject(
-            new Error(
-              `dispatch bench child failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`,
-            ),
-          );
-          return;
-        }
-        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as DispatchFigures);
-      },
-    );
-  });
+  return runBenchChild<DispatchFigures>(
+    'dispatch bench child',
+    process.execPath,
+    ['--openssl-legacy-provider', '--import', 'tsx', script],
+    {
+      SLUICE_CONTROL_TABLE: controlTable,
+      SLUICE_BENCH_DISPATCH_CHILD: JSON.stringify(task),
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
+  );
 }
 
 /** {@link DispatchFigures} and how long seeding took. */

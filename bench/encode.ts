@@ -1,4 +1,4 @@
-import { execFile, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
@@ -9,6 +9,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { MAX_LINES_PER_FILE } from '@sluice/core';
 import { generatedLine, generateEvents } from '@sluice/eventlog';
 import { encodeJsonlGzip, GZIP_LEVEL } from '@sluice/sinks';
+import { printBenchResult, runBenchChild } from './child.js';
 
 /**
  * Encode: the same generated rows to gzip JSON lines by Sluice's encoder and by DuckDB's COPY, in two cases,
@@ -217,7 +218,7 @@ async function child(task: ChildTask): Promise<void> {
     cpuRatio: sluice.rowsPerCpuSecond / duckdb.rowsPerCpuSecond,
     ...(levels === undefined ? {} : { levels }),
   };
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(result)}\n`);
+  printBenchResult(result);
 }
 
 /** `taskset -c 0` when taskset is on this machine and works here; otherwise why not. */
@@ -237,26 +238,13 @@ function runChild(task: ChildTask, prefix: string[]): Promise<EncodeCase> {
     fileURLToPath(import.meta.url),
   ];
   const [command, ...args] = [...prefix, ...node] as [string, ...string[]];
-  return new Promise((resolve, reject) => {
-    execFile(
-      command,
-      args,
-      {
-        env: { ...process.env, SLUICE_ENCODE_BENCH_CHILD: JSON.stringify(task) },
-        maxBuffer: 16 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-        if (error || line === undefined) {
-          reject(
-            new Error(`encode bench child failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`),
-          );
-          return;
-        }
-        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as EncodeCase);
-      },
-    );
-  });
+  return runBenchChild<EncodeCase>(
+    'encode bench child',
+    command,
+    args,
+    { SLUICE_ENCODE_BENCH_CHILD: JSON.stringify(task) },
+    16 * 1024 * 1024,
+  );
 }
 
 /**

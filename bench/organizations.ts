@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { printBenchResult, runBenchChild } from './child.js';
 
 /**
  * The cost of one window of a parent organisation with `children` children (issue 27, item 5): one export of the
@@ -179,40 +179,23 @@ async function child(task: ChildTask): Promise<void> {
     parent: parentCost,
     separate,
   };
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(result)}\n`);
+  printBenchResult(result);
   process.exit(0);
 }
 
 /** Runs the bench in a child process (fresh SDK clients behind the counting proxies). */
 export function runOrganizationsBench(task: ChildTask): Promise<OrganizationsBenchResult> {
   const script = fileURLToPath(import.meta.url);
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--openssl-legacy-provider', '--import', 'tsx', script],
-      {
-        env: {
-          ...process.env,
-          SLUICE_BENCH_ORGANIZATIONS_CHILD: JSON.stringify(task),
-          POWERTOOLS_METRICS_DISABLED: 'true',
-          POWERTOOLS_LOG_LEVEL: 'WARN',
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-        if (error || line === undefined) {
-          reject(
-            new Error(
-              `organisations bench child failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`,
-            ),
-          );
-          return;
-        }
-        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as OrganizationsBenchResult);
-      },
-    );
-  });
+  return runBenchChild<OrganizationsBenchResult>(
+    'organisations bench child',
+    process.execPath,
+    ['--openssl-legacy-provider', '--import', 'tsx', script],
+    {
+      SLUICE_BENCH_ORGANIZATIONS_CHILD: JSON.stringify(task),
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
+  );
 }
 
 /** Prints the two sides and their ratios. */

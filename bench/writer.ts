@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { type EventDataset, newDestination } from '@sluice/core';
 import type { EventPage, EventSource } from '@sluice/eventlog';
+import { printBenchResult, runBenchChild } from './child.js';
 
 /**
  * Writer end to end: `writeWindow` of the engine reading the event log in DynamoDB Local, encoding and
@@ -135,35 +135,17 @@ async function child(task: ChildTask): Promise<void> {
     baselineRssMb: baselineRss / 1024 / 1024,
     peakHeapMb: peakHeap / 1024 / 1024,
   };
-  process.stdout.write(`\nBENCH_RESULT ${JSON.stringify(figures)}\n`);
+  printBenchResult(figures);
 }
 
 function runChild(task: ChildTask): Promise<WriterFigures> {
   const script = fileURLToPath(import.meta.url);
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--openssl-legacy-provider', '--expose-gc', '--import', 'tsx', script],
-      {
-        env: {
-          ...process.env,
-          SLUICE_BENCH_CHILD: JSON.stringify(task),
-          POWERTOOLS_METRICS_DISABLED: 'true',
-        },
-        maxBuffer: 64 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const line = stdout.split('\n').find((l) => l.startsWith('BENCH_RESULT '));
-        if (error || line === undefined) {
-          reject(
-            new Error(`writer bench child failed: ${error?.message ?? 'no result'}\n${stderr.slice(-2000)}`),
-          );
-          return;
-        }
-        resolve(JSON.parse(line.slice('BENCH_RESULT '.length)) as WriterFigures);
-      },
-    );
-  });
+  return runBenchChild<WriterFigures>(
+    'writer bench child',
+    process.execPath,
+    ['--openssl-legacy-provider', '--expose-gc', '--import', 'tsx', script],
+    { SLUICE_BENCH_CHILD: JSON.stringify(task), POWERTOOLS_METRICS_DISABLED: 'true' },
+  );
 }
 
 /** What {@link runWriterBench} measured. */
