@@ -174,6 +174,8 @@ export async function createLocalExport(
     frequency: string;
     /** `format` and `compression` of the request, when given. */
     fileFormat?: { format?: string; compression?: string };
+    /** `layout` and `schedule` of the request, when given. */
+    layout?: { layout: string; schedule?: Record<string, number> };
   },
 ): Promise<{ id: string; prefix: string }> {
   const prefix = uniqueId(options.prefixRoot);
@@ -185,6 +187,7 @@ export async function createLocalExport(
       datasets: options.datasets,
       frequency: options.frequency,
       ...options.fileFormat,
+      ...options.layout,
     }),
   );
   if (created.status !== 201)
