@@ -527,3 +527,124 @@ describe("Eraser, the second product's people: by phone number and contact id", 
     );
   });
 });
+
+describe('erasure by phone number reaches the subscribers (the subscribers snapshot)', () => {
+  const at = NOW - 10 * MINUTE;
+  const logger = new Logger({ serviceName: 'test', logLevel: 'SILENT' });
+  const subscriber = (id: string, email: string, phone: string | null) => ({
+    ...[...generateSubscribers({ workspaceId: 'x', count: 1 })][0],
+    id,
+    email,
+    phone,
+  });
+  const subscriberIds = async (workspaceId: string) => {
+    const out: string[] = [];
+    for await (const page of hot.readSubscribers(workspaceId)) {
+      out.push(...page.lines.map((line) => (JSON.parse(line) as { id: string }).id));
+    }
+    return out.sort();
+  };
+  const hotIds = async (workspaceId: string, datasets: readonly EventDataset[]) => {
+    const out: string[] = [];
+    for (const dataset of datasets) {
+      for await (const page of hot.readWindow(workspaceId, dataset, H - 1, NOW)) {
+        out.push(...page.lines.map((line) => (JSON.parse(line) as { id: string }).id));
+      }
+    }
+    return out.sort();
+  };
+
+  it('removes the subscriber whose phone it is (as spelt there), their events and a redriven upsert of it', async () => {
+    // Prepare: Ada's number is on her subscriber row as a person typed it; Grace keeps hers.
+    const workspaceId = `ws_${randomUUID()}`;
+    const writer = writerAt(at);
+    const people = [
+      subscriber('sub_ada', 'ada@example.com', '(555) 555-0101'),
+      subscriber('sub_grace', 'grace@example.com', '+15555550202'),
+    ];
+    expect((await writer.upsertSubscribers(workspaceId, people)).invalid).toEqual([]);
+    const events = [
+      ...rows('email_events', 2, 41, { subscriber_id: 'sub_ada', email: 'ada@example.com' }),
+      ...rows('sms_events', 1, 42, { subscriber_id: 'sub_ada' }),
+      ...rows('email_events', 1, 43, { subscriber_id: 'sub_grace', email: 'grace@example.com' }),
+      { dataset: 'opt_out_events', opt_out_id: 'opt_ada', phone_number: '+15555550101', created_at: at },
+    ];
+    expect((await writerAt(H).ingestEvents(workspaceId, events)).invalid).toEqual([]);
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'phone', phone: '+15555550101' });
+    const queue = {
+      deleted: [] as string[],
+      pending: [
+        {
+          id: 'm0',
+          receiptHandle: 'r0',
+          body: JSON.stringify({
+            requestPayload: {
+              id: randomUUID(),
+              source: workspaceSource(workspaceId),
+              'detail-type': 'sluice.subscribers',
+              time: new Date(NOW - MINUTE).toISOString(),
+              detail: {
+                workspaceId,
+                upsert: [subscriber('sub_ada_new', 'ada.new@example.com', '555.555.0101')],
+              },
+            },
+          }),
+        },
+      ],
+      receive: async (max: number) => queue.pending.splice(0, max),
+      delete: async (l: { id: string }) => void queue.deleted.push(l.id),
+    };
+    const redriveWriter = new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'ignore',
+      now: () => NOW,
+    });
+    const summary = await redriveDeadLetters(queue, redriveWriter, logger, { erasures: erasureLog });
+
+    // Assess: Ada's subscriber row, her email and SMS events (by the id it links) and her opt-out are gone.
+    expect(report.subscribers).toBe(1);
+    expect(await subscriberIds(workspaceId)).toEqual(['sub_grace']);
+    expect(await hotIds(workspaceId, ['email_events', 'sms_events', 'opt_out_events'])).toEqual(['evt_43_0']);
+    const [entry] = await erasureLog.erasuresOf(workspaceId).then((entries) => entries.slice(-1));
+    expect(entry?.subscriberIdHashes).toContain(erasureHash(workspaceId, 'subscriber', 'sub_ada'));
+    // The dead-letter queue: an upsert of a subscriber with her number (another spelling) is left out.
+    expect(summary).toMatchObject({ erased: { subscribers: 1 } });
+    expect(await subscriberIds(workspaceId)).toEqual(['sub_grace']);
+  });
+
+  it('by e-mail, also removes the rows of the phone number on the subscriber’s row', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const people = [subscriber('sub_ada', 'ada@example.com', '555-555-0101')];
+    expect((await writerAt(at).upsertSubscribers(workspaceId, people)).invalid).toEqual([]);
+    const optOuts = [
+      { dataset: 'opt_out_events', opt_out_id: 'opt_ada', phone_number: '+15555550101', created_at: at },
+      { dataset: 'opt_out_events', opt_out_id: 'opt_grace', phone_number: '+15555550202', created_at: at },
+    ];
+    expect((await writerAt(H).ingestEvents(workspaceId, optOuts)).invalid).toEqual([]);
+
+    // Act
+    await eraser.erase(workspaceId, { kind: 'email', email: 'ADA@example.com' });
+
+    // Assess
+    expect(await hotIds(workspaceId, ['opt_out_events'])).toEqual(['opt_grace']);
+    const [entry] = await erasureLog.erasuresOf(workspaceId);
+    expect(entry?.phoneHashes).toEqual([erasureHash(workspaceId, 'phone', '+15555550101')]);
+  });
+
+  it('never takes a subscriber for another by a phone that is not a number', async () => {
+    // Prepare
+    const workspaceId = `ws_${randomUUID()}`;
+    const people = [subscriber('sub_a', 'a@example.com', 'n/a'), subscriber('sub_b', 'b@example.com', 'n/a')];
+    expect((await writerAt(at).upsertSubscribers(workspaceId, people)).invalid).toEqual([]);
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'email', email: 'a@example.com' });
+
+    // Assess
+    expect(report.subscribers).toBe(1);
+    expect(await subscriberIds(workspaceId)).toEqual(['sub_b']);
+  });
+});

@@ -15,6 +15,7 @@ import {
   InvalidInputError,
   KnownPerson,
   normalizePhone,
+  subscriberPhoneOf,
   subscriberRowBelongsTo,
 } from '@sluice/core';
 import type { ErasureRecordInput } from '@sluice/control';
@@ -245,7 +246,7 @@ export class Eraser {
     report.rejectedDeleted += done.deleted;
   }
 
-  /** Adds to `person` the ids and addresses of the subscribers table's items that are theirs. */
+  /** Adds to `person` the ids, addresses and phone numbers of the subscribers table's items that are theirs. */
   private async learnFromSubscribers(workspaceId: string, person: KnownPerson): Promise<void> {
     const items: Record<string, unknown>[] = [];
     for (let shard = 0; shard < SUBSCRIBER_SHARDS; shard++) {
@@ -253,16 +254,18 @@ export class Eraser {
         items.push(parseLine(item.line?.S));
       });
     }
-    // An address links ids and an id links addresses: until nothing new is learned.
+    // An address or a phone number links ids and an id links addresses and numbers: until nothing new is learned.
     let grew = true;
     while (grew) {
       grew = false;
       for (const row of items) {
         if (!subscriberRowBelongsTo(row, person)) continue;
-        const before = person.subscriberIds.size + person.emails.size;
+        const before = person.size;
         if (typeof row.id === 'string') person.subscriberIds.add(row.id);
         if (typeof row.email === 'string') person.emails.add(row.email.toLowerCase());
-        if (person.subscriberIds.size + person.emails.size > before) grew = true;
+        const phone = subscriberPhoneOf(row);
+        if (phone !== undefined) person.phones.add(phone);
+        if (person.size > before) grew = true;
       }
     }
   }

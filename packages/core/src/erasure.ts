@@ -11,7 +11,9 @@
  * The second product's rows identify a person by phone number and `contact_id` (the catalogue's erasure keys,
  * `ERASURE_FIELDS`): a row is the person's when a phone field holds one of the person's numbers (compared in
  * E.164) or its `contact_id` is one of theirs. What a row teaches (`learnFrom`) is only the contact's side: a
- * message's recipient when outbound, its sender when inbound, never the organization's own sender number.
+ * message's recipient when outbound, its sender when inbound, never the organization's own sender number. A
+ * subscriber row is also the person's by its `phone` (as the producer spelt it, read in E.164; a value that is
+ * not a phone number never matches), so an erasure by phone number reaches the subscribers snapshot.
  */
 import { createHash } from 'node:crypto';
 import { ERASURE_FIELDS, normalizePhone } from './catalog/index.js';
@@ -72,13 +74,23 @@ export function eventRowBelongsTo(row: Readonly<Record<string, unknown>>, person
   return false;
 }
 
-/** True when a subscriber row (`id`, `email`) belongs to `person`. */
+/**
+ * A subscriber's phone number in E.164, or undefined when `phone` is not a person's number (no value, text like
+ * `n/a`, a short code): such a value never links two subscribers.
+ */
+export function subscriberPhoneOf(row: Readonly<Record<string, unknown>>): string | undefined {
+  return typeof row.phone === 'string' ? normalizePhone(row.phone, false) : undefined;
+}
+
+/** True when a subscriber row (`id`, `email`, `phone`) belongs to `person`. */
 export function subscriberRowBelongsTo(
   row: Readonly<Record<string, unknown>>,
   person: ErasedPerson,
 ): boolean {
   if (typeof row.id === 'string' && person.hasSubscriberId(row.id)) return true;
-  return typeof row.email === 'string' && person.hasEmail(row.email);
+  if (typeof row.email === 'string' && person.hasEmail(row.email)) return true;
+  const phone = subscriberPhoneOf(row);
+  return phone !== undefined && person.hasPhone(phone);
 }
 
 /** A person known by plain identifiers, growing as an erasure learns more of them. */

@@ -68,6 +68,6 @@ export const subscribers: DatasetDefinition<'subscribers', SubscriberRow> = {
       schema_version: 'The row schema version (1)',
     },
   ),
-  erasure: { subscriberId: ['id'], email: ['email'] },
+  erasure: { subscriberId: ['id'], email: ['email'], phone: ['phone'] },
   firstProductIngestRules: true,
 };
