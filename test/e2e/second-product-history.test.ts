@@ -53,7 +53,10 @@ const DUCKDB_TYPE: Record<string, string> = {
   timestamp_millis_utc: 'TIMESTAMP WITH TIME ZONE',
 };
 
-/** A message whose status changes across three windows, and a click counted between (kept, not emitted). */
+/**
+ * A message whose status changes across three windows, a rename and a click between (kept, not emitted: they go
+ * out with the receipt), and a rename and a click after the receipt (kept, and never written).
+ */
 const tracked = [
   {
     dataset: 'message_events',
@@ -73,13 +76,27 @@ const tracked = [
     recorded_at: at(0, 30),
   },
   { dataset: 'message_events', message_id: 'msg_tracked', status: 'sent', updated_at: iso(at(1, 10)) },
-  { dataset: 'message_events', message_id: 'msg_tracked', url_click_count: 1, updated_at: iso(at(2, 20)) },
+  {
+    dataset: 'message_events',
+    message_id: 'msg_tracked',
+    project_name: 'GOTV final',
+    url_click_count: 1,
+    updated_at: iso(at(2, 20)),
+  },
   {
     dataset: 'message_events',
     message_id: 'msg_tracked',
     status: 'delivered',
     delivered_at: iso(at(3, 40)),
     updated_at: iso(at(3, 40)),
+  },
+  // After its last status change: held, never written (no status change follows).
+  {
+    dataset: 'message_events',
+    message_id: 'msg_tracked',
+    project_name: 'GOTV 2027',
+    url_click_count: 2,
+    updated_at: iso(at(4, 10)),
   },
 ].map((row) => ({ ...row, recorded_at: Date.parse(row.updated_at) }));
 
@@ -241,20 +258,22 @@ describe("backfills and the full history of the second product's datasets", () =
         PARQUET_COLUMNS[dataset].map((column) => ({ name: column.name, type: DUCKDB_TYPE[column.type] })),
       );
     }
-    // The tracked message went out in three windows (queued, sent, delivered); its click went with the receipt.
+    // The tracked message went out in three windows (queued, sent, delivered), each row with the columns "at
+    // export time" as held at its status change: the rename and click went with the receipt; those after it are
+    // held by Sluice but in no file, also not in the windows the backfills wrote later (the same bytes).
     const messages = [...paths.entries()]
       .filter(([key]) => key.startsWith('v1/schema_type=message_events/'))
       .map(([, path]) => `'${path}'`)
       .join(', ');
     expect(
       await reader.query(
-        `SELECT status, url_click_count::INTEGER AS clicks FROM read_parquet([${messages}])
+        `SELECT status, project_name, url_click_count::INTEGER AS clicks FROM read_parquet([${messages}])
          WHERE message_id = 'msg_tracked' ORDER BY updated_at`,
       ),
     ).toEqual([
-      { status: 'queued', clicks: null },
-      { status: 'sent', clicks: null },
-      { status: 'delivered', clicks: 1 },
+      { status: 'queued', project_name: 'GOTV', clicks: null },
+      { status: 'sent', project_name: 'GOTV', clicks: null },
+      { status: 'delivered', project_name: 'GOTV final', clicks: 1 },
     ]);
     // A consumer keeping the greatest updated_at per message_id gets each message's latest status.
     const latest = await reader.query(

@@ -72,6 +72,44 @@ describe('EventLogWriter.ingestEvents, current-row datasets', () => {
     expect(await store.current(workspaceId, 'message_events', 'm1')).toMatchObject({ status: 'delivered' });
   });
 
+  it('writes the columns "at export time" as held when the status change is recorded, never changed after', async () => {
+    // Prepare: each input a call of its own, as a producer's stream arrives.
+    const { writer, reader, store, workspaceId } = setup();
+    const change = (minute: number, fields: Record<string, unknown>) => ({
+      dataset: 'message_events',
+      message_id: 'm1',
+      updated_at: iso(NOW - 10 * MINUTE + minute * MINUTE),
+      ...fields,
+    });
+    const ingest = async (input: Record<string, unknown>) =>
+      expect((await writer.ingestEvents(workspaceId, [input])).invalid).toEqual([]);
+    const atExportTime = (rows: Record<string, unknown>[]) =>
+      rows.map((row) => [row.status, row.project_name, row.url_click_count]);
+
+    // Act: a rename and a click (kept), the status change that carries them, then a rename and a click after it.
+    await ingest(message('m1', { project_name: 'GOTV' }));
+    await ingest(change(1, { project_name: 'GOTV final', url_click_count: 1 }));
+    await ingest(change(2, { status: 'sent' }));
+    await ingest(change(3, { project_name: 'GOTV 2027', url_click_count: 2 }));
+    const before = await files(reader, workspaceId);
+    await ingest(change(4, { status: 'delivered' }));
+    const after = await files(reader, workspaceId);
+
+    // Assess: each emitted row holds the values of its own status change; the later ones wait in the state for
+    // the next status change, and no emitted row is changed by them (a window written again has the same rows).
+    expect(atExportTime(before)).toEqual([
+      ['queued', 'GOTV', null],
+      ['sent', 'GOTV final', 1],
+    ]);
+    expect(atExportTime(after)).toEqual([...atExportTime(before), ['delivered', 'GOTV 2027', 2]]);
+    expect(after.slice(0, 2)).toEqual(before);
+    expect(await store.current(workspaceId, 'message_events', 'm1')).toMatchObject({
+      status: 'delivered',
+      project_name: 'GOTV 2027',
+      url_click_count: 2,
+    });
+  });
+
   it('a retried call changes nothing and emits nothing again', async () => {
     const { writer, reader, workspaceId } = setup('ignore');
     const call = [

@@ -119,7 +119,11 @@ export const messageEvents = secondProductDataset<'message_events', MessageEvent
   summary:
     'One row per outbound and inbound message. A message is exported again in a later window whenever its ' +
     'delivery status changes after it was first exported (for example a delivery receipt that arrives the next ' +
-    'day). Keep the row with the greatest `updated_at` per `message_id`.',
+    'day). Keep the row with the greatest `updated_at` per `message_id`. The columns "at export time" ' +
+    '(`status`, `project_name`, `url_click_count`) hold what Sluice held when the status change of the row was ' +
+    'recorded, so every row agrees with its own `updated_at`: a change of other fields only (a click, a renamed ' +
+    'project) goes out with the message\'s next status change, and a window written again (a retry, a backfill) ' +
+    'holds the same rows.',
   specs: SPECS,
   idField: 'message_id',
   erasure: { phone: ['from_phone_number', 'to_phone_number'], contactId: ['contact_id'] },
