@@ -484,6 +484,82 @@ describe('data commands', () => {
     expect(err).toEqual([]);
   });
 
+  it("events ingest of the second product's lines: recorded_at kept, and what it ignores or does not export counted", async () => {
+    // Prepare: a message, its receipt, an older receipt (ignored), a change of an unknown message (refused), a
+    // click on it (kept for the next status change), a project in progress and then complete twice, an opt-out.
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+    const change = (id: string, minutesAgo: number, fields: Record<string, unknown>) =>
+      JSON.stringify({ dataset: 'message_events', message_id: id, updated_at: at(minutesAgo), ...fields });
+    const project = (completed: boolean, minutesAgo: number) =>
+      JSON.stringify({
+        dataset: 'project_summary',
+        project_id: 'prj_1',
+        name: 'GOTV',
+        completed_at: completed ? at(minutesAgo) : null,
+        recorded_at: at(minutesAgo),
+      });
+    const path = await file('second.jsonl', [
+      JSON.stringify({
+        dataset: 'message_events',
+        message_id: 'msg_1',
+        conversation_id: 'cnv_1',
+        direction: 'outbound',
+        status: 'sent',
+        from_phone_number: '471016',
+        to_phone_number: '5555550123',
+        media_url_count: 0,
+        send_type: 'test',
+        created_at: at(30),
+        updated_at: at(30),
+        recorded_at: at(30),
+      }),
+      change('msg_1', 20, { status: 'delivered', recorded_at: at(20) }),
+      change('msg_1', 25, { status: 'failed', recorded_at: at(19) }),
+      change('msg_9', 18, { status: 'delivered' }),
+      change('msg_1', 17, { url_click_count: 1, recorded_at: at(17) }),
+      project(false, 16),
+      project(true, 15),
+      project(true, 14),
+      JSON.stringify({
+        dataset: 'opt_out_events',
+        opt_out_id: 'opt_1',
+        phone_number: '5555550123',
+        created_at: at(13),
+        recorded_at: at(13),
+      }),
+    ]);
+    const { run, out } = cli();
+
+    // Act
+    const failure = await run('events ingest', ['--workspace', workspaceId, '--file', path, '--json']).catch(
+      (e) => e,
+    );
+
+    // Assess: every line accounted for: written, refused, or counted as not exported.
+    expect(failure).toBeInstanceOf(Error);
+    expect(JSON.parse(out[0]!)).toEqual({
+      lines: 9,
+      accepted: 5,
+      duplicates: 0,
+      dropped: { test: 0, history: 0, late: 0 },
+      refusedBehindExport: 0,
+      invalid: [
+        { line: 4, reason: expect.stringMatching(/message_id: no message with this id was received/) },
+      ],
+      currentRows: { emitted: 3, kept: 1, outOfOrder: 1, notComplete: 1, afterCompletion: 1 },
+    });
+    const reader = new EventLogReader(eventTables);
+    const recorded = async (dataset: EventDataset) =>
+      (await readLines(reader.readWindow(workspaceId, dataset, now - 3_600_000, now))).map(
+        (line) => JSON.parse(line).recorded_at,
+      );
+    expect(await recorded('message_events')).toEqual([at(30), at(20)]);
+    expect(await recorded('project_summary')).toEqual([at(15)]);
+    expect(await recorded('opt_out_events')).toEqual([at(13)]);
+  });
+
   it('subscribers upsert and delete', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const row = (id: string) =>

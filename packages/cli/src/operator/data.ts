@@ -52,6 +52,8 @@ import {
   redriveDeadLetters,
   SqsDeadLetterQueue,
   generateSubscribers,
+  type CurrentRowCounts,
+  emptyCurrentRowCounts,
   type IngestResult,
   powertoolsIngestMetrics,
   type SubscriberWriteResult,
@@ -113,6 +115,11 @@ export interface EventsIngestSummary {
   invalid: RefusedLine[];
   /** Of `invalid`: lines whose `recorded_at` is at or behind an export's position. */
   refusedBehindExport: number;
+  /**
+   * With lines of `message_events` or `project_summary`: what their rules did (docs/internals.md, "Current-row
+   * datasets"; `emitted` and `kept` are in `accepted`, the others are neither written nor refused).
+   */
+  currentRows?: CurrentRowCounts;
 }
 
 /** What `subscribers upsert` did (its `--json` output). */
@@ -289,6 +296,12 @@ export function createDataCommands(deps: DataCommandDeps = {}): Command[] {
             summary.dropped.history += result.dropped.history;
             summary.dropped.late += result.dropped.late;
             summary.refusedBehindExport += result.refusedBehindExport;
+            if (result.currentRows) {
+              summary.currentRows ??= emptyCurrentRowCounts();
+              const counts = summary.currentRows;
+              for (const name of Object.keys(counts) as (keyof CurrentRowCounts)[])
+                counts[name] += result.currentRows[name];
+            }
             for (const { index, reason } of result.invalid)
               summary.invalid.push({ line: chunk.lineNumbers[index]!, reason });
           }
@@ -308,7 +321,8 @@ export function createDataCommands(deps: DataCommandDeps = {}): Command[] {
             `${summary.dropped.late} late, ${summary.invalid.length} refused` +
             (summary.refusedBehindExport
               ? ` (${summary.refusedBehindExport} recorded at or behind an export's position)`
-              : ''),
+              : '') +
+            (summary.currentRows ? `; ${currentRowsText(summary.currentRows)}` : ''),
         );
       }
       reportRefused(summary.invalid);
@@ -669,4 +683,13 @@ export function parseSince(value: string, nowMs: number): number {
   const back = /^(\d+)([mhd])$/.exec(value);
   if (back) return nowMs - Number(back[1]) * (SINCE_UNIT_MS[back[2] as string] as number);
   return Date.parse(value);
+}
+
+/** The current-row counts of `events ingest`, in words. */
+function currentRowsText(counts: CurrentRowCounts): string {
+  return (
+    `messages and projects: ${counts.emitted} rows to export, ${counts.kept} changes kept for the next status ` +
+    `change, ${counts.outOfOrder} ignored (updated_at not newer), ${counts.notComplete} projects not complete, ` +
+    `${counts.afterCompletion} received again after completion`
+  );
 }
