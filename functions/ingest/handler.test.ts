@@ -119,6 +119,70 @@ describe('ingest handler', () => {
     expect(Date.parse(JSON.parse(written[0]!).recorded_at)).toBeGreaterThanOrEqual(before);
   });
 
+  it("writes the second product's rows from sluice.events, and logs what it ignored or did not export", async () => {
+    // Prepare: a message and its receipt, an older receipt, a click on it; a change of an unknown message; a
+    // project in progress; an opt-out.
+    const workspaceId = `ws_${randomUUID()}`;
+    const now = Date.now();
+    const at = (minutesAgo: number) => new Date(now - minutesAgo * 60_000).toISOString();
+    const info = vi.spyOn(Logger.prototype, 'info');
+    const change = (id: string, minutesAgo: number, fields: Record<string, unknown>) => ({
+      dataset: 'message_events',
+      message_id: id,
+      updated_at: at(minutesAgo),
+      ...fields,
+    });
+    const events = [
+      {
+        dataset: 'message_events',
+        message_id: 'msg_1',
+        conversation_id: 'cnv_1',
+        direction: 'outbound',
+        status: 'sent',
+        from_phone_number: '471016',
+        to_phone_number: '5555550123',
+        media_url_count: 0,
+        send_type: 'test',
+        created_at: at(10),
+        updated_at: at(10),
+      },
+      change('msg_1', 5, { status: 'delivered' }),
+      change('msg_1', 8, { status: 'failed' }),
+      change('msg_1', 4, { url_click_count: 1 }),
+      change('msg_9', 4, { status: 'delivered' }),
+      { dataset: 'project_summary', project_id: 'prj_1', name: 'GOTV', completed_at: null },
+      { dataset: 'opt_out_events', opt_out_id: 'opt_1', phone_number: '5555550123', created_at: at(3) },
+    ];
+
+    // Act
+    const result = await handler(busEvent('sluice.events', { workspaceId, events }));
+
+    // Assess
+    const currentRows = { emitted: 2, kept: 1, outOfOrder: 1, notComplete: 1, afterCompletion: 0 };
+    expect(result).toMatchObject({
+      kind: 'events',
+      accepted: 4,
+      invalid: [
+        { index: 4, reason: expect.stringMatching(/message_id: no message with this id was received/) },
+      ],
+      currentRows,
+    });
+    expect(info).toHaveBeenCalledWith('Ingested events', expect.objectContaining({ currentRows }));
+    const written = async (dataset: 'message_events' | 'opt_out_events') =>
+      (
+        await lines(
+          new EventLogReader(eventTables).readWindow(workspaceId, dataset, now - 60_000, Date.now()),
+        )
+      ).map((line) => JSON.parse(line));
+    expect(
+      (await written('message_events')).map((row) => [row.status, row.send_type, row.to_phone_number]),
+    ).toEqual([
+      ['sent', 'test', '+15555550123'],
+      ['delivered', 'test', '+15555550123'],
+    ]);
+    expect((await written('opt_out_events')).map((row) => row.organization_id)).toEqual([workspaceId]);
+  });
+
   it('upserts and deletes subscribers from sluice.subscribers', async () => {
     const workspaceId = `ws_${randomUUID()}`;
     const subscriber = (id: string) => ({

@@ -163,6 +163,8 @@ async function ingestOne(
       dropped: result.dropped,
       invalid: result.invalid.length,
       recordedAtIgnored: result.recordedAtIgnored,
+      // Messages and projects: what was ignored (an older receipt) or not exported (a draft), counted.
+      ...(result.currentRows ? { currentRows: result.currentRows } : {}),
     });
     return { kind: 'events', workspaceId, ...result };
   }
