@@ -509,6 +509,78 @@ describe("Eraser, the second product's people: by phone number and contact id", 
     expect(entry?.phoneHashes).toEqual([erasureHash(workspaceId, 'phone', '+15555550101')]);
   });
 
+  it('erases the archived rows of a phone number, and leaves them out of a redrive of the dead-letter queue', async () => {
+    // Prepare: the rows recorded in the hour H, archived; a bus event of Ada's and Grace's rows sent before the
+    // erasure waits in the dead-letter queue.
+    const workspaceId = `ws_${randomUUID()}`;
+    expect((await writerAt(H + 5 * MINUTE).ingestEvents(workspaceId, rows)).invalid).toEqual([]);
+    const compactor = new ArchiveCompactor({
+      hot,
+      archive,
+      cursors: new ArchiveCursorStore(controlTable),
+      hotRetentionMs: RETENTION_MS,
+      now: () => NOW,
+    });
+    const datasets = ['message_events', 'click_events', 'opt_out_events'] as const;
+    for (const dataset of datasets) await compactor.compactDataset(workspaceId, dataset);
+    const archivedIds = async () => {
+      const out: string[] = [];
+      for (const dataset of datasets)
+        out.push(...(await archivedLines(workspaceId, dataset)).map((line) => JSON.parse(line).id as string));
+      return out.sort();
+    };
+    expect(await archivedIds()).toHaveLength(6);
+    const optOut = (id: string, phone: string) => ({
+      dataset: 'opt_out_events',
+      opt_out_id: id,
+      phone_number: phone,
+      created_at: at,
+    });
+    const pending = [
+      {
+        id: 'm0',
+        receiptHandle: 'r0',
+        body: JSON.stringify({
+          requestPayload: {
+            id: randomUUID(),
+            source: workspaceSource(workspaceId),
+            'detail-type': 'sluice.events',
+            time: new Date(NOW - MINUTE).toISOString(),
+            detail: {
+              workspaceId,
+              events: [optOut('opt_a_late', '555 555 0101'), optOut('opt_g_late', '+15555550202')],
+            },
+          },
+        }),
+      },
+    ];
+    const queue = {
+      receive: async (max: number) => pending.splice(0, max),
+      delete: async () => undefined,
+    };
+
+    // Act
+    const report = await eraser.erase(workspaceId, { kind: 'phone', phone: '+15555550101' });
+    const redriveAt = NOW + MINUTE;
+    const redriveWriter = new EventLogWriter({
+      ...eventTables,
+      explicitRecordedAt: 'ignore',
+      now: () => redriveAt,
+    });
+    const summary = await redriveDeadLetters(queue, redriveWriter, new Logger({ logLevel: 'SILENT' }), {
+      erasures: erasureLog,
+    });
+
+    // Assess
+    expect(report.archiveRows).toBe(4);
+    expect(await archivedIds()).toEqual(['msg_g1@-', 'opt_g']);
+    expect(summary).toMatchObject({ erased: { events: 1 } });
+    const redriven: string[] = [];
+    for await (const page of hot.readWindow(workspaceId, 'opt_out_events', redriveAt - 1, redriveAt))
+      redriven.push(...page.lines.map((line) => JSON.parse(line).id as string));
+    expect(redriven).toEqual(['opt_g_late']);
+  });
+
   it('erases by contact id, and the phone numbers its rows link', async () => {
     // Prepare
     const workspaceId = `ws_${randomUUID()}`;
