@@ -149,7 +149,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Starts polling `stream` for `handler`, as Lambda's event source mapping does. */
 export function startStreamMapping(
   stream: LocalStream,
-  handler: (event: LocalKinesisEvent) => Promise<LocalBatchResponse | undefined | void>,
+  handler: (event: LocalKinesisEvent) => Promise<LocalBatchResponse | undefined>,
   options: StreamMappingOptions,
 ): StreamMapping {
   const batchSize = options.batchSize ?? 100;
