@@ -9,7 +9,9 @@
  * 3. Units counted from those sizes (write units a KB an item, stored bytes with DynamoDB's 100 B an item,
  *    read units a 4 KB of a Query page, eventually consistent; S3 requests; buffer requests; Lambda time) and
  *    priced at the list prices printed. Measured sizes and CPU; prices and the ingest shape are assumptions,
- *    printed with the figures. Nothing here touches DynamoDB Local: `npm run bench`'s ingest part measures the
+ *    printed with the figures.
+ * 4. The buffer candidates for one-row entries (bench/buffer.ts): SQS, Kinesis provisioned and on-demand,
+ *    Firehose beside none, each priced with the store at the segment size it gives. Nothing here touches DynamoDB Local: `npm run bench`'s ingest part measures the
  *    local ingest rate of the writer (now segments) beside raw per-row BatchWriteItem.
  */
 import { fileURLToPath } from 'node:url';
@@ -30,6 +32,7 @@ import {
   segmentPutRequests,
 } from '@sluice/eventlog';
 import { PRICES as ARCHIVE_PRICES } from './archive.js';
+import { bufferCandidates, oneRowBusEvent, type PricedBuffer, printBufferBench } from './buffer.js';
 
 /** us-east-1 list prices (December 2026) beside those of the archive bench. */
 export const PRICES = {
@@ -117,6 +120,9 @@ export interface SegmentBenchFigures {
   lineBytes: number;
   codecs: CodecFigure[];
   designs: DesignCost[];
+  /** The buffer candidates for one-row entries, each with the store at its segment size. */
+  busEventBytes: number;
+  buffers: PricedBuffer[];
 }
 
 /** Generated email events of about 720 bytes, as their stored positions and lines. */
@@ -312,33 +318,35 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
   );
   designs.push(price('today: an item a row, one row an entry', todayUnits(1e6), 'an invocation a row'));
 
-  const dynamoSegments = (
+  const dynamoSegmentCost = (
     perCall: number,
     extra: { sqsRequests?: number; invocations: number },
     name: string,
     notes: string,
-  ) => {
+  ): DesignCost => {
     const s = segmentItems(rows, perCall);
     const units = s.sizes.reduce((total, size) => total + Math.ceil(size / 1024), 0);
-    const codec = chosen(perCall === 1 ? 1 : perCall >= BUFFERED_ROWS ? BUFFERED_ROWS : BATCHING_ROWS);
-    designs.push(
-      price(
-        name,
-        {
-          writeUnits: units * perMillion,
-          dynamoBytes: (s.bytes + ITEM_OVERHEAD * s.items) * perMillion,
-          readBytes: s.bytes * perMillion,
-          invocations: extra.invocations,
-          ...(extra.sqsRequests !== undefined ? { sqsRequests: extra.sqsRequests } : {}),
-          // Compressing at ingest; decompressing at each read (one export, the archive).
-          cpuSeconds: codec.compressUsPerRow + 2 * codec.decompressUsPerRow,
-          archiveReadBytes: s.bytes * perMillion,
-          archiveBytes,
-        },
-        `${notes}; ${(s.bytes / s.items / 1024).toFixed(1)} KB an item, ${((s.bytes + ITEM_OVERHEAD * s.items) / rows.length).toFixed(0)} B stored a row`,
-      ),
+    // The CPU of the nearest measured segment size at or below this one.
+    const measured = [1, 10, BATCHING_ROWS, BUFFERED_ROWS].filter((n) => n <= perCall).at(-1) ?? 1;
+    const codec = chosen(measured);
+    return price(
+      name,
+      {
+        writeUnits: units * perMillion,
+        dynamoBytes: (s.bytes + ITEM_OVERHEAD * s.items) * perMillion,
+        readBytes: s.bytes * perMillion,
+        invocations: extra.invocations,
+        ...(extra.sqsRequests !== undefined ? { sqsRequests: extra.sqsRequests } : {}),
+        // Compressing at ingest; decompressing at each read (one export, the archive).
+        cpuSeconds: codec.compressUsPerRow + 2 * codec.decompressUsPerRow,
+        archiveReadBytes: s.bytes * perMillion,
+        archiveBytes,
+      },
+      `${notes}; ${(s.bytes / s.items / 1024).toFixed(1)} KB an item, ${((s.bytes + ITEM_OVERHEAD * s.items) / rows.length).toFixed(0)} B stored a row`,
     );
   };
+  const dynamoSegments = (...args: Parameters<typeof dynamoSegmentCost>) =>
+    designs.push(dynamoSegmentCost(...args));
   // SQS: the bus sends each entry (a request), Lambda receives and deletes in batches of 10.
   const sqsPerRow = 1 + 2 / 10;
   dynamoSegments(
@@ -401,7 +409,18 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
     'S3 segments + index item, one row an entry, SQS buffer',
     `${BUFFERED_ROWS} rows an object`,
   );
-  return { rows: rows.length, lineBytes, codecs, designs };
+  // The buffers for one-row entries: each one's own price beside the store at the segments it gives.
+  const busEventBytes = Buffer.byteLength(oneRowBusEvent());
+  const buffers = bufferCandidates(busEventBytes).map((candidate) => {
+    const store = dynamoSegmentCost(
+      Math.max(1, Math.round(candidate.rowsPerSegment)),
+      { invocations: 1e6 / candidate.rowsPerInvocation },
+      candidate.name,
+      '',
+    );
+    return { ...candidate, store, total: store.total + candidate.buffer };
+  });
+  return { rows: rows.length, lineBytes, codecs, designs, busEventBytes, buffers };
 }
 
 export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) => void): void {
@@ -435,6 +454,7 @@ export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) =>
       .join(' ');
     log(`  ${d.name.padEnd(52)} ${cells}   (${d.notes})`);
   }
+  printBufferBench(f.busEventBytes, f.buffers, log);
   log(
     `  the producer's PutEvents, apart (the same in every design): ${usd(PRICES.putEventsPerMillion / BATCHING_ROWS)} per million ` +
       `rows batching ${BATCHING_ROWS} an entry, ${usd(PRICES.putEventsPerMillion, 2)} one row an entry`,

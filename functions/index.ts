@@ -11,6 +11,8 @@ export { createAuthorizerFunction } from './authorizer/function.js';
 export { readDispatchConfig } from './dispatch/config.js';
 export { createDispatchFunction } from './dispatch/function.js';
 export type { Env } from './env.js';
+export { readIngestConfig } from './ingest/config.js';
+export { createIngestFunction, type IngestDeadLetters } from './ingest/function.js';
 export { readRunControlConfig } from './run-control/config.js';
 export { createRunControlFunction } from './run-control/function.js';
 export { readWriterConfig } from './writer/config.js';

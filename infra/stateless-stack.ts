@@ -16,9 +16,11 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as destinations from 'aws-cdk-lib/aws-lambda-destinations';
+import * as eventSources from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -57,6 +59,10 @@ export function archiveLagAlarmSeconds(eventLogRetentionDays: number): number {
 
 /** How long Lambda keeps retrying an ingest event before it goes to the dead-letter queue. */
 export const INGEST_MAX_EVENT_AGE = Duration.hours(6);
+/** Records at most in one ingest invocation from the buffer (Lambda's 6 MB payload holds ~3,800 one-row entries). */
+export const INGEST_BUFFER_BATCH_SIZE = 5_000;
+/** How long the buffer's event source mapping gathers a batch (bench/buffer.ts prices this window). */
+export const INGEST_BUFFER_WINDOW_SECONDS = 60;
 
 /** Properties of {@link StatelessStack}. */
 export interface StatelessStackProps extends StackProps {
@@ -122,6 +128,11 @@ export class StatelessStack extends Stack {
    * stateful stack's queue.
    */
   public readonly ingestDeadLetters: sqs.IQueue;
+  /**
+   * The buffer between the bus and the ingest function (docs/internals.md, "The buffer between the bus and
+   * ingest"): the ingest rule's target, read by the function's event source mapping in batches.
+   */
+  public readonly ingestBuffer: kinesis.Stream;
 
   constructor(scope: Construct, id: string, props: StatelessStackProps) {
     super(scope, id, {
@@ -287,7 +298,8 @@ export class StatelessStack extends Stack {
     const ingestFunction = fn('ingest', 'IngestFunction', 'ingest', 'functions/ingest/handler.ts', {
       description: 'Sluice ingest: bus events into the event log',
       memorySize: 512,
-      timeout: Duration.seconds(30),
+      // A buffer batch: up to a few thousand bus events of up to a few hundred workspaces.
+      timeout: Duration.minutes(2),
     });
     // Batched writes (puts, and deletes of subscribers), retrying unprocessed items; and the current rows of
     // message_events and project_summary: a consistent read of the state, then the state and its emitted rows
@@ -312,9 +324,36 @@ export class StatelessStack extends Stack {
       maxEventAge: INGEST_MAX_EVENT_AGE,
       onFailure: new destinations.SqsDestination(this.ingestDeadLetters),
     });
+    // The buffer: one provisioned shard (1,000 records or 1 MB a second, ten times the issue's 200 million a
+    // month), 24 hours of records. The event source mapping gathers a batch for up to a minute (segments of many
+    // rows when producers send one row an entry), retries from the first record the function reports failed,
+    // halves a batch that throws, and after 2 retries discards it with an on-failure record (sequence numbers
+    // only) to the dead-letter queue. The function itself sends a bus event it could not write after 3 attempts
+    // to the queue whole, in the format `sluice events redrive` reads.
+    this.ingestBuffer = new kinesis.Stream(this, 'IngestBuffer', {
+      streamMode: kinesis.StreamMode.PROVISIONED,
+      shardCount: 1,
+      retentionPeriod: Duration.hours(24),
+      encryption: kinesis.StreamEncryption.MANAGED,
+    });
+    ingestFunction.addEventSource(
+      new eventSources.KinesisEventSource(this.ingestBuffer, {
+        startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+        batchSize: INGEST_BUFFER_BATCH_SIZE,
+        maxBatchingWindow: Duration.seconds(INGEST_BUFFER_WINDOW_SECONDS),
+        bisectBatchOnError: true,
+        retryAttempts: 2,
+        reportBatchItemFailures: true,
+        maxRecordAge: INGEST_MAX_EVENT_AGE,
+        parallelizationFactor: 1,
+        onFailure: new eventSources.SqsDlq(this.ingestDeadLetters),
+      }),
+    );
+    this.ingestDeadLetters.grantSendMessages(ingestFunction);
+    ingestFunction.addEnvironment('SLUICE_INGEST_DEAD_LETTER_QUEUE_URL', this.ingestDeadLetters.queueUrl);
     new events.Rule(this, 'IngestRule', {
       description:
-        'Sluice events and subscriber changes of a workspace (source sluice.workspace.<id>) go to the ingest function',
+        'Sluice events and subscriber changes of a workspace (source sluice.workspace.<id>) go to the ingest buffer',
       eventBus: props.eventBus,
       eventPattern: {
         account: [this.account, ...(props.producerAccounts ?? [])],
@@ -322,7 +361,8 @@ export class StatelessStack extends Stack {
         detailType: [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE],
       },
       targets: [
-        new targets.LambdaFunction(ingestFunction, {
+        new targets.KinesisStream(this.ingestBuffer, {
+          partitionKeyPath: '$.detail.workspaceId',
           deadLetterQueue: this.ingestDeadLetters,
           retryAttempts: 8,
           maxEventAge: Duration.hours(24),

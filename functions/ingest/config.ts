@@ -12,6 +12,8 @@ export const ingestEnvironment = z.object({
   SLUICE_CONTROL_TABLE: requiredVariable,
   /** The deployment stage: the `Stage` dimension of the ingest metrics. */
   SLUICE_STAGE: z.string().optional(),
+  /** The ingest dead-letter queue: bus events of the buffer given up after their attempts go there. */
+  SLUICE_INGEST_DEAD_LETTER_QUEUE_URL: z.string().optional(),
   /** Days events are kept after they are recorded: a whole number from 1, else 35 days. */
   SLUICE_EVENT_RETENTION_DAYS: z.string().optional(),
 });
@@ -22,6 +24,8 @@ export interface IngestConfig {
   subscribersTable: string;
   controlTable: string;
   stage?: string;
+  /** The ingest dead-letter queue's URL (absent: a bus event given up fails its batch instead). */
+  deadLetterQueueUrl?: string;
   /** Seconds events are kept after they are recorded. */
   retentionSeconds: number;
 }
@@ -34,6 +38,9 @@ export function readIngestConfig(env: Env): IngestConfig {
     subscribersTable: vars.SLUICE_SUBSCRIBERS_TABLE,
     controlTable: vars.SLUICE_CONTROL_TABLE,
     ...(vars.SLUICE_STAGE ? { stage: vars.SLUICE_STAGE } : {}),
+    ...(vars.SLUICE_INGEST_DEAD_LETTER_QUEUE_URL
+      ? { deadLetterQueueUrl: vars.SLUICE_INGEST_DEAD_LETTER_QUEUE_URL }
+      : {}),
     retentionSeconds: parseEventRetentionDays(vars.SLUICE_EVENT_RETENTION_DAYS),
   };
 }

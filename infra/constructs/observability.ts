@@ -547,6 +547,19 @@ export class SluiceObservability extends Construct {
           comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
           treatMissingData: missing.NOT_BREACHING,
         }),
+      // The buffer's age: how far behind the newest record the event source mapping reads (Lambda's IteratorAge).
+      IngestBufferAge: props.ingestFunction
+        .metric('IteratorAge', { period: fiveMinutes, statistic: 'Maximum' })
+        .createAlarm(this, 'IngestBufferAge', {
+          alarmDescription:
+            `The oldest bus event in the ingest buffer (the Kinesis stream) waited more than ${props.ingestLagAlarmMinutes} ` +
+            'minutes, for 10 minutes (failures being retried, throttles, a batch too slow): records expire after ' +
+            '6 hours. docs/runbook.md, "IngestBufferAge".',
+          threshold: lagSeconds * 1000,
+          evaluationPeriods: 2,
+          comparisonOperator: alarm.GREATER_THAN_THRESHOLD,
+          treatMissingData: missing.NOT_BREACHING,
+        }),
       IngestLag: ingestMetric(INGEST_METRICS.lag, {
         stage,
         statistic: 'p90',

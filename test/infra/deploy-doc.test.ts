@@ -79,7 +79,8 @@ describe('docs/deploy.md: the walk-through', () => {
   it("puts the producer example's event under a source and detail-type the synthesized ingest rule takes", () => {
     // Prepare
     const example = producerExample();
-    const ingestId = logicalIdOf(built.stateless.functions.ingest);
+    // The ingest rule's target: the buffer the ingest function reads.
+    const ingestId = logicalIdOf(built.stateless.ingestBuffer);
     const rules = Object.values(
       built.statelessTemplate.findResources('AWS::Events::Rule') as Record<
         string,

@@ -48,7 +48,8 @@ const DEAD_LETTERS_TARGET = /^\[\{"Arn":\{"Fn::GetAtt":\["IngestDeadLetters","Ar
 
 /** The rules an entry matches, by where they send it. */
 function destinations(sample: SampleEntry): string[] {
-  const ingestId = logicalIdOf(built.stateless.functions.ingest);
+  // The ingest rule's target is the buffer the ingest function reads.
+  const ingestId = logicalIdOf(built.stateless.ingestBuffer);
   return rules
     .filter((rule) => matchesPattern(rule.pattern, sample))
     .map((rule) => {

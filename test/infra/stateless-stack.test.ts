@@ -42,6 +42,7 @@ function resourceLabel(resource: unknown): string {
     [/SecretsKeyArn/, 'secretsKey'],
     [/FunctionLogs[0-9A-F]{8}/, 'ownLogGroup'],
     [/IngestDeadLetters/, 'deadLetters'],
+    [/IngestBuffer[0-9A-F]{8}/, 'buffer'],
     [/EventBusArn/, 'eventBus'],
     [/ArchiveBucket.*archive\/\*/, 'archive/*'],
     [/ArchiveBucket/, 'archiveBucket'],
@@ -127,8 +128,20 @@ describe('stateless stack: least privilege', () => {
         subscribers: ['dynamodb:BatchWriteItem'],
         // Rejected rows and envelopes, kept with their reasons.
         control: ['dynamodb:PutItem'],
-        // The on-failure destination: Lambda sends the failed event with the function's role.
+        // The on-failure destinations (Lambda sends with the function's role) and the bus events the function
+        // gives up, sent by itself.
         deadLetters: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'],
+        // The buffer's event source mapping reads with the function's role (CDK's grant for a Kinesis source).
+        buffer: [
+          'kinesis:DescribeStream',
+          'kinesis:DescribeStreamConsumer',
+          'kinesis:DescribeStreamSummary',
+          'kinesis:GetRecords',
+          'kinesis:GetShardIterator',
+          'kinesis:ListShards',
+          'kinesis:ListStreams',
+          'kinesis:SubscribeToShard',
+        ],
       },
     ],
     [
@@ -330,6 +343,7 @@ describe('stateless stack: functions', () => {
         'SLUICE_CONTROL_TABLE',
         'SLUICE_EVENTS_TABLE',
         'SLUICE_EVENT_RETENTION_DAYS',
+        'SLUICE_INGEST_DEAD_LETTER_QUEUE_URL',
         'SLUICE_SUBSCRIBERS_TABLE',
       ],
     ],
@@ -564,7 +578,7 @@ describe('stateless stack: workflows, schedule and ingestion', () => {
     expect(startOnExportRun).toHaveLength(1);
   });
 
-  it('routes this account’s sluice.events and sluice.subscribers on the Sluice bus to the ingest function, with a dead-letter queue', () => {
+  it('routes this account’s sluice.events and sluice.subscribers on the Sluice bus to the ingest buffer, with a dead-letter queue', () => {
     // Act
     const [rule] = Object.values(
       t.findResources('AWS::Events::Rule', { Properties: { EventBusName: Match.anyValue() } }),
@@ -577,12 +591,42 @@ describe('stateless stack: workflows, schedule and ingestion', () => {
       EventPattern: { account: ['111111111111'], 'detail-type': ['sluice.events', 'sluice.subscribers'] },
       Targets: [
         Match.objectLike({
-          Arn: { 'Fn::GetAtt': [logicalIdOf(built.stateless.functions.ingest), 'Arn'] },
+          Arn: { 'Fn::GetAtt': [logicalIdOf(built.stateless.ingestBuffer), 'Arn'] },
+          KinesisParameters: { PartitionKeyPath: '$.detail.workspaceId' },
           DeadLetterConfig: { Arn: Match.anyValue() },
           RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 86_400 },
         }),
       ],
     });
+  });
+});
+
+describe('stateless stack: the ingest buffer', () => {
+  it('reads the buffer in batches: a window, bisect on error, 2 retries, partial batch failures, on-failure to the ingest dead-letter queue', () => {
+    // Assess
+    t.hasResourceProperties('AWS::Kinesis::Stream', { ShardCount: 1, RetentionPeriodHours: 24 });
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: logicalIdOf(built.stateless.functions.ingest) },
+      EventSourceArn: { 'Fn::GetAtt': [logicalIdOf(built.stateless.ingestBuffer), 'Arn'] },
+      MaximumBatchingWindowInSeconds: 60,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 2,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      DestinationConfig: { OnFailure: { Destination: Match.anyValue() } },
+    });
+    const ingest = Object.values(
+      t.findResources('AWS::Lambda::Function', {
+        Properties: { Environment: { Variables: { SLUICE_INGEST_DEAD_LETTER_QUEUE_URL: Match.anyValue() } } },
+      }),
+    );
+    expect(ingest).toHaveLength(1);
+  });
+
+  it('alarms on the age of the oldest record in the buffer (IteratorAge)', () => {
+    expect(
+      (built.stateless.observability.alarms.IngestBufferAge?.node.defaultChild as { metricName?: string })
+        ?.metricName,
+    ).toBe('IteratorAge');
   });
 });
 
@@ -604,6 +648,7 @@ describe('stateless stack: alarms and outputs', () => {
       'ExportLag',
       'ExportRunTimeouts',
       'IngestAsyncEventAge',
+      'IngestBufferAge',
       'IngestDeadLetterAge',
       'IngestDeadLetters',
       'IngestErrors',

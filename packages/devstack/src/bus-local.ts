@@ -9,6 +9,7 @@ import { appendFile, mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
+import type { LocalStream } from './stream-local.js';
 
 /** PutEvents takes at most 10 entries a call. */
 const MAX_ENTRIES = 10;
@@ -25,8 +26,32 @@ export interface LocalBusEvent {
   detail: unknown;
 }
 
+/** A rule of the local bus: events of a source prefix and detail-types go to a stream. */
+export interface LocalBusRule {
+  sourcePrefix: string;
+  detailTypes: readonly string[];
+  target: LocalStream;
+}
+
+/** An accepted event as EventBridge hands it to a target. */
+export function targetEvent(event: LocalBusEvent): Record<string, unknown> {
+  return {
+    version: '0',
+    id: event.id,
+    'detail-type': event.detailType,
+    source: event.source,
+    account: '000000000000',
+    time: event.time,
+    region: 'us-east-1',
+    resources: [],
+    detail: event.detail,
+  };
+}
+
 /** Options of {@link startBusLocal}. */
 export interface BusLocalOptions {
+  /** Rules delivering matching events to streams. @default none */
+  rules?: readonly LocalBusRule[];
   /** Port on 127.0.0.1; 0 picks a free one. @default 0 */
   port?: number;
   /** Appends each accepted event here as one JSON line. @default - memory only */
@@ -130,6 +155,17 @@ export async function startBusLocal(options: BusLocalOptions = {}): Promise<BusL
       const results = entries.map(accept);
       const events = results.filter((result): result is LocalBusEvent => 'id' in result);
       accepted.push(...events);
+      for (const event of events) {
+        for (const rule of options.rules ?? []) {
+          if (!event.source.startsWith(rule.sourcePrefix) || !rule.detailTypes.includes(event.detailType))
+            continue;
+          const workspaceId = (event.detail as { workspaceId?: unknown } | null)?.workspaceId;
+          rule.target.put(
+            JSON.stringify(targetEvent(event)),
+            typeof workspaceId === 'string' ? workspaceId : event.source,
+          );
+        }
+      }
       if (options.file !== undefined && events.length > 0) {
         await appendFile(options.file, events.map((event) => `${JSON.stringify(event)}\n`).join(''));
       }

@@ -14,4 +14,5 @@ export * from './s3-local.js';
 export * from './scheduler.js';
 export * from './services.js';
 export * from './stepfunctions.js';
+export * from './stream-local.js';
 export * from './template.js';

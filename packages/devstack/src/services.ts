@@ -1,7 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE, WORKSPACE_SOURCE_PREFIX } from '@sluice/eventlog';
 import { type BusLocal, startBusLocal } from './bus-local.js';
+import { LocalStream } from './stream-local.js';
 import { type DynamoDbLocal, startDynamoDbLocal } from './dynamodb-local.js';
 import { type KmsLocal, LOCAL_ACCOUNT_ID, startKmsLocal } from './kms-local.js';
 import { createLocalTables, LOCAL_TABLE_NAMES, localDynamoDbClient } from './local-tables.js';
@@ -73,8 +75,10 @@ export interface LocalServices {
   dynamodb: DynamoDbLocal;
   s3: S3Local;
   kms: KmsLocal;
-  /** The event bus stand-in: records what the engine puts on the bus. */
+  /** The event bus stand-in: records what the engine puts on the bus; its ingest rule feeds `ingestBuffer`. */
   bus: BusLocal;
+  /** The ingest buffer: producers' bus events, for an event source mapping ({@link startStreamMapping}). */
+  ingestBuffer: LocalStream;
   /** The variables to put in `process.env` (or a child's environment). */
   env: LocalServicesEnv;
   /** Stops all four (and removes the temporary folder, if one was made). Safe to call twice. */
@@ -99,6 +103,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     return value;
   };
 
+  const ingestBuffer = new LocalStream();
   const results = await Promise.allSettled([
     timed('DynamoDB Local', () =>
       startDynamoDbLocal({
@@ -117,6 +122,14 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     timed('local bus', () =>
       startBusLocal({
         port: options.ports?.bus ?? 0,
+        // The ingest rule of the stateless stack: a workspace's events and subscribers into the buffer.
+        rules: [
+          {
+            sourcePrefix: WORKSPACE_SOURCE_PREFIX,
+            detailTypes: [EVENTS_DETAIL_TYPE, SUBSCRIBERS_DETAIL_TYPE],
+            target: ingestBuffer,
+          },
+        ],
         ...(options.dataDir ? { file: join(dataDir, 'bus-events.jsonl') } : {}),
       }),
     ),
@@ -149,6 +162,7 @@ export async function startLocalServices(options: LocalServicesOptions = {}): Pr
     s3,
     kms,
     bus,
+    ingestBuffer,
     env: {
       SLUICE_CONTROL_TABLE: LOCAL_TABLE_NAMES.control,
       SLUICE_EVENTS_TABLE: LOCAL_TABLE_NAMES.events,

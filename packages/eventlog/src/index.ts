@@ -1,5 +1,6 @@
 export * from './batch.js';
 export * from './bus.js';
+export * from './bus-batch.js';
 export * from './client.js';
 export * from './export-positions.js';
 export * from './generate.js';

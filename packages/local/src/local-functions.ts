@@ -12,6 +12,8 @@ import {
   createArchiveFunction,
   createAuthorizerFunction,
   createDispatchFunction,
+  createIngestFunction,
+  type IngestDeadLetters,
   createRunControlFunction,
   createWriterFunction,
   type Env,
@@ -19,6 +21,7 @@ import {
   readArchiveConfig,
   readAuthorizerConfig,
   readDispatchConfig,
+  readIngestConfig,
   readRunControlConfig,
   readWriterConfig,
 } from '@sluice/functions';
@@ -70,6 +73,11 @@ export function localWorkflowFunctions(env: Env = process.env) {
 /** The archive compaction function, built for the local runtime (the scheduler runs it every 15 minutes). */
 export function localArchiveFunction(env: Env = process.env) {
   return createArchiveFunction(readArchiveConfig(env), localArchive(env));
+}
+
+/** The ingest function, built for the local runtime: the buffer's event source mapping invokes it. */
+export function localIngestFunction(deadLetters: IngestDeadLetters, env: Env = process.env) {
+  return createIngestFunction(readIngestConfig(env), { deadLetters });
 }
 
 /** Options of {@link localWorkflows}: those of `LocalWorkflows`, with the app's definitions and handlers by default. */

@@ -243,6 +243,30 @@ async function main(): Promise<void> {
       archive: { run: () => compact({}), intervalMs: 15 * 60_000 },
     });
     started.push({ name: 'scheduler', stop: () => scheduler.stop() });
+    // Producers' bus events (PutEvents to AWS_ENDPOINT_URL_EVENTBRIDGE): the ingest rule puts them on the local
+    // buffer; its event source mapping invokes the ingest function as in AWS (a minute's window in AWS, 2 s here).
+    // A bus event given up after its attempts is printed and kept in memory (there is no local SQS to redrive).
+    const { localIngestFunction } = await import('./local-functions.js');
+    const { MemoryDeadLetterQueue, startStreamMapping } = await import('@sluice/devstack');
+    const ingestDeadLetters = new MemoryDeadLetterQueue();
+    const ingest = localIngestFunction({
+      send: async (body) => {
+        print(`  ingest: a bus event could not be written, kept as a dead letter: ${body.slice(0, 200)}`);
+        await ingestDeadLetters.send(body);
+      },
+    });
+    const mapping = startStreamMapping(
+      services.ingestBuffer,
+      async (event) => (await ingest(event as never)) as { batchItemFailures?: { itemIdentifier: string }[] },
+      {
+        batchSize: 5_000,
+        batchingWindowMs: 2_000,
+        maxRetryAttempts: 2,
+        onFailure: async (record) =>
+          print(`  ingest: a buffer batch was discarded: ${JSON.stringify(record.KinesisBatchInfo)}`),
+      },
+    );
+    started.push({ name: 'ingest buffer', stop: () => mapping.stop() });
 
     const local: LocalJson = {
       apiUrl,
