@@ -222,7 +222,6 @@ export async function runWriterBench(
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
   // nextRunAt null: the destination is off the due index, so no scheduler runs it beside the bench.

@@ -130,7 +130,6 @@ async function destinationOf(overrides: Partial<Destination> = {}): Promise<Dest
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: new Date(NOW - 60_000).toISOString(),
     ...overrides,
   };

@@ -102,7 +102,6 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
     ...overrides,
   });

@@ -102,7 +102,6 @@ async function createDestination(
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
 }
