@@ -1,28 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import {
-  BackfillStore,
-  ControlStore,
-  CursorStore,
-  LeaseStore,
-  OrganizationStore,
-  RunStateStore,
-  RunStore,
-} from '@sluice/control';
+import { ControlStore, CursorStore, OrganizationStore } from '@sluice/control';
 import {
   type Backfill,
   backfillRange,
   DAY_MS,
   type Destination,
   HOUR_MS,
-  newDestination,
   type ChildLink,
   startOfUtcDay,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateDatasetRows } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables, localBucketOrigins } from '../../../test/helpers/tables.js';
 import { commitRun } from './commit.js';
+import { engineHarness } from './engine-harness.test-support.js';
 import {
   type BucketWriterFactory,
   CHILDREN_WRITTEN_AT_ONCE,
@@ -32,14 +23,12 @@ import {
 import { needsRun } from './dispatch.js';
 import {
   expectManifestMatchesBucket,
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
   listKeys,
   listManifestKeys,
   readBytes,
   readLines,
 } from './local-bucket.test-support.js';
-import type { ItemResult, RunRef, RunTrigger, WindowResult, WorkItem } from './payloads.js';
+import type { ItemResult, RunRef, RunTrigger, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { writeWindow } from './write.js';
 
@@ -51,9 +40,6 @@ import { writeWindow } from './write.js';
  */
 
 const MINUTE_MS = 60_000;
-const controlStore = new ControlStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
-const backfills = new BackfillStore(controlTable);
 const RETENTION_MS = 35 * DAY_MS;
 /** A UTC midnight two days ago: the rows lie in its first ten hours. */
 const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
@@ -79,58 +65,29 @@ async function linkChild(childId: string, linkedMs: number, unlinkedMs: number |
   else links.push(link);
 }
 
-function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: new CursorStore(controlTable),
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    runState: new RunStateStore(controlTable),
-    backfills,
-    sealer,
-    organizations,
-    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
-    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
-    now: () => new Date(nowMs),
-    ...overrides,
-  };
-}
+const harness = engineHarness({ workspaceId: PARENT, folder: 'orgs-test', eventRetentionMs: RETENTION_MS });
+const { deps, controlStore, backfills } = harness;
 
+/** An export of the parent's click events with the children given, stored; `prefix`: its path prefix. */
 async function createDestination(options: {
   childOrganizations: string[];
   addedAt?: Record<string, string>;
   createdMs?: number;
 }): Promise<Destination & { prefix: string }> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
   const createdMs = options.createdMs ?? DAY0 - HOUR_MS;
   const startFrom = new Date(createdMs).toISOString();
-  const destination: Destination = {
-    ...newDestination({
-      workspaceId: PARENT,
-      id,
-      name: 'organisations test',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `orgs-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId: PARENT, destinationId: id }),
-      datasets: ['click_events'],
-      frequency: 'hourly',
-      startFrom,
-      now: new Date(createdMs),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    childOrganizations: options.childOrganizations,
-    childOrganizationsAddedAt:
-      options.addedAt ?? Object.fromEntries(options.childOrganizations.map((entry) => [entry, startFrom])),
-  };
-  await controlStore.createDestination(destination);
-  return { ...destination, prefix: `orgs-test/${id}` };
+  const destination = await harness.createDestination({
+    name: 'organisations test',
+    datasets: ['click_events'],
+    startFrom,
+    createdMs,
+    stored: {
+      childOrganizations: options.childOrganizations,
+      childOrganizationsAddedAt:
+        options.addedAt ?? Object.fromEntries(options.childOrganizations.map((entry) => [entry, startFrom])),
+    },
+  });
+  return { ...destination, prefix: destination.pathPrefix };
 }
 
 async function runUntilDone(
@@ -139,19 +96,7 @@ async function runUntilDone(
   trigger: RunTrigger = 'schedule',
   overrides: Partial<EngineDeps> = {},
 ): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    const planned = await claimAndPlan(
-      { workspaceId: PARENT, destinationId: destination.id, trigger, executionId: randomUUID() },
-      deps(nowMs, overrides),
-    );
-    if (planned.outcome !== 'planned' || planned.run === undefined) return;
-    const results: WindowResult[] = [];
-    for (const item of planned.items ?? []) {
-      results.push(await writeWindow({ run: planned.run, item }, deps(nowMs, overrides)));
-    }
-    const committed = await commitRun({ run: planned.run, results }, deps(nowMs, overrides));
-    if (!committed.runAgain) return;
-  }
+  await harness.runUntilDone(destination, { nowMs, trigger, overrides, maxRuns: 20 });
 }
 
 /** The click ids of the files under `prefix`, per `organization_id=` folder, and each row's own `organization_id`. */
