@@ -136,7 +136,8 @@ export const noArchive: Pick<ArchiveCursorStore, 'get'> = { get: async () => und
  * point must inject. {@link engineDeps} checks them where the engine is built.
  */
 export const ENGINE_NEEDS = {
-  claimAndPlan: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills'],
+  // organizations: the links of an export that includes children (linksOf), also for a backfill's plan.
+  claimAndPlan: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills', 'organizations'],
   commitRun: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
   recordFailure: ['controlStore', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
   findDueDestinations: [
@@ -148,6 +149,8 @@ export const ENGINE_NEEDS = {
     'backfills',
     'dueIndex',
     'eventSource',
+    // A parent's children asked for new rows (needsRun).
+    'organizations',
   ],
   writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource'],
 } as const satisfies Record<string, readonly (keyof EngineDeps)[]>;
