@@ -16,6 +16,31 @@ describe('engineDeps', () => {
     );
   });
 
+  it("asks for the organisation store where a parent export's links are read: ClaimAndPlan and Dispatch", () => {
+    // Prepare: every other store the two use cases need
+    const stores: Partial<EngineDeps> = {
+      controlStore: present,
+      leases: present,
+      cursors: present,
+      runs: present,
+      runState: present,
+      backfills: present,
+      dueIndex: present,
+      eventSource: present,
+    };
+    // Act + Assess: linksOf (planning, a backfill's plan) and needsRun (Dispatch) read organizations
+    expect(() => engineDeps(stores, ['claimAndPlan', 'findDueDestinations'])).toThrow(
+      'The engine needs organizations (claimAndPlan, findDueDestinations): ' +
+        'the entry point builds them from its configuration.',
+    );
+    expect(
+      engineDeps({ ...stores, organizations: present }, ['claimAndPlan', 'findDueDestinations']),
+    ).toEqual({
+      ...stores,
+      organizations: present,
+    });
+  });
+
   it('returns the injected dependencies when each needed one is there; the defaults stay optional', () => {
     // Prepare
     const injected: Partial<EngineDeps> = {

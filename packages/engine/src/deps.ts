@@ -88,6 +88,12 @@ export interface EngineDeps {
  */
 export const ORGANIZATION_CHECKS_AT_ONCE = 8;
 
+/**
+ * Child organisations with rows whose files a writer writes at once (each its own read and upload), so a span
+ * with many busy children is not written one child after the other.
+ */
+export const CHILDREN_WRITTEN_AT_ONCE = 4;
+
 /** The link history an export's choice of children is resolved against: none when it includes no children. */
 export async function linksOf(
   destination: OrganizationChoice,
@@ -130,7 +136,8 @@ export const noArchive: Pick<ArchiveCursorStore, 'get'> = { get: async () => und
  * point must inject. {@link engineDeps} checks them where the engine is built.
  */
 export const ENGINE_NEEDS = {
-  claimAndPlan: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills'],
+  // organizations: the links of an export that includes children (linksOf), also for a backfill's plan.
+  claimAndPlan: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills', 'organizations'],
   commitRun: ['controlStore', 'leases', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
   recordFailure: ['controlStore', 'cursors', 'runs', 'runState', 'backfills', 'notices'],
   findDueDestinations: [
@@ -142,6 +149,8 @@ export const ENGINE_NEEDS = {
     'backfills',
     'dueIndex',
     'eventSource',
+    // A parent's children asked for new rows (needsRun).
+    'organizations',
   ],
   writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource'],
 } as const satisfies Record<string, readonly (keyof EngineDeps)[]>;

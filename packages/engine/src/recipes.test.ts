@@ -3,7 +3,6 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ControlStore, CursorStore, LeaseStore, RunStateStore, RunStore } from '@sluice/control';
 import {
   type Dataset,
   DATASETS,
@@ -13,23 +12,17 @@ import {
   type ExportFormat,
   HOUR_MS,
   type Layout,
-  newDestination,
   PARQUET_COLUMNS,
   type RecipeInput,
   recipesFor,
   startOfUtcDay,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import nodeSqlParser from 'node-sql-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
-import { commitRun } from './commit.js';
-import { createBucketWriterFactory, type EngineDeps } from './deps.js';
-import { LOCAL_BUCKET, LOCAL_S3_ENDPOINT, listKeys, readBytes } from './local-bucket.test-support.js';
-import type { WindowResult } from './payloads.js';
-import { claimAndPlan } from './plan.js';
-import { writeWindow } from './write.js';
+import { eventTables } from '../../../test/helpers/tables.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import { LOCAL_BUCKET, listKeys, readBytes } from './local-bucket.test-support.js';
 
 /**
  * The reading recipes (issue 25, item 5), generated from the dataset columns the files are written with:
@@ -40,8 +33,6 @@ import { writeWindow } from './write.js';
  * WITH PARTITION COLUMNS/OPTIONS, and the Databricks Auto Loader (PySpark).
  */
 
-const controlStore = new ControlStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
 const workspaceId = `ws_${randomUUID()}`;
 const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
 const NOW = DAY0 + 6 * HOUR_MS + 5 * 60_000;
@@ -51,58 +42,19 @@ let folder: string;
 let instance: DuckDBInstance;
 let connection: DuckDBConnection;
 
-function deps(): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: new CursorStore(controlTable),
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    runState: new RunStateStore(controlTable),
-    sealer,
-    eventSource: new EventLogReader({ ...eventTables, now: () => NOW }),
-    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    settings: { runBudgetMs: 180_000, eventRetentionMs: 35 * DAY_MS },
-    now: () => new Date(NOW),
-  };
-}
+const harness = engineHarness({ workspaceId, folder: 'recipes-test', nowMs: NOW });
 
 /** An export of `layout` and `format` on the local bucket, run until done, its files copied under `folder`. */
 async function exported(layout: Layout, format: ExportFormat): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  const destination = await controlStore.createDestination({
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'recipes',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `recipes-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: layout === 'run_hour' ? [...EVENTS] : [...EVENTS, 'subscribers'],
-      frequency: 'hourly',
-      startFrom: new Date(DAY0 - 1).toISOString(),
-      fileFormat: format === 'parquet' ? { format, compression: 'snappy' } : { format, compression: 'gzip' },
-      ...(layout === 'run_hour' ? { layout, schedule: { minute: 5 } } : {}),
-      now: new Date(DAY0 - HOUR_MS),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
+  const destination = await harness.createDestination({
+    name: 'recipes',
+    datasets: layout === 'run_hour' ? [...EVENTS] : [...EVENTS, 'subscribers'],
+    startFrom: new Date(DAY0 - 1).toISOString(),
+    fileFormat: format === 'parquet' ? { format, compression: 'snappy' } : { format, compression: 'gzip' },
+    ...(layout === 'run_hour' ? { layout, schedule: { minute: 5 } } : {}),
+    createdMs: DAY0 - HOUR_MS,
   });
-  for (let i = 0; i < 10; i++) {
-    const planned = await claimAndPlan(
-      { workspaceId, destinationId: id, trigger: 'schedule', executionId: randomUUID() },
-      deps(),
-    );
-    if (planned.outcome !== 'planned' || planned.run === undefined) break;
-    const results: WindowResult[] = [];
-    for (const item of planned.items ?? [])
-      results.push(await writeWindow({ run: planned.run, item }, deps()));
-    if (!(await commitRun({ run: planned.run, results }, deps())).runAgain) break;
-  }
+  await harness.runUntilDone(destination, { maxRuns: 10 });
   for (const key of await listKeys(destination.pathPrefix)) {
     const path = join(folder, key);
     await mkdir(dirname(path), { recursive: true });

@@ -1,20 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { ControlStore, CursorStore, LeaseStore, progressKey, RunStore } from '@sluice/control';
-import { eventFileKey, type EventDataset, newDestination, spanWindows, windowKey } from '@sluice/core';
+import { CursorStore, LeaseStore, progressKey } from '@sluice/control';
+import { eventFileKey, type EventDataset, spanWindows, windowKey } from '@sluice/core';
 import { type EventSource, EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
-import {
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
-  listKeys,
-  readBytes,
-  readLines,
-} from './local-bucket.test-support.js';
+import type { BucketWriterFactory, EngineDeps } from './deps.js';
+import { listKeys, readBytes, readLines } from './local-bucket.test-support.js';
 import type { RunRef, WorkItem } from './payloads.js';
 import { writeWindow } from './write.js';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import { controlTable, eventTables } from '../../../test/helpers/tables.js';
 
 /**
  * A span of sub-hour windows is read from the event log in one pass and cut into windows by recorded time;
@@ -26,9 +20,9 @@ const QUARTER_MS = 15 * 60_000;
 const HOUR_START = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000;
 const workspaceId = `ws_${randomUUID()}`;
 const dataset: EventDataset = 'email_events';
-const sealer = new SecretSealer(kmsKey);
 const cursors = new CursorStore(controlTable);
-const controlStore = new ControlStore(controlTable);
+const harness = engineHarness({ workspaceId, folder: 'span-read-test' });
+const { bucketWriterFactory: localBucketWriterFactory } = harness;
 /** Four 15-minute windows of one hour: rows in the first, second and fourth, none in the third. */
 const item: Extract<WorkItem, { kind: 'events' }> = {
   dataset,
@@ -64,28 +58,13 @@ async function ingest(): Promise<void> {
 
 /** A destination and a run holding its lease. */
 async function leasedRun(): Promise<RunRef> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  const destination = await controlStore.createDestination({
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'Span read test',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `span-read-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: [dataset],
-      frequency: 'every_15_minutes',
-      startFrom: new Date(item.fromMs).toISOString(),
-      now: new Date(item.fromMs),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    exportedThrough: {},
+  const destination = await harness.createDestination({
+    name: 'Span read test',
+    datasets: [dataset],
+    frequency: 'every_15_minutes',
+    startFrom: new Date(item.fromMs).toISOString(),
   });
+  const id = destination.id;
   const runId = `run_${randomUUID().slice(0, 8)}`;
   const lease = await new LeaseStore(controlTable).claim({
     workspaceId,
@@ -125,20 +104,9 @@ function countingSource(): { source: EventSource; calls: () => number } {
   };
 }
 
-/** The S3 writer with the local bucket exempt from the endpoint rules. */
-const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
-
+/** The engine on the local services, on the real clock (the run's lease is a real one). */
 function deps(overrides: Partial<EngineDeps>): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors,
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    sealer,
-    bucketWriterFactory: localBucketWriterFactory,
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    ...overrides,
-  };
+  return harness.deps(Date.now(), overrides);
 }
 
 describe('writeWindow over a span of 15-minute windows', () => {
