@@ -41,6 +41,7 @@ import {
 } from '@sluice/core';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
 import { assertWorkspaceId, EVENT_SHARDS, eventSk, shardOf } from './keys.js';
+import { recordPerRowUntil } from './per-row-until.js';
 import { type SegmentRow, segmentPutRequests } from './segments.js';
 
 /** How a current-row dataset decides: a message's changes, or a project's completion. */
@@ -321,6 +322,7 @@ export class CurrentRowStore {
     const segments = segmentPutRequests(workspaceId, spec.dataset as Dataset, emitted, expiresAt, this.now());
     for (const request of segments)
       items.push({ Put: { TableName: this.table, Item: request.PutRequest!.Item! } });
+    if (segments.length > 0) await recordPerRowUntil(this.client, this.table, workspaceId, this.now());
     if (items.length === 1) {
       await this.client.send(new PutItemCommand(items[0]!.Put!));
       return;
