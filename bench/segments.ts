@@ -539,5 +539,14 @@ export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) =>
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  printSegmentBench(runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000)), console.log);
+  const figures = runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000));
+  printSegmentBench(figures, console.log);
+  if (process.env.BENCH_SEGMENT_LOCAL !== '0') {
+    const { runSegmentLocalBench, printSegmentLocalBench } = await import('./segments-local.js');
+    const rows = Number(process.env.BENCH_SEGMENT_LOCAL_ROWS ?? 20_000);
+    printSegmentLocalBench(await runSegmentLocalBench({ rows, log: console.log }), console.log, {
+      designs: figures.designs,
+      lambdaPerMillionInvocations: PRICES.lambdaPerMillionInvocations,
+    });
+  }
 }
