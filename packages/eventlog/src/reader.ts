@@ -6,8 +6,10 @@
  * shards). The reader walks the hours in order; inside an hour it queries the segments that may hold rows of the
  * window and every shard (Query pages, `SK BETWEEN`, each next page fetched while the current one is merged) and
  * merges them by position, `<recordedAtMs>#<id>`: recorded time, ties broken by id; a position held twice is
- * read once, from the segment (the later write). Memory holds at most two pages per cursor, the segments open
- * at the merge's current time, and one output page, whatever the window's size.
+ * read once, from the segment (the later write). The shards are queried only for hours beginning by the
+ * workspace's per-row marker (per-row-until.ts), when it has one: no per-row item is recorded after it. Memory
+ * holds at most two pages per cursor, the segments open at the merge's current time, and one output page,
+ * whatever the window's size.
  *
  * Lines are taken from the low-level `{ S }` attribute as they are: no unmarshalling, no re-serializing.
  *
