@@ -102,8 +102,18 @@ async function main(): Promise<void> {
 async function benches(services: LocalServices | undefined): Promise<void> {
   if (!skip.has('segments')) {
     log('Event log segments: codecs, item sizes and the hot log priced per million 720-byte rows');
-    const { runSegmentBench, printSegmentBench } = await import('./segments.js');
-    printSegmentBench(runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000)), log);
+    const { runSegmentBench, printSegmentBench, PRICES } = await import('./segments.js');
+    const figures = runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000));
+    printSegmentBench(figures, log);
+    if (process.env.BENCH_SEGMENT_LOCAL !== '0') {
+      log('  local ingest and whole read beside the per-row design (bench/segments-local.ts)');
+      const { runSegmentLocalBench, printSegmentLocalBench } = await import('./segments-local.js');
+      const rows = Number(process.env.BENCH_SEGMENT_LOCAL_ROWS ?? 20_000);
+      printSegmentLocalBench(await runSegmentLocalBench({ rows, log }), log, {
+        designs: figures.designs,
+        lambdaPerMillionInvocations: PRICES.lambdaPerMillionInvocations,
+      });
+    }
     log('');
   }
   if (!skip.has('encode')) {

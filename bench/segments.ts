@@ -25,6 +25,7 @@ import {
   inflateRawSync,
 } from 'node:zlib';
 import {
+  decodeSegment,
   eventSk,
   generatedLine,
   generateEvents,
@@ -62,6 +63,8 @@ const BATCHING_ROWS = 300;
 const BUFFERED_ROWS = 1_000;
 /** S3 segments: the index item (PK, SK, object key, lastMs, count, expiresAt). */
 const INDEX_ITEM_BYTES = 200;
+/** The archive compaction's memory (infra/stateless-stack.ts: 1,769 MB, one vCPU). */
+const COMPACTION_GB = 1.769;
 /** Archive objects: one per workspace, dataset and hour; the issue's estimate spreads 200 million rows a month over 100 workspaces and 3 datasets. */
 const ROWS_PER_ARCHIVE_OBJECT = 200e6 / (730 * 300);
 
@@ -115,10 +118,28 @@ export interface DesignCost {
   notes: string;
 }
 
+/**
+ * The archive compaction's CPU a row, measured: today it gzips the rows it reads; on segments it also decodes
+ * them (brotli, then split into positions and lines) and merges the hour's segments by position.
+ */
+export interface ArchiveReencodeFigure {
+  /** Decoding an hour's segments and merging their rows by position. */
+  decodeMergeUsPerRow: number;
+  /** Gzip (level 6) of the lines in batches of 1,000, as the archive's writer encodes. */
+  gzipUsPerRow: number;
+  /** Bytes a row of the archive object (gzip) and of the same rows' segments (brotli), which a copy would keep. */
+  gzipBytesPerRow: number;
+  segmentBytesPerRow: number;
+  /** Segments of the hour whose recorded times overlap another's (calls recorded in the same minute). */
+  overlappingSegments: number;
+  segments: number;
+}
+
 export interface SegmentBenchFigures {
   rows: number;
   lineBytes: number;
   codecs: CodecFigure[];
+  archive: ArchiveReencodeFigure;
   designs: DesignCost[];
   /** The buffer candidates for one-row entries, each with the store at its segment size. */
   busEventBytes: number;
@@ -217,6 +238,66 @@ function segmentItems(rows: readonly { key: string; line: string }[], perCall: n
   return { items: sizes.length, bytes: sizes.reduce((a, b) => a + b, 0), sizes };
 }
 
+/**
+ * What the archive compaction does with one hour of segments (`measureArchiveReencode`): ingest calls of
+ * {@link BATCHING_ROWS} rows from 4 producers at once (each call's rows recorded at its own millisecond, so the
+ * calls' segments interleave in recorded time), decoded, merged by position and gzipped in 1,000-line batches.
+ */
+function measureArchiveReencode(rows: readonly { key: string; line: string }[]): ArchiveReencodeFigure {
+  const segments: { firstMs: number; lastMs: number; rows: Uint8Array }[] = [];
+  const producers = 4;
+  for (let start = 0; start < rows.length; start += BATCHING_ROWS * producers) {
+    for (let p = 0; p < producers; p++) {
+      const call = rows.filter(
+        (_, i) => i >= start && i < start + BATCHING_ROWS * producers && i % producers === p,
+      );
+      if (call.length === 0) continue;
+      const ms = Number(call[0]!.key.slice(0, 13)) + p;
+      const stamped = call.map((row) => ({ key: eventSk(ms, row.key.slice(14)), line: row.line }));
+      for (const request of segmentPutRequests(
+        'ws_0123456789abcdef',
+        'email_events',
+        stamped,
+        () => 1e9,
+        ms,
+      )) {
+        const item = request.PutRequest!.Item!;
+        segments.push({
+          firstMs: Number(item.SK!.S!.slice(0, 13)),
+          lastMs: Number(item.lastMs!.N),
+          rows: item.rows!.B!,
+        });
+      }
+    }
+  }
+  segments.sort((a, b) => a.firstMs - b.firstMs);
+  const overlappingSegments = segments.filter((segment, i) =>
+    segments.some(
+      (other, j) => j !== i && other.firstMs <= segment.lastMs && other.lastMs >= segment.firstMs,
+    ),
+  ).length;
+  let merged: string[] = [];
+  const decodeMerge = cpuMicros(() => {
+    const all = segments.flatMap((segment) => decodeSegment(segment.rows));
+    all.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    merged = all.map((row) => row.line);
+  });
+  let gzipBytes = 0;
+  const gzip = cpuMicros(() => {
+    gzipBytes = 0;
+    for (let i = 0; i < merged.length; i += 1000)
+      gzipBytes += gzipSync(`${merged.slice(i, i + 1000).join('\n')}\n`).length;
+  });
+  return {
+    decodeMergeUsPerRow: decodeMerge / rows.length,
+    gzipUsPerRow: gzip / rows.length,
+    gzipBytesPerRow: gzipBytes / rows.length,
+    segmentBytesPerRow: segments.reduce((total, segment) => total + segment.rows.length, 0) / rows.length,
+    overlappingSegments,
+    segments: segments.length,
+  };
+}
+
 const storageMonths = RETENTION_DAYS / MONTH_DAYS;
 
 /** Prices one design from its units per million rows. */
@@ -232,6 +313,8 @@ function price(
     sqsRequests?: number;
     invocations: number;
     cpuSeconds: number;
+    /** CPU seconds of the archive compaction (at {@link COMPACTION_GB}). */
+    archiveCpuSeconds: number;
     archiveReadBytes: number;
     archiveBytes: number;
   },
@@ -253,7 +336,8 @@ function price(
     (units.archiveReadBytes / 8192 / 1e6) * PRICES.dynamoReadPerMillion +
     ((units.s3Gets ?? 0) / 1000) * PRICES.getPerThousand +
     (1e6 / ROWS_PER_ARCHIVE_OBJECT / 1000) * PRICES.putPerThousand +
-    (units.archiveBytes / 1e9) * PRICES.standardGbMonth;
+    (units.archiveBytes / 1e9) * PRICES.standardGbMonth +
+    units.archiveCpuSeconds * COMPACTION_GB * PRICES.lambdaArmGbSecond;
   const buffer = ((units.sqsRequests ?? 0) / 1e6) * PRICES.sqsPerMillion;
   const lambda =
     (units.invocations / 1e6) * PRICES.lambdaPerMillionInvocations +
@@ -276,6 +360,7 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
   const rows = sampleRows(rowCount);
   const lineBytes = rows.reduce((total, row) => total + Buffer.byteLength(row.line), 0) / rows.length;
   const codecs = measureCodecs(rows);
+  const archive = measureArchiveReencode(rows);
   const perMillion = 1e6 / rows.length;
   const chosen = (n: number) =>
     codecs.find((c) => c.codec === `brotli q${SEGMENT_BROTLI_QUALITY}` && c.rowsPerSegment === n)!;
@@ -306,6 +391,8 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
     invocations,
     sqsRequests,
     cpuSeconds: 0,
+    // Today's compaction gzips the lines it reads.
+    archiveCpuSeconds: archive.gzipUsPerRow,
     archiveReadBytes: perRowBytes * perMillion,
     archiveBytes,
   });
@@ -337,8 +424,9 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
         readBytes: s.bytes * perMillion,
         invocations: extra.invocations,
         ...(extra.sqsRequests !== undefined ? { sqsRequests: extra.sqsRequests } : {}),
-        // Compressing at ingest; decompressing at each read (one export, the archive).
-        cpuSeconds: codec.compressUsPerRow + 2 * codec.decompressUsPerRow,
+        // Compressing at ingest; decompressing at an export's read; the archive's decode, merge and gzip.
+        cpuSeconds: codec.compressUsPerRow + codec.decompressUsPerRow,
+        archiveCpuSeconds: archive.decodeMergeUsPerRow + archive.gzipUsPerRow,
         archiveReadBytes: s.bytes * perMillion,
         archiveBytes,
       },
@@ -389,7 +477,8 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
           s3Bytes: codec.bytesPerRow * 1e6,
           invocations: extra.invocations,
           ...(extra.sqsRequests !== undefined ? { sqsRequests: extra.sqsRequests } : {}),
-          cpuSeconds: codec.compressUsPerRow + 2 * codec.decompressUsPerRow,
+          cpuSeconds: codec.compressUsPerRow + codec.decompressUsPerRow,
+          archiveCpuSeconds: archive.decodeMergeUsPerRow + archive.gzipUsPerRow,
           archiveReadBytes: INDEX_ITEM_BYTES * objects,
           archiveBytes,
         },
@@ -420,7 +509,7 @@ export function runSegmentBench(rowCount = 20_000): SegmentBenchFigures {
     );
     return { ...candidate, store, total: store.total + candidate.buffer };
   });
-  return { rows: rows.length, lineBytes, codecs, designs, busEventBytes, buffers };
+  return { rows: rows.length, lineBytes, codecs, archive, designs, busEventBytes, buffers };
 }
 
 export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) => void): void {
@@ -435,13 +524,21 @@ export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) =>
         `${c.compressUsPerRow.toFixed(2).padStart(17)} ${c.decompressUsPerRow.toFixed(2).padStart(19)}`,
     );
   }
+  const a = f.archive;
+  const reencodeUsd = (a.decodeMergeUsPerRow + a.gzipUsPerRow) * COMPACTION_GB * PRICES.lambdaArmGbSecond;
+  log(
+    `  archive compaction, an hour of ${a.segments} segments (${a.overlappingSegments} overlapping another): decode + merge ` +
+      `${a.decodeMergeUsPerRow.toFixed(2)} µs/row, gzip ${a.gzipUsPerRow.toFixed(2)} µs/row = ${usd(reencodeUsd, 5)} per million rows ` +
+      `at ${COMPACTION_GB} GB; objects ${a.gzipBytesPerRow.toFixed(1)} B/row gzip against ${a.segmentBytesPerRow.toFixed(1)} B/row ` +
+      `copied segments (${usd(((a.gzipBytesPerRow - a.segmentBytesPerRow) * 1e6 * PRICES.standardGbMonth) / 1e9, 5)} per million rows a month)`,
+  );
   log(
     `  Assumptions (us-east-1 list prices): DynamoDB on-demand ${usd(PRICES.dynamoWritePerMillion, 3)}/million write units, ` +
       `${usd(PRICES.dynamoReadPerMillion, 3)}/million read units, ${usd(PRICES.dynamoStorageGbMonth, 2)}/GB-month, PITR ` +
       `${usd(PRICES.dynamoPitrGbMonth, 2)}/GB-month; S3 ${usd(PRICES.standardGbMonth, 3)}/GB-month, PUT ${usd(PRICES.putPerThousand, 3)} ` +
       `and GET ${usd(PRICES.getPerThousand, 4)} per 1,000; SQS ${usd(PRICES.sqsPerMillion, 2)}/million requests; Lambda ` +
       `${usd(PRICES.lambdaPerMillionInvocations, 2)}/million invocations and ${usd(PRICES.lambdaArmGbSecond, 10)}/GB-s at ${INGEST_GB} GB ` +
-      `(compression CPU only: validation is the same in every design); ${RETENTION_DAYS} days stored; one export and the ` +
+      `(CPU of compressing at ingest and decoding for one export, at ${INGEST_GB} GB; the compaction's decode, merge and gzip at ${COMPACTION_GB} GB, in the archive column; validation is the same in every design); ${RETENTION_DAYS} days stored; one export and the ` +
       `archive's compaction each read every row once; archive objects of ${Math.round(ROWS_PER_ARCHIVE_OBJECT)} rows (the issue's ` +
       `200 million rows a month, 100 workspaces, 3 datasets), one month in S3 Standard, gzip`,
   );
@@ -462,5 +559,14 @@ export function printSegmentBench(f: SegmentBenchFigures, log: (line: string) =>
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  printSegmentBench(runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000)), console.log);
+  const figures = runSegmentBench(Number(process.env.BENCH_SEGMENT_ROWS ?? 20_000));
+  printSegmentBench(figures, console.log);
+  if (process.env.BENCH_SEGMENT_LOCAL !== '0') {
+    const { runSegmentLocalBench, printSegmentLocalBench } = await import('./segments-local.js');
+    const rows = Number(process.env.BENCH_SEGMENT_LOCAL_ROWS ?? 20_000);
+    printSegmentLocalBench(await runSegmentLocalBench({ rows, log: console.log }), console.log, {
+      designs: figures.designs,
+      lambdaPerMillionInvocations: PRICES.lambdaPerMillionInvocations,
+    });
+  }
 }

@@ -1,17 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { ArchiveCursorStore, ErasureLogStore } from '@sluice/control';
 import { EVENT_DATASETS, type EventDataset, erasureHash } from '@sluice/core';
 import {
   CurrentRowStore,
   DynamoRejectedEvents,
+  EVENT_SHARDS,
   EventLogReader,
   EventLogWriter,
+  eventPk,
+  eventSk,
   generateEvents,
   generateSubscribers,
+  hourStart,
   MAX_RECORDED_AHEAD_MS,
   redriveDeadLetters,
+  shardOf,
   workspaceSource,
 } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -718,5 +723,65 @@ describe('erasure by phone number reaches the subscribers (the subscribers snaps
     // Assess
     expect(report.subscribers).toBe(1);
     expect(await subscriberIds(workspaceId)).toEqual(['sub_b']);
+  });
+});
+
+describe('erasure and the per-row marker', () => {
+  it('erases a per-row item written before the switch, and queries no per-row partition of an hour after the marker', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    // A custom event as the event log stored it before segments: one item, in its shard's partition.
+    const recordedMs = H + MINUTE;
+    const legacy = {
+      ...rows('custom_events', 1, 30, { subscriber_id: 'sub_legacy' })[0],
+      id: 'evt_legacy',
+      recorded_at: new Date(recordedMs).toISOString(),
+    };
+    await dynamo.send(
+      new PutItemCommand({
+        TableName: eventTables.eventsTable,
+        Item: {
+          PK: {
+            S: eventPk(workspaceId, 'custom_events', hourStart(recordedMs), shardOf(legacy.id, EVENT_SHARDS)),
+          },
+          SK: { S: eventSk(recordedMs, legacy.id) },
+          line: { S: JSON.stringify(legacy) },
+          expiresAt: { N: String(Math.floor(recordedMs / 1000) + 7 * 86_400) },
+        },
+      }),
+    );
+    // The first write of a version without per-row items, two hours before H: the marker is H + 23 h.
+    expect(
+      (await writerAt(H - 2 * HOUR).ingestEvents(workspaceId, rows('custom_events', 2, 31))).invalid,
+    ).toEqual([]);
+    const shardHours: number[] = [];
+    // A real client (the Eraser takes no other) that notes the hour of each per-row partition it queries.
+    const counting = new DynamoDBClient({});
+    counting.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { ExpressionAttributeValues?: Record<string, { S?: string }> };
+        const match = /#(\d{4}-\d{2}-\d{2}T\d{2})#\d+$/.exec(
+          input.ExpressionAttributeValues?.[':pk']?.S ?? '',
+        );
+        if (context.commandName === 'QueryCommand' && match !== null)
+          shardHours.push(Date.parse(`${match[1]}:00:00Z`));
+        return next(args);
+      },
+      { step: 'initialize' },
+    );
+    const counted = new Eraser({
+      client: counting,
+      ...eventTables,
+      archive,
+      erasureLog,
+      rejected: new DynamoRejectedEvents(controlTable),
+      hotRetentionMs: RETENTION_MS,
+      now: () => NOW,
+    });
+    const report = await counted.erase(workspaceId, { kind: 'subscriber', subscriberId: 'sub_legacy' });
+    expect(report.hotRows).toBe(1);
+    expect(await hotLines(workspaceId, 'custom_events', H - 1, H + HOUR)).toHaveLength(2);
+    // Shards searched from the retention's start to the marker's hour, none of the two hours after it.
+    expect(shardHours).toContain(H);
+    expect(Math.max(...shardHours)).toBe(H + 23 * HOUR);
   });
 });

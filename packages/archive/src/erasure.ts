@@ -29,6 +29,7 @@ import {
   eraseFromSegments,
   eventPk,
   MAX_RECORDED_AHEAD_MS,
+  readPerRowUntil,
   SUBSCRIBER_SHARDS,
   segmentPk,
   subscriberPk,
@@ -279,11 +280,15 @@ export class Eraser {
     const nowMs = this.now();
     const firstHour = hourFloor(nowMs - this.options.hotRetentionMs - TTL_DELETION_SLACK_MS);
     const lastHour = hourFloor(nowMs + MAX_RECORDED_AHEAD_MS);
-    // Each hour's segments (rewritten without the rows) and its per-row items written before segments.
+    // Each hour's segments (rewritten without the rows) and its per-row items written before segments (none
+    // in an hour beginning after the workspace's per-row marker).
+    const perRowUntil =
+      (await readPerRowUntil(this.options.client, this.options.eventsTable, workspaceId)) ??
+      Number.POSITIVE_INFINITY;
     const partitions: { pk: string; segments: boolean }[] = [];
     for (let hourMs = firstHour; hourMs <= lastHour; hourMs += ARCHIVE_HOUR_MS) {
       partitions.push({ pk: segmentPk(workspaceId, dataset, hourMs), segments: true });
-      for (let shard = 0; shard < EVENT_SHARDS; shard++)
+      for (let shard = 0; hourMs <= perRowUntil && shard < EVENT_SHARDS; shard++)
         partitions.push({ pk: eventPk(workspaceId, dataset, hourMs, shard), segments: false });
     }
     // Most partitions are empty: one small Query each, many at once.

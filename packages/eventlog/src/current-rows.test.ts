@@ -6,11 +6,15 @@ import {
   type ParseCurrentRow,
   timestamp,
 } from '@sluice/core';
+import { QueryCommand, TransactWriteItemsCommand } from '@aws-sdk/client-dynamodb';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { eventTables } from '../../../test/helpers/tables.js';
+import { defaultEventLogClient } from './client.js';
 import { CurrentRowStore, type CurrentRowSpec } from './current-rows.js';
+import { EVENT_SHARDS, eventPk, hourStart } from './keys.js';
 import { EventLogReader } from './reader.js';
+import { segmentPk } from './segments.js';
 
 const NOW = Date.parse('2026-09-30T12:00:00.000Z');
 const HOUR = 3_600_000;
@@ -183,6 +187,91 @@ describe('CurrentRowStore, message_events (DynamoDB Local)', () => {
     expect(await writer.current(workspaceId, 'message_events', 'm1')).toBeUndefined();
     const again = await writer.ingest(workspaceId, messages, [input(0, message('m1'))]);
     expect(again.counts.emitted).toBe(1);
+  });
+});
+
+/** The items of one partition of the events table (consistent). */
+async function partition(pk: string) {
+  const output = await defaultEventLogClient().send(
+    new QueryCommand({
+      TableName: eventTables.eventsTable,
+      KeyConditionExpression: 'PK = :pk',
+      ExpressionAttributeValues: { ':pk': { S: pk } },
+      ConsistentRead: true,
+    }),
+  );
+  return output.Items ?? [];
+}
+
+describe('CurrentRowStore, emitted rows in segments (DynamoDB Local)', () => {
+  it('stores the rows of many messages in segments written with their states, none as per-row items', async () => {
+    const { store, reader, workspaceId } = setup();
+    const ids = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(2, '0')}`);
+    const outcome = await store.ingest(
+      workspaceId,
+      messages,
+      ids.map((id, i) => input(i, message(id))),
+    );
+    expect(outcome.counts.emitted).toBe(40);
+    const hourMs = hourStart(NOW);
+    const segments = await partition(segmentPk(workspaceId, 'message_events', hourMs));
+    // 40 keys: one transaction of 32 states and one segment, one of 8 and one segment.
+    expect(segments.map((item) => Number(item.count?.N)).sort((a, b) => a - b)).toEqual([8, 32]);
+    for (let shard = 0; shard < EVENT_SHARDS; shard++) {
+      expect(await partition(eventPk(workspaceId, 'message_events', hourMs, shard))).toEqual([]);
+    }
+    expect((await emitted(reader, workspaceId, 'message_events')).map((r) => r.row.message_id)).toEqual(ids);
+  });
+
+  it('a write that lost a race stores neither its states nor its segment; a call retried after a lost answer emits nothing twice', async () => {
+    const { reader, workspaceId } = setup();
+    const real = defaultEventLogClient();
+    const other = new CurrentRowStore({ ...eventTables, now: () => NOW });
+    await other.ingest(workspaceId, messages, [input(0, message('a')), input(1, message('b'))]);
+    let transactions = 0;
+    let loseAnswer = false;
+    const client = {
+      send: async (command: never) => {
+        if ((command as object) instanceof TransactWriteItemsCommand) {
+          transactions += 1;
+          // The first transaction: another writer changes message b between the read and the write.
+          if (transactions === 1) {
+            await other.ingest(workspaceId, messages, [
+              input(0, { message_id: 'b', status: 'sent', updated_at: iso(NOW - 30 * 60_000) }),
+            ]);
+          }
+          const output = await real.send(command);
+          if (loseAnswer) throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError' });
+          return output;
+        }
+        return real.send(command);
+      },
+    } as unknown as typeof real;
+    const store = new CurrentRowStore({ ...eventTables, client, now: () => NOW });
+    const changes = [
+      input(0, { message_id: 'a', status: 'delivered', updated_at: iso(NOW - 20 * 60_000) }),
+      input(1, { message_id: 'b', status: 'delivered', updated_at: iso(NOW - 20 * 60_000) }),
+      input(2, message('c')),
+    ];
+    expect((await store.ingest(workspaceId, messages, changes)).counts.emitted).toBe(3);
+    expect(transactions).toBe(2);
+    // The same call again, its answer lost after the write: the retry finds every change applied.
+    loseAnswer = true;
+    await expect(store.ingest(workspaceId, messages, [input(0, message('d'))])).rejects.toThrow(/hang up/);
+    loseAnswer = false;
+    const retried = await store.ingest(workspaceId, messages, [...changes, input(3, message('d'))]);
+    expect(retried.counts).toMatchObject({ emitted: 0, outOfOrder: 4 });
+    expect(retried.refused).toEqual([]);
+    const rows = await emitted(reader, workspaceId, 'message_events');
+    expect(rows.map((r) => `${r.row.message_id}:${r.row.status}`).sort()).toEqual([
+      'a:delivered',
+      'a:queued',
+      'b:delivered',
+      'b:queued',
+      'b:sent',
+      'c:queued',
+      'd:queued',
+    ]);
   });
 });
 

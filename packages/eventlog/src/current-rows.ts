@@ -2,16 +2,16 @@
  * The current-row datasets (`message_events`, `project_summary`): each message's (project's) current row, kept
  * in the event log table beside the rows, and the rows they emit into the event log (docs/internals.md,
  * "Current-row datasets"). The decisions are `@sluice/core`'s (`applyMessageInput`, `decideProject`); this
- * module reads the state, applies the inputs of one ingest call in order, and writes the new state and the
- * emitted rows in one transaction, conditional on the state it read: two ingests racing on one message
- * cannot lose a newer state (the loser reads again and decides again), and a crash never leaves a state
- * without its row or a row without its state.
+ * module reads the states, applies the inputs of one ingest call in order (per key), and writes the new states
+ * of up to 32 keys and the segments of their emitted rows in one transaction, conditional on each state it
+ * read: two ingests racing on one message cannot lose a newer state (the loser reads again and decides
+ * again), and a crash never leaves a state without its row or a row without its state.
  *
  * State items (events table): `PK = <workspaceId>#<dataset>#state#<shard>`, `SK = <message_id | project_id>`,
  * `row` (the current row as JSON), `version` (number, +1 a write), and for messages `expiresAt` (the last
  * change's recorded time + the hot retention). A project's item marks it exported complete; it has no
- * expiry. Emitted rows are ordinary event log items (`<workspaceId>#<dataset>#<hour>#<shard>` /
- * `<recordedAtMs>#<key>@<updated_at ms>`), so readers, the archive compaction and TTL treat them like any row.
+ * expiry. Emitted rows are stored in segments like any row (segments.ts, position
+ * `<recordedAtMs>#<key>@<updated_at ms>`), so readers, the archive compaction, erasure and TTL treat them alike.
  */
 import {
   type AttributeValue,
@@ -19,8 +19,8 @@ import {
   type DynamoDBClient,
   DeleteItemCommand,
   GetItemCommand,
+  type Put,
   PutItemCommand,
-  type PutItemCommandInput,
   QueryCommand,
   type TransactWriteItem,
   TransactWriteItemsCommand,
@@ -40,7 +40,9 @@ import {
   SluiceError,
 } from '@sluice/core';
 import { defaultEventLogClient, resolveRetentionSeconds, resolveTableName } from './client.js';
-import { assertWorkspaceId, EVENT_SHARDS, eventPk, eventSk, hourStart, shardOf } from './keys.js';
+import { assertWorkspaceId, EVENT_SHARDS, eventSk, shardOf } from './keys.js';
+import { recordPerRowUntil } from './per-row-until.js';
+import { type SegmentRow, segmentPutRequests } from './segments.js';
 
 /** How a current-row dataset decides: a message's changes, or a project's completion. */
 export type CurrentRowKind = 'message' | 'project';
@@ -108,8 +110,10 @@ export class CurrentRowConflictError extends SluiceError {
   override readonly retryable = true;
 }
 
-/** Writes of one transaction: the state and at most this many emitted rows (DynamoDB's limit is 100). */
-const MAX_EMISSIONS_PER_WRITE = 99;
+/** Keys whose states one transaction writes. */
+const MAX_KEYS_PER_WRITE = 32;
+/** Inputs one transaction decides (each emits at most one row, so at most this many segments). */
+const MAX_INPUTS_PER_WRITE = 64;
 
 export function emptyCurrentRowCounts(): CurrentRowCounts {
   return { emitted: 0, kept: 0, outOfOrder: 0, notComplete: 0, afterCompletion: 0 };
@@ -178,26 +182,21 @@ export class CurrentRowStore {
       group.push(input);
       groups.set(key, group);
     }
-    const work = [...groups.entries()];
+    const jobs = writeJobs([...groups.entries()]);
     const next = { index: 0 };
     const worker = async () => {
-      while (next.index < work.length) {
-        const [key, group] = work[next.index++] as [string, CurrentRowInput[]];
-        // A message with more changes than one transaction holds is applied in parts, in order.
-        for (let at = 0; at < group.length; at += MAX_EMISSIONS_PER_WRITE) {
-          const done = await this.applyGroup(
-            workspaceId,
-            spec,
-            key,
-            group.slice(at, at + MAX_EMISSIONS_PER_WRITE),
-          );
-          for (const name of Object.keys(done.counts) as (keyof CurrentRowCounts)[])
-            outcome.counts[name] += done.counts[name];
-          outcome.refused.push(...done.refused);
+      while (next.index < jobs.length) {
+        // A job's writes run in order: a message with more inputs than one write holds is applied in parts.
+        for (const write of jobs[next.index++] as Entry[][]) {
+          for (const done of await this.applyWrite(workspaceId, spec, write)) {
+            for (const name of Object.keys(done.counts) as (keyof CurrentRowCounts)[])
+              outcome.counts[name] += done.counts[name];
+            outcome.refused.push(...done.refused);
+          }
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.concurrency, work.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(this.concurrency, jobs.length) }, worker));
     outcome.refused.sort((a, b) => a.index - b.index);
     return outcome;
   }
@@ -269,19 +268,21 @@ export class CurrentRowStore {
     return { row: JSON.parse(item.row?.S ?? '{}') as CurrentRow, version: Number(item.version?.N ?? '0') };
   }
 
-  /** Reads the key's state, decides its inputs, writes; again from the read when another write came first. */
-  private async applyGroup(
+  /**
+   * Reads the states of a write's keys, decides their inputs, writes; again from the reads when another write
+   * came first (nothing of a lost write is stored, so every key is decided again).
+   */
+  private async applyWrite(
     workspaceId: string,
     spec: CurrentRowSpec,
-    key: string,
-    group: readonly CurrentRowInput[],
-  ): Promise<Pick<Attempt, 'counts' | 'refused'>> {
+    write: readonly Entry[],
+  ): Promise<Pick<Attempt, 'counts' | 'refused'>[]> {
     for (let attempt = 1; ; attempt++) {
-      const stored = await this.read(workspaceId, spec.dataset, key);
-      const decided = decide(spec, stored?.row, group);
-      if (decided.next === undefined) return decided;
+      const stored = await Promise.all(write.map(({ key }) => this.read(workspaceId, spec.dataset, key)));
+      const decided = write.map(({ group }, i) => decide(spec, stored[i]?.row, group));
+      if (decided.every((d) => d.next === undefined)) return decided;
       try {
-        await this.write(workspaceId, spec, key, stored, decided);
+        await this.write(workspaceId, spec, write, stored, decided);
         return decided;
       } catch (error) {
         if (!isLostRace(error)) throw error;
@@ -295,14 +296,48 @@ export class CurrentRowStore {
     }
   }
 
-  /** The new state and its emitted rows, in one transaction conditional on the state read. */
+  /**
+   * The new states of a write's keys and the segments of their emitted rows, in one transaction conditional
+   * on each state read: a state and its emitted rows are stored together or not at all.
+   */
   private async write(
+    workspaceId: string,
+    spec: CurrentRowSpec,
+    write: readonly Entry[],
+    stored: readonly (StoredState | undefined)[],
+    decided: readonly Attempt[],
+  ): Promise<void> {
+    const items: TransactWriteItem[] = [];
+    const emitted: SegmentRow[] = [];
+    write.forEach(({ key }, i) => {
+      const next = decided[i]!;
+      if (next.next === undefined) return;
+      items.push({ Put: this.statePut(workspaceId, spec, key, stored[i], next) });
+      for (const { recordedMs, row } of next.emissions) {
+        const id = emissionId(key, row);
+        emitted.push({ key: eventSk(recordedMs, id), line: spec.serialize(row, recordedMs, id) });
+      }
+    });
+    const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + this.retentionSeconds;
+    const segments = segmentPutRequests(workspaceId, spec.dataset as Dataset, emitted, expiresAt, this.now());
+    for (const request of segments)
+      items.push({ Put: { TableName: this.table, Item: request.PutRequest!.Item! } });
+    if (segments.length > 0) await recordPerRowUntil(this.client, this.table, workspaceId, this.now());
+    if (items.length === 1) {
+      await this.client.send(new PutItemCommand(items[0]!.Put!));
+      return;
+    }
+    await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+  }
+
+  /** The Put of a key's new state, conditional on the state read (none, or an expired one: absent). */
+  private statePut(
     workspaceId: string,
     spec: CurrentRowSpec,
     key: string,
     stored: StoredState | undefined,
     decided: Attempt,
-  ): Promise<void> {
+  ): Put {
     const state: Record<string, AttributeValue> = {
       ...this.stateKey(workspaceId, spec.dataset, key),
       row: { S: JSON.stringify(decided.next) },
@@ -311,48 +346,57 @@ export class CurrentRowStore {
     if (spec.kind === 'message') {
       state.expiresAt = { N: String(Math.floor(decided.lastRecordedMs / 1000) + this.retentionSeconds) };
     }
-    const condition: Pick<
-      PutItemCommandInput,
-      'ConditionExpression' | 'ExpressionAttributeNames' | 'ExpressionAttributeValues'
-    > =
-      stored === undefined
-        ? {
-            ConditionExpression: 'attribute_not_exists(PK) OR #expiresAt < :nowSeconds',
-            ExpressionAttributeNames: { '#expiresAt': 'expiresAt' },
-            ExpressionAttributeValues: { ':nowSeconds': { N: String(Math.floor(this.now() / 1000)) } },
-          }
-        : {
-            ConditionExpression: 'version = :version',
-            ExpressionAttributeValues: { ':version': { N: String(stored.version) } },
-          };
-    if (decided.emissions.length === 0) {
-      await this.client.send(new PutItemCommand({ TableName: this.table, Item: state, ...condition }));
-      return;
-    }
-    const items: TransactWriteItem[] = [{ Put: { TableName: this.table, Item: state, ...condition } }];
-    for (const { recordedMs, row } of decided.emissions) {
-      const id = emissionId(key, row);
-      items.push({
-        Put: {
+    return stored === undefined
+      ? {
           TableName: this.table,
-          Item: {
-            PK: {
-              S: eventPk(
-                workspaceId,
-                spec.dataset as Dataset,
-                hourStart(recordedMs),
-                shardOf(key, EVENT_SHARDS),
-              ),
-            },
-            SK: { S: eventSk(recordedMs, id) },
-            line: { S: spec.serialize(row, recordedMs, id) },
-            expiresAt: { N: String(Math.floor(recordedMs / 1000) + this.retentionSeconds) },
-          },
-        },
-      });
-    }
-    await this.client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+          Item: state,
+          ConditionExpression: 'attribute_not_exists(PK) OR #expiresAt < :nowSeconds',
+          ExpressionAttributeNames: { '#expiresAt': 'expiresAt' },
+          ExpressionAttributeValues: { ':nowSeconds': { N: String(Math.floor(this.now() / 1000)) } },
+        }
+      : {
+          TableName: this.table,
+          Item: state,
+          ConditionExpression: 'version = :version',
+          ExpressionAttributeValues: { ':version': { N: String(stored.version) } },
+        };
   }
+}
+
+/** One key's inputs of one write. */
+interface Entry {
+  key: string;
+  group: CurrentRowInput[];
+}
+
+/**
+ * The writes of an ingest call's keys, as jobs (the writes of a job run in order; jobs run at once): keys packed
+ * into writes of at most {@link MAX_KEYS_PER_WRITE} keys and {@link MAX_INPUTS_PER_WRITE} inputs; a key with more
+ * inputs is a job of its own, its inputs in parts, in order. A write's transaction then holds at most 32 states
+ * and 64 segments (a segment holds at least one emitted row, an input emits at most one): within DynamoDB's 100.
+ */
+function writeJobs(work: readonly [string, CurrentRowInput[]][]): Entry[][][] {
+  const jobs: Entry[][][] = [];
+  let packed: Entry[] = [];
+  let packedInputs = 0;
+  for (const [key, group] of work) {
+    if (group.length > MAX_INPUTS_PER_WRITE) {
+      const parts: Entry[][] = [];
+      for (let at = 0; at < group.length; at += MAX_INPUTS_PER_WRITE)
+        parts.push([{ key, group: group.slice(at, at + MAX_INPUTS_PER_WRITE) }]);
+      jobs.push(parts);
+      continue;
+    }
+    if (packed.length === MAX_KEYS_PER_WRITE || packedInputs + group.length > MAX_INPUTS_PER_WRITE) {
+      jobs.push([packed]);
+      packed = [];
+      packedInputs = 0;
+    }
+    packed.push({ key, group });
+    packedInputs += group.length;
+  }
+  if (packed.length > 0) jobs.push([packed]);
+  return jobs;
 }
 
 /** Applies a key's inputs in order to its current row (pure). */

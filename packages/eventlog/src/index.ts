@@ -15,3 +15,4 @@ export * from './producer.js';
 export * from './rejected.js';
 export * from './current-rows.js';
 export * from './segments.js';
+export * from './per-row-until.js';

@@ -69,6 +69,7 @@ import {
   subscriberPk,
 } from './keys.js';
 import { type IngestMetrics, powertoolsIngestMetrics } from './metrics.js';
+import { recordPerRowUntil } from './per-row-until.js';
 import { segmentPutRequests } from './segments.js';
 
 /** Imports that occurred more than this before they are recorded are history and not streamed. */
@@ -439,6 +440,7 @@ export class EventLogWriter {
       requests.push(...segmentPutRequests(workspaceId, dataset, segmentRows, expiresAt, nowMs));
     }
     if (requests.length > 0) {
+      await recordPerRowUntil(this.client, resolveTableName(this.eventsTable, 'events'), workspaceId, nowMs);
       await batchWrite(this.client, resolveTableName(this.eventsTable, 'events'), requests, this.batch);
       result.accepted += rowCount;
     }

@@ -6,8 +6,10 @@
  * shards). The reader walks the hours in order; inside an hour it queries the segments that may hold rows of the
  * window and every shard (Query pages, `SK BETWEEN`, each next page fetched while the current one is merged) and
  * merges them by position, `<recordedAtMs>#<id>`: recorded time, ties broken by id; a position held twice is
- * read once, from the segment (the later write). Memory holds at most two pages per cursor, the segments open
- * at the merge's current time, and one output page, whatever the window's size.
+ * read once, from the segment (the later write). The shards are queried only for hours beginning by the
+ * workspace's per-row marker (per-row-until.ts), when it has one: no per-row item is recorded after it. Memory
+ * holds at most two pages per cursor, the segments open at the merge's current time, and one output page,
+ * whatever the window's size.
  *
  * Lines are taken from the low-level `{ S }` attribute as they are: no unmarshalling, no re-serializing.
  *
@@ -42,6 +44,7 @@ import {
   segmentPk,
   writtenIdOf,
 } from './segments.js';
+import { readPerRowUntil } from './per-row-until.js';
 import type { EventPage, EventSource, SourcePage } from './source.js';
 
 type Item = Record<string, AttributeValue>;
@@ -259,6 +262,8 @@ export class EventLogReader implements EventSource {
   private readonly batchSize: number;
   private readonly consistentRead: boolean;
   private readonly now: () => number;
+  /** The per-row markers read (per-row-until.ts), by workspace; a workspace without one is asked again. */
+  private readonly perRowUntil = new Map<string, number>();
 
   constructor(options: EventLogReaderOptions) {
     this.client = options.client ?? defaultEventLogClient();
@@ -333,6 +338,23 @@ export class EventLogReader implements EventSource {
     };
   }
 
+  /**
+   * The last recorded time a per-row item of the workspace can hold (its marker, per-row-until.ts), or +∞
+   * without one: per-row shards are queried only for slices beginning by then.
+   */
+  private async perRowUntilOf(workspaceId: string): Promise<number> {
+    const known = this.perRowUntil.get(workspaceId);
+    if (known !== undefined) return known;
+    const untilMs = await readPerRowUntil(
+      this.client,
+      resolveTableName(this.eventsTable, 'events'),
+      workspaceId,
+    );
+    if (untilMs === undefined) return Number.POSITIVE_INFINITY;
+    this.perRowUntil.set(workspaceId, untilMs);
+    return untilMs;
+  }
+
   /** The (hour, lo, hi) slices of `(fromMs, toMs]`, in order. */
   private static hours(fromMs: number, toMs: number): HourSlice[] {
     const slices: HourSlice[] = [];
@@ -362,8 +384,10 @@ export class EventLogReader implements EventSource {
     const slices = EventLogReader.hours(startMs, toMs);
     // One clock reading for the whole window, so every partition agrees on what has expired.
     const nowSeconds = Math.floor(this.now() / 1000);
+    const perRowUntil = await this.perRowUntilOf(workspaceId);
     // Each hour: its segments first (a position held by a segment and a per-row item is read from the segment,
-    // the later write), then the per-row items written before segments, one cursor per shard.
+    // the later write), then the per-row items written before segments, one cursor per shard (none for an
+    // hour after the workspace's per-row marker).
     const open = (slice: HourSlice): RowCursor[] => [
       new SegmentCursor(
         new ShardCursor(this.client, this.segmentQuery(workspaceId, dataset, slice, nowSeconds)),
@@ -373,7 +397,7 @@ export class EventLogReader implements EventSource {
         afterKey,
       ),
       ...Array.from(
-        { length: EVENT_SHARDS },
+        { length: slice.loMs <= perRowUntil ? EVENT_SHARDS : 0 },
         (_, shard) =>
           new ShardCursor(
             this.client,
@@ -455,6 +479,7 @@ export class EventLogReader implements EventSource {
     if (!(untilMs > afterMs)) return false;
     const nowSeconds = Math.floor(this.now() / 1000);
     const slices = EventLogReader.hours(afterMs, untilMs);
+    const perRowUntil = await this.perRowUntilOf(workspaceId);
     for (let i = 0; i < slices.length; i += HAS_ROWS_HOURS_AT_ONCE) {
       const found = await Promise.all(
         slices
@@ -465,7 +490,7 @@ export class EventLogReader implements EventSource {
               slice,
               nowSeconds,
             ),
-            ...Array.from({ length: EVENT_SHARDS }, (_, shard) =>
+            ...Array.from({ length: slice.loMs <= perRowUntil ? EVENT_SHARDS : 0 }, (_, shard) =>
               this.partitionHasRows(
                 this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk']),
               ),

@@ -3,7 +3,9 @@ import { type DynamoDBClient, PutItemCommand, QueryCommand } from '@aws-sdk/clie
 import { describe, expect, it } from 'vitest';
 import { eventTables } from '../../../test/helpers/tables.js';
 import { defaultEventLogClient } from './client.js';
+import { MAX_RECORDED_AHEAD_MS } from './ingest.js';
 import { eventSk, HOUR_MS } from './keys.js';
+import { PER_ROW_UNTIL_MARGIN_MS, readPerRowUntil } from './per-row-until.js';
 import { ingestCustomEvents, writePerRowItems } from './event-log.test-support.js';
 import { EventLogReader } from './reader.js';
 import {
@@ -179,6 +181,58 @@ describe('EventLogReader on segments', () => {
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t - 1, t)).toBe(false);
     expect(await reader.hasRowsAfter(workspaceId, 'custom_events', t, t + MINUTE)).toBe(true);
     expect((await read(workspaceId, t - 1, t + MINUTE, { now: now + 30_000 })).ids).toEqual([]);
+  });
+});
+
+describe('the per-row marker: readers stop querying the per-row shards', () => {
+  it('reads a per-row item written before the switch until it expires, and no shard after the marker', async () => {
+    const workspaceId = `ws_${randomUUID()}`;
+    const t = MIDNIGHT + 2 * HOUR_MS;
+    await writePerRowItems(workspaceId, [{ id: 'legacy', recordedMs: t }]);
+    // The first write of a version without per-row items records the marker (its clock + 25 h).
+    await ingest(workspaceId, [{ id: 'new', recordedMs: WRITTEN_AT }]);
+    expect(PER_ROW_UNTIL_MARGIN_MS).toBeGreaterThan(MAX_RECORDED_AHEAD_MS);
+    expect(await readPerRowUntil(client, eventTables.eventsTable, workspaceId)).toBe(
+      WRITTEN_AT + PER_ROW_UNTIL_MARGIN_MS,
+    );
+    // A per-row item past the marker no writer could have written: read only if the shards were queried.
+    await writePerRowItems(workspaceId, [{ id: 'stray', recordedMs: WRITTEN_AT + 30 * HOUR_MS }]);
+    const shardQueries: string[] = [];
+    const counting = {
+      send: (command: { input?: { ExpressionAttributeValues?: Record<string, { S?: string }> } }) => {
+        const pk = command.input?.ExpressionAttributeValues?.[':pk']?.S;
+        if (command instanceof QueryCommand && pk !== undefined && /#\d+$/.test(pk)) shardQueries.push(pk);
+        return client.send(command as never);
+      },
+    } as unknown as DynamoDBClient;
+    const readAt = async (now: number) => {
+      const reader = new EventLogReader({ ...eventTables, client: counting, now: () => now });
+      const ids: string[] = [];
+      for await (const page of reader.readWindow(
+        workspaceId,
+        'custom_events',
+        t - 1,
+        WRITTEN_AT + 40 * HOUR_MS,
+      ))
+        ids.push(...page.lines.map((line) => (JSON.parse(line) as { id: string }).id));
+      return ids;
+    };
+    expect(await readAt(WRITTEN_AT)).toEqual(['legacy', 'new']);
+    // Hours t..t + 34 h (the last beginning by the marker) queried their shards, none after.
+    expect(new Set(shardQueries.map((pk) => pk.replace(/#\d+$/, ''))).size).toBe(34);
+    const reader = new EventLogReader({ ...eventTables, client: counting, now: () => WRITTEN_AT });
+    expect(
+      await reader.hasRowsAfter(
+        workspaceId,
+        'custom_events',
+        WRITTEN_AT + 26 * HOUR_MS,
+        WRITTEN_AT + 40 * HOUR_MS,
+      ),
+    ).toBe(false);
+    // The legacy item is read until it expires, 35 days after it was recorded.
+    const expiresMs = t + 35 * 86_400_000;
+    expect(await readAt(expiresMs - 1000)).toEqual(['legacy', 'new']);
+    expect(await readAt(expiresMs + 1000)).toEqual(['new']);
   });
 });
 
