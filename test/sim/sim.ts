@@ -1173,7 +1173,8 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
             new Ingest(1 - w, 10, d),
             new CreateExport(w, [d], 'hourly', f, 3 * HOUR_MS),
             new CreateExport(1 - w, [d], 'hourly', f, undefined),
-            tick(HOUR_MS),
+            // Past the rows' cell and the lag: a backfill asked for now owes them.
+            tick(2 * HOUR_MS),
             new Flood(-2),
             new Backfill(-1, undefined, 0),
             tick(15 * MINUTE_MS),
