@@ -21,7 +21,9 @@ import { BucketHistory, checkManifests, checkStep, checkTotals, missingRows } fr
  * - 265 (beforeStart, 2 operations): 21.15, the writer reading from the cell's start [before-start];
  * - 360 (finerThenCoarser): 22.11, no alignment after a change to a coarser grid [grid: 09:09:59.999–09:59:59.999];
  * - 228 (eraseAcross): 21.5, the erasure not learning the person's subscriber ids from their e-mail rows [erased:
- *   the archive keeps their custom_events row].
+ *   the archive keeps their custom_events row];
+ * - 216 (floodBeside): 22.6, Dispatch reading only the 100 oldest due backfill entries and not setting aside
+ *   those of a paused export [caught-up: the other workspace's backfill never runs].
  */
 const SEEDS: [seed: number, ops: number][] = [
   [141, 1],
@@ -30,6 +32,7 @@ const SEEDS: [seed: number, ops: number][] = [
   [265, 2],
   [360, 1],
   [228, 1],
+  [216, 1],
 ];
 
 let runSeed: typeof import('./sim.js').runSeed;
