@@ -148,6 +148,16 @@ describe('the oracle', () => {
     ]);
   });
 
+  it('accepts the cells of a grid between a finer and a coarser frequency the export had, and no other', () => {
+    const { model, exp } = modelWithExport();
+    const quarter = file(T0 + HOUR + 30 * 60_000 - 1, T0 + HOUR + 45 * 60_000 - 1, ['b']);
+    expect(checkStep(model, exp, bucketOf(quarter), new BucketHistory(), now).map((v) => v.check)).toEqual([
+      'grid',
+    ]);
+    exp.frequencies = new Set(['every_5_minutes', 'daily']);
+    expect(checkStep(model, exp, bucketOf(quarter), new BucketHistory(), now)).toEqual([]);
+  });
+
   it('names a file that lost rows or disappeared, and a window in a format the export never had', () => {
     const { model, exp } = modelWithExport();
     model.rows.set('c', {
