@@ -273,12 +273,16 @@ export function checkStep(
     const where = `${prefixOf(exp, key)}/${file.window}`;
     windows.set(where, [...(windows.get(where) ?? []), file]);
     // Grid: one whole cell of a frequency the export has had (`date`: on the UTC grid; `run_hour`: its slot
-    // on one of the schedules it had); the key is the one the contract names.
+    // on one of the schedules it had); the key is the one the contract names. After a change to a coarser
+    // frequency, planning finishes the coarsest grid the cursor lies on up to the new grid (`alignmentOf`, see
+    // "Windows as delivered"): a cell of any frequency's grid between a finer and a coarser one it has had.
     if (file.layout === 'date') {
       const step = file.toMs - file.fromMs;
-      const onGrid = [...exp.frequencies].some(
-        (f) => FREQUENCY_MS[f] === step && (file.fromMs + 1) % step === 0,
-      );
+      const had = [...exp.frequencies].map((f) => FREQUENCY_MS[f]);
+      const onGrid =
+        Object.values(FREQUENCY_MS).includes(step) &&
+        (file.fromMs + 1) % step === 0 &&
+        (had.includes(step) || (had.some((s) => s < step) && had.some((s) => s > step)));
       if (!onGrid) {
         violate(
           'grid',

@@ -212,7 +212,10 @@ abstract class ExportOp extends Op {
   }
   target(sim: Sim): ModelExport {
     const live = sim.model.liveExports();
-    return live[this.k % live.length]!;
+    // A negative `k` counts from the newest (a recipe's "the export it just created").
+    return this.k < 0
+      ? (live.at(Math.max(this.k, -live.length)) as ModelExport)
+      : live[this.k % live.length]!;
   }
   async apply(sim: Sim): Promise<void> {
     advanceVirtualTime(1_000);
@@ -957,17 +960,7 @@ class Tick extends Op {
     if (this.kind === 'midnight') setVirtualTime(Math.ceil((now + 1) / DAY_MS) * DAY_MS + this.advanceMs);
     else if (this.kind === 'retention') setVirtualTime(now + sim.world.retentionMs + this.advanceMs);
     else setVirtualTime(now + this.advanceMs);
-    sim.model.markLapsed(virtualNow(), sim.world.retentionMs);
-    if (this.fault) {
-      sim.world.faults[this.fault] = true;
-      sim.model.countFault(this.fault);
-    }
-    try {
-      await sim.world.dispatch();
-    } finally {
-      for (const key of Object.keys(sim.world.faults)) delete sim.world.faults[key as keyof TickFaults];
-    }
-    await checkSlots(sim, `step ${sim.steps}: ${sim.executed.at(-1)}`);
+    await dispatchTick(sim, this.fault);
   }
   toString() {
     const what =
@@ -978,6 +971,244 @@ class Tick extends Op {
           : `+${duration(this.advanceMs)}`;
     return `tick(${what}${this.fault ? `, fault ${this.fault}` : ''})`;
   }
+}
+
+/** One Dispatch tick at the current virtual time, with `fault` for this tick only; then the slots are checked. */
+async function dispatchTick(sim: Sim, fault: keyof TickFaults | undefined): Promise<void> {
+  sim.model.markLapsed(virtualNow(), sim.world.retentionMs);
+  if (fault) {
+    sim.world.faults[fault] = true;
+    sim.model.countFault(fault);
+  }
+  try {
+    await sim.world.dispatch();
+  } finally {
+    for (const key of Object.keys(sim.world.faults)) delete sim.world.faults[key as keyof TickFaults];
+  }
+  await checkSlots(sim, `step ${sim.steps}: ${sim.executed.at(-1)}`);
+}
+
+/**
+ * Ingest into a dataset a live export has (the `pick`-th live export, its `pick`-th current dataset), so that
+ * the rows of a schedule reach files: the first product's through {@link Ingest}, the second's through
+ * {@link SecondProductIngest}.
+ */
+class IngestLive extends Op {
+  constructor(
+    readonly pick: number,
+    readonly count: number,
+  ) {
+    super();
+  }
+  override check(model: Readonly<Model>): boolean {
+    return model.exports.some((exp) => !exp.deleted);
+  }
+  async apply(sim: Sim): Promise<void> {
+    const live = sim.model.liveExports();
+    const exp = live[this.pick % live.length]!;
+    const datasets = sim.model.currentDatasets(exp);
+    const dataset = datasets[this.pick % Math.max(1, datasets.length)];
+    if (dataset === undefined) {
+      advanceVirtualTime(1_000);
+      return;
+    }
+    sim.executed[sim.executed.length - 1] += ` → ws${exp.workspace} ${dataset}`;
+    const op = (FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)
+      ? new Ingest(exp.workspace, this.count, dataset)
+      : new SecondProductIngest(exp.workspace, dataset as SecondProductDataset, this.count, false);
+    await op.apply(sim);
+  }
+  toString() {
+    return `ingestLive(#${this.pick}, ${this.count})`;
+  }
+}
+
+/**
+ * The clock moves so that the event log's retention horizon falls just after the `pick`-th distinct recorded
+ * time of the rows export `k` may deliver (its workspace and current datasets, after its start, still
+ * available; never the last one): a window delivered with rows on both sides of that time now lost the
+ * earlier ones. Then Dispatch ticks.
+ */
+class ExpireInto extends ExportOp {
+  constructor(
+    k: number,
+    readonly pick: number,
+  ) {
+    super(k);
+  }
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    const now = virtualNow();
+    const datasets = new Set(sim.model.currentDatasets(exp));
+    const times = [
+      ...new Set(
+        [...sim.model.rows.values()]
+          .filter(
+            (row) =>
+              row.workspace === exp.workspace &&
+              datasets.has(row.dataset) &&
+              !row.refused &&
+              row.recordedMs > exp.startMs &&
+              row.recordedMs + sim.world.retentionMs > now,
+          )
+          .map((row) => row.recordedMs),
+      ),
+    ].sort((a, b) => a - b);
+    const chosen = times.length > 1 ? times[this.pick % (times.length - 1)] : undefined;
+    if (chosen !== undefined) {
+      setVirtualTime(chosen + sim.world.retentionMs + 1);
+      sim.executed[sim.executed.length - 1] += ` (horizon after ${iso(chosen)})`;
+    }
+    await dispatchTick(sim, undefined);
+  }
+  toString() {
+    return `expireInto(#${this.k}, ${this.pick})`;
+  }
+}
+
+/**
+ * A recipe: a few of the operations above in order, one step of the schedule (each checked as it runs). The
+ * generator's recipes steer schedules to where features meet (a partial run then a format change, a
+ * frequency change then a backfill, a backfill into expiring rows, a queue of backfills beside another
+ * workspace's); their operations stay the ordinary ones, so every check applies.
+ */
+class Steps extends Op {
+  constructor(
+    readonly name: string,
+    readonly ops: Op[],
+  ) {
+    super();
+  }
+  override async run(model: Model, sim: Real): Promise<void> {
+    try {
+      for (const op of this.ops) if (op.check(model)) await op.run(model, sim);
+    } finally {
+      sim.current = this;
+    }
+  }
+  async apply(): Promise<void> {}
+  toString() {
+    return `${this.name}[${this.ops.join('; ')}]`;
+  }
+}
+
+/** The recipes (see {@link Steps}); `ws` a workspace, `pick` a choice among the model's things. */
+function recipeArbitrary(): fc.Arbitrary<Steps> {
+  const ws = fc.nat(WORKSPACES - 1);
+  const pick = fc.nat(50);
+  const eventDatasets = fc.subarray([...EVENT_DATASETS], { minLength: 1, maxLength: 3 });
+  const tick = (ms: number, fault?: keyof TickFaults) => new Tick(ms, 'tick', fault);
+  const ingest = (p: number) => new IngestLive(p, 5 + (p % 20));
+  const format = fc.constantFrom(...EXPORT_FORMATS);
+  return fc.oneof(
+    // Rows over a backlog, a partial run through it, then the other format, more rows, and a backfill over it all.
+    fc
+      .tuple(ws, datasetArb, eventDatasets, format)
+      .map(
+        ([w, d, more, f]) =>
+          new Steps('partialThenFormat', [
+            new CreateExport(w, [...new Set([d, ...more])], 'every_5_minutes', f, 3 * HOUR_MS),
+            new Import(w, d, 150 * MINUTE_MS, 2),
+            new Import(w, d, 100 * MINUTE_MS, 2),
+            new Import(w, d, 50 * MINUTE_MS, 2),
+            tick(5 * MINUTE_MS, 'budgetSpent'),
+            new Update(-1, { format: EXPORT_FORMATS.find((other) => other !== f)! }),
+            new Ingest(w, 5, d),
+            tick(15 * MINUTE_MS),
+            new Backfill(-1, undefined, 0),
+            tick(15 * MINUTE_MS),
+          ]),
+      ),
+    // A finer grid, then a coarser one mid-cell, then a backfill of the whole history.
+    fc
+      .tuple(ws, eventDatasets, format, pick, fc.constantFrom<Frequency>('hourly', 'daily'))
+      .map(
+        ([w, d, f, p, coarser]) =>
+          new Steps('finerThenCoarser', [
+            new CreateExport(w, d, 'every_5_minutes', f, undefined),
+            ingest(p),
+            tick(15 * MINUTE_MS),
+            ingest(p + 1),
+            new Update(-1, { frequency: coarser }),
+            ingest(p + 2),
+            new Tick(HOUR_MS, coarser === 'daily' ? 'midnight' : 'tick', undefined),
+            ingest(p + 3),
+            new Backfill(-1, undefined, 0),
+            tick(HOUR_MS),
+          ]),
+      ),
+    // The horizon moves into a delivered window, then a backfill of the whole history (its first window lost rows).
+    fc
+      .tuple(ws, datasetArb, format, pick)
+      .map(
+        ([w, d, f, q]) =>
+          new Steps('expiringBackfill', [
+            new CreateExport(w, [d], 'hourly', f, 3 * HOUR_MS),
+            new Ingest(w, 5, d),
+            tick(15 * MINUTE_MS),
+            new Ingest(w, 5, d),
+            tick(HOUR_MS),
+            new ExpireInto(-1, q),
+            new Backfill(-1, undefined, 0),
+            tick(MINUTE_MS),
+          ]),
+      ),
+    // Rows recorded before an export's exact start, inside its first cell.
+    fc
+      .tuple(ws, datasetArb, format, fc.constantFrom<Frequency>('every_5_minutes', 'hourly'))
+      .map(
+        ([w, d, f, frequency]) =>
+          new Steps('beforeStart', [
+            new Ingest(w, 5, d),
+            new CreateExport(w, [d], frequency, f, undefined),
+            new Ingest(w, 5, d),
+            tick(HOUR_MS),
+          ]),
+      ),
+    // A queue of backfills on a paused export, and another workspace's backfill of rows from before its start.
+    fc
+      .tuple(ws, datasetArb, format)
+      .map(
+        ([w, d, f]) =>
+          new Steps('floodBeside', [
+            new Ingest(1 - w, 10, d),
+            new CreateExport(w, [d], 'hourly', f, 3 * HOUR_MS),
+            new CreateExport(1 - w, [d], 'hourly', f, undefined),
+            // Past the rows' cell and the lag: a backfill asked for now owes them.
+            tick(2 * HOUR_MS),
+            new Flood(-2),
+            new Backfill(-1, undefined, 0),
+            tick(15 * MINUTE_MS),
+          ]),
+      ),
+    // A person's rows in several datasets, archived, then erased by address.
+    fc
+      .tuple(ws, pick)
+      .map(
+        ([w, p]) =>
+          new Steps('eraseAcross', [
+            ...FIRST_PRODUCT_EVENT_DATASETS.map((d) => new Ingest(w, 12, d)),
+            tick(3 * HOUR_MS),
+            new Compact(),
+            new Erase(w, 'email', p),
+            tick(15 * MINUTE_MS),
+          ]),
+      ),
+    // An import into an hour already archived, then the next compaction.
+    fc
+      .tuple(ws, datasetArb, pick)
+      .map(
+        ([w, d, p]) =>
+          new Steps('importArchived', [
+            new Ingest(w, 5, d),
+            tick(3 * HOUR_MS),
+            new Compact(),
+            new Import(w, d, 2 * HOUR_MS, 2),
+            tick(HOUR_MS),
+            new Compact(),
+            new Erase(w, p % 2 === 0 ? 'email' : 'subscriber', p),
+          ]),
+      ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1142,6 +1373,11 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
       1,
       exportRef.map((k) => new Flood(k)),
     ),
+    weighted(
+      4,
+      fc.tuple(fc.nat(7), fc.integer({ min: 1, max: 40 })).map(([p, n]) => new IngestLive(p, n)),
+    ),
+    weighted(3, recipeArbitrary()),
   ];
 }
 

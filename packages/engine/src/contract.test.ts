@@ -328,6 +328,37 @@ describe('expired rows are reported', () => {
   }, 120_000);
 });
 
+describe('totalRowsExported agrees with the bucket', () => {
+  it('counts the windows a partial run completed after a gap when the cursor later moves past them as expired', async () => {
+    // Prepare: no run budget, so each of the 8 spans writes its first hourly window and stops: hours 0-4
+    // are committed, hours 6, 8 and 10 are complete after the gap of hour 5
+    const destination = await createDestination();
+    const tight = { settings: { runBudgetMs: 0, eventRetentionMs: RETENTION_MS } };
+    const first = await runOnce(destination, NOW, tight);
+    expect(first?.committed.runAgain).toBe(true);
+    const rowsInBucket = async () => {
+      let rows = 0;
+      for (const key of await listKeys(destination.pathPrefix)) rows += (await readLines(key)).length;
+      return rows;
+    };
+    const total = async () =>
+      (await controlStore.getDestination(workspaceId, destination.id))?.totalRowsExported;
+    expect(await total()).toBeLessThan(await rowsInBucket());
+
+    // Act: the next runs come after hours 5-8 left the event log (the cursor moves past hours 6 and 8)
+    const later = DAY0 + RETENTION_MS + 9 * HOUR_MS + 5 * MINUTE_MS;
+    await runUntilDone(destination, later);
+
+    // Assess: every row in the bucket counted once, hours 6 and 8 included
+    const keys = await dataKeys(destination);
+    expect(keys.filter((key) => key.includes(`-${DAY0 + 6 * HOUR_MS - 1}-`))).toHaveLength(1);
+    expect(keys.filter((key) => key.includes(`-${DAY0 + 8 * HOUR_MS - 1}-`))).toHaveLength(1);
+    expect(await total()).toBe(await rowsInBucket());
+    await runUntilDone(destination, later + HOUR_MS);
+    expect(await total()).toBe(await rowsInBucket());
+  }, 120_000);
+});
+
 describe('a backfill rewrites a window as it was delivered', () => {
   it('never replaces a delivered file with fewer rows: a window that lost rows is skipped and reported (defects 21.1, 22.10)', async () => {
     // Prepare: a daily export delivers the first day whole

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { ArchiveCoverage, CursorState, CursorWrite, Lease, PlannedSpan } from '@sluice/control';
+import type {
+  ArchiveCoverage,
+  CursorState,
+  CursorWrite,
+  Lease,
+  PlannedSpan,
+  WindowProgress,
+} from '@sluice/control';
 import {
   type Dataset,
   type Destination,
@@ -111,11 +118,22 @@ export async function claimAndPlan(
       archives,
       links,
     );
-    if (!(await deps.cursors.advance(fence, plan.writes, now))) {
+    // Windows a cursor moves past that an earlier run completed (or began) after a gap: their files stay
+    // delivered, so their rows join `totalRowsExported` with the move (once: the move is fenced by the
+    // cursor's old position) and their progress is forgotten.
+    const passed =
+      plan.passed.length > 0
+        ? progressPassed(await deps.cursors.getProgress(input.workspaceId, input.destinationId), plan.passed)
+        : [];
+    const passedRows = passed.reduce((sum, entry) => sum + entry.rows, 0);
+    const counted =
+      passedRows > 0 ? [deps.runState.addRowsItem(input.workspaceId, input.destinationId, passedRows)] : [];
+    if (!(await deps.cursors.advance(fence, plan.writes, now, counted))) {
       await deps.leases.release(lease);
       lease = undefined;
       return { outcome: 'skipped', reason: 'lease_lost' };
     }
+    if (passed.length > 0) await deps.cursors.deleteProgress(input.workspaceId, input.destinationId, passed);
 
     const note = plan.expired.length > 0 ? expiredNote(plan.expired, deps.settings.eventRetentionMs) : null;
     for (const span of plan.expired) {
@@ -234,6 +252,26 @@ export interface DatasetsPlan {
   writes: CursorWrite[];
   /** Spans of recorded time whose rows expired before this export wrote them. */
   expired: ExpiredSpan[];
+  /** Where a cursor moves past expired rows: from its old position to the new one. */
+  passed: ExpiredSpan[];
+}
+
+/**
+ * The progress entries of the windows a cursor moves past (`passed`): those between its old and its new
+ * position, so never a window already committed (whose entry may outlive its commit). Pure.
+ */
+export function progressPassed(
+  progress: ReadonlyMap<string, WindowProgress>,
+  passed: readonly ExpiredSpan[],
+): WindowProgress[] {
+  return [...progress.values()].filter((entry) => {
+    const window = /^(\d+)-(\d+)(#|$)/.exec(entry.window);
+    if (window === null) return false;
+    const [fromMs, toMs] = [Number(window[1]), Number(window[2])];
+    return passed.some(
+      (span) => span.dataset === entry.dataset && span.fromMs <= fromMs && toMs <= span.toMs,
+    );
+  });
 }
 
 /**
@@ -260,6 +298,7 @@ export function planDatasets(
   const items: WorkItem[] = [];
   const writes: CursorWrite[] = [];
   const expired: ExpiredSpan[] = [];
+  const passed: ExpiredSpan[] = [];
   const grid = currentGrid(destination);
   const { stepMs, phaseMs } = grid;
   const currentFormat = grid.format;
@@ -278,6 +317,7 @@ export function planDatasets(
         expired.push({ dataset, fromMs: cursorMs, toMs: lostThroughMs });
       }
       if (moved) {
+        passed.push({ dataset, fromMs: cursorMs, toMs: horizon });
         cursorMs = horizon;
         stored = [];
       }
@@ -346,7 +386,7 @@ export function planDatasets(
       }
     }
   }
-  return { items, writes, expired };
+  return { items, writes, expired, passed };
 }
 
 /** The stored position of a cursor, as a write's expected value. */
