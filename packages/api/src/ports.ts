@@ -47,6 +47,7 @@ export type DestinationChanges = Partial<
     | 'datasetStartedAt'
     | 'childOrganizations'
     | 'childOrganizationsAddedAt'
+    | 'childOrganizationsRemoved'
     | 'status'
     | 'consecutiveFailures'
     | 'updatedAt'

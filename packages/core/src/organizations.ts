@@ -31,3 +31,31 @@ export function childOrganizationsAddedAt(
 ): Record<string, string> {
   return Object.fromEntries(next.map((entry) => [entry, previous?.[entry] ?? nowIso]));
 }
+
+/**
+ * One past period of an entry of an export's `childOrganizations` (a child id or `'*'`): added at `addedAt`,
+ * removed at `removedAt` (ISO). Rows the entry covered are included over `(addedAt, removedAt]`, like a
+ * link's `(linkedAt, unlinkedAt]`, so windows planned after the removal (a catching-up run, a backfill) still
+ * include the child for the time before it.
+ */
+export interface RemovedChildEntry {
+  entry: string;
+  addedAt: string;
+  removedAt: string;
+}
+
+/**
+ * The removal history after the list changes from the entries of `previousAddedAt` to `next`: every entry
+ * removed now is recorded with its addition time and `nowIso`, after the `previous` history (kept whole).
+ */
+export function childOrganizationsRemoved(
+  previous: readonly RemovedChildEntry[] | undefined,
+  previousAddedAt: Readonly<Record<string, string>> | undefined,
+  next: readonly string[],
+  nowIso: string,
+): RemovedChildEntry[] {
+  const removed = Object.entries(previousAddedAt ?? {})
+    .filter(([entry]) => !next.includes(entry))
+    .map(([entry, addedAt]) => ({ entry, addedAt, removedAt: nowIso }));
+  return [...(previous ?? []), ...removed];
+}

@@ -62,8 +62,7 @@ export interface BackfillPlan {
  * are skipped and reported, so a delivered file is never replaced by one with fewer rows. Pure.
  * A window of an era partitioned by organisation (the export included children) reads the organisations
  * the export includes over it (`includedOrganizations` with the parent's link history `links`): each child
- * from the later of its link and its entry's addition to the list, to its unlink; a child removed from the
- * list since is not included.
+ * from the later of its link and its entry's addition to the list, to its unlink or its entry's removal.
  */
 export function planBackfillItems(
   backfill: Backfill,

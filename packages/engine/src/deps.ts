@@ -12,7 +12,7 @@ import type {
 import {
   type BucketLocation,
   DEFAULT_EVENT_RETENTION_MS,
-  includesChildren,
+  hasIncludedChildren,
   type OrganizationChoice,
   type ChildLink,
 } from '@sluice/core';
@@ -93,7 +93,7 @@ export async function linksOf(
   destination: OrganizationChoice,
   deps: Pick<EngineDeps, 'organizations'>,
 ): Promise<ChildLink[]> {
-  if (!includesChildren(destination)) return [];
+  if (!hasIncludedChildren(destination)) return [];
   return deps.organizations.listChildren(destination.workspaceId, { includeUnlinked: true });
 }
 

@@ -16,6 +16,8 @@ import {
   HOUR_MS,
   newDestination,
   type ChildLink,
+  childOrganizationsAddedAt,
+  childOrganizationsRemoved,
   startOfUtcDay,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateDatasetRows } from '@sluice/eventlog';
@@ -26,6 +28,7 @@ import { commitRun } from './commit.js';
 import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import { needsRun } from './dispatch.js';
 import {
+  deleteKeys,
   expectManifestMatchesBucket,
   LOCAL_BUCKET,
   LOCAL_S3_ENDPOINT,
@@ -163,6 +166,47 @@ async function exported(prefix: string) {
   }
   for (const ids of byFolder.values()) ids.sort();
   return { byFolder, owners };
+}
+
+/** Each data file under `prefix` (its key after the prefix) and its bytes, base64. */
+async function bytesOf(prefix: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const key of await listKeys(prefix)) {
+    files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
+  }
+  return files;
+}
+
+/** Queues a backfill of the export's click events over `(fromMs, toMs]`, asked at `nowMs`. */
+async function queueBackfill(
+  destinationId: string,
+  fromMs: number,
+  toMs: number,
+  nowMs: number,
+): Promise<Backfill> {
+  const iso = new Date(nowMs).toISOString();
+  const backfill: Backfill = {
+    id: `bf_${nowMs.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    workspaceId: PARENT,
+    destinationId,
+    status: 'queued',
+    fullHistory: false,
+    datasets: ['click_events'],
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    range: backfillRange(fromMs, toMs, 'hourly', nowMs),
+    doneThroughMs: {},
+    reached: { click_events: {} },
+    progress: { click_events: { rows: 0, files: 0, bytes: 0, windowsDone: 0, windowsTotal: 0 } },
+    attempts: 0,
+    error: null,
+    createdAt: iso,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: iso,
+  };
+  expect(await backfills.create(backfill)).toBe('created');
+  return backfill;
 }
 
 /** The click ids of `workspace` recorded in `(fromMs, toMs]`, sorted. */
@@ -330,36 +374,8 @@ describe("a parent's export that includes child organisations", () => {
 
     // Act: the next run finishes; then a backfill of the whole range rewrites it
     await runUntilDone(twin, NOW + MINUTE_MS);
-    const bytesOf = async (prefix: string) => {
-      const files = new Map<string, string>();
-      for (const key of await listKeys(prefix)) {
-        files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
-      }
-      return files;
-    };
     const retried = await bytesOf(twin.prefix);
-    const iso = new Date(NOW).toISOString();
-    const backfill: Backfill = {
-      id: `bf_${NOW.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
-      workspaceId: PARENT,
-      destinationId: twin.id,
-      status: 'queued',
-      fullHistory: false,
-      datasets: ['click_events'],
-      from: new Date(DAY0 - HOUR_MS).toISOString(),
-      to: new Date(DAY0 + 10 * HOUR_MS).toISOString(),
-      range: backfillRange(DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, 'hourly', NOW),
-      doneThroughMs: {},
-      reached: { click_events: {} },
-      progress: { click_events: { rows: 0, files: 0, bytes: 0, windowsDone: 0, windowsTotal: 0 } },
-      attempts: 0,
-      error: null,
-      createdAt: iso,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: iso,
-    };
-    expect(await backfills.create(backfill)).toBe('created');
+    const backfill = await queueBackfill(twin.id, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, NOW);
     await runUntilDone(twin, NOW + 2 * MINUTE_MS, 'backfill');
 
     // Assess: the same names and bytes as the clean run, every time
@@ -368,6 +384,71 @@ describe("a parent's export that includes child organisations", () => {
     expect(retried).toEqual(expected);
     expect((await backfills.get(PARENT, twin.id, backfill.id))?.status).toBe('succeeded');
     expect(await bytesOf(twin.prefix)).toEqual(expected);
+  }, 180_000);
+
+  it('includes a child removed from the list for the time before the removal: in a catching-up run and a backfill', async () => {
+    // Prepare: two exports with A and B that have not run yet; at R, B leaves the first's list and the second's
+    // list is emptied (the same changes as PATCH makes: `childOrganizationsAddedAt`, `childOrganizationsRemoved`)
+    const removedMs = DAY0 + 4 * HOUR_MS + 17 * MINUTE_MS;
+    const narrowed = await createDestination({ childOrganizations: [A, B] });
+    const emptied = await createDestination({ childOrganizations: [A, B] });
+    for (const [destination, next] of [
+      [narrowed, [A]],
+      [emptied, []],
+    ] as const) {
+      await controlStore.updateDestination(PARENT, destination.id, {
+        childOrganizations: [...next],
+        childOrganizationsAddedAt: childOrganizationsAddedAt(
+          destination.childOrganizationsAddedAt,
+          next,
+          new Date(removedMs).toISOString(),
+        ),
+        childOrganizationsRemoved: childOrganizationsRemoved(
+          undefined,
+          destination.childOrganizationsAddedAt,
+          next,
+          new Date(removedMs).toISOString(),
+        ),
+      });
+    }
+    const bLinkedMs = Date.parse(links.find((link) => link.childId === B)?.linkedAt as string);
+    const start = DAY0 - HOUR_MS;
+    const end = DAY0 + 10 * HOUR_MS - 1;
+
+    // Act: both catch up after the removal; the first's windows are then backfilled
+    await runUntilDone(narrowed, NOW);
+    await runUntilDone(emptied, NOW);
+
+    // Assess: B (and, emptied, A) exactly up to the removal, inclusive; after it the emptied export is unpartitioned
+    const first = await exported(narrowed.prefix);
+    expect(first.byFolder).toEqual(
+      new Map([
+        [PARENT, idsOf(PARENT, start, end)],
+        [A, idsOf(A, start, end)],
+        [B, idsOf(B, bLinkedMs, removedMs)],
+      ]),
+    );
+    // The emptied export: A and B up to the removal; the parent's rows once each, in its partition in the spans
+    // that still included a child (through the one holding the removal), unpartitioned after
+    const second = await exported(emptied.prefix);
+    expect([...second.byFolder.keys()].sort()).toEqual(['(none)', PARENT, A, B].sort());
+    expect(second.byFolder.get(A)).toEqual(idsOf(A, start, removedMs));
+    expect(second.byFolder.get(B)).toEqual(idsOf(B, bLinkedMs, removedMs));
+    const partitioned = second.byFolder.get(PARENT) ?? [];
+    const unpartitioned = second.byFolder.get('(none)') ?? [];
+    expect([...partitioned, ...unpartitioned].sort()).toEqual(idsOf(PARENT, start, end));
+    expect(partitioned).toEqual(expect.arrayContaining(idsOf(PARENT, start, removedMs)));
+    expect(idsOf(PARENT, removedMs, end)).toEqual(expect.arrayContaining(unpartitioned));
+    expect(unpartitioned.length).toBeGreaterThan(0);
+    // A backfill of each, its files deleted first, writes them again, byte for byte
+    for (const destination of [narrowed, emptied]) {
+      const before = await bytesOf(destination.prefix);
+      await deleteKeys([...before.keys()].map((key) => `${destination.prefix}${key}`));
+      const backfill = await queueBackfill(destination.id, start, DAY0 + 10 * HOUR_MS, NOW);
+      await runUntilDone(destination, NOW + MINUTE_MS, 'backfill');
+      expect((await backfills.get(PARENT, destination.id, backfill.id))?.status).toBe('succeeded');
+      expect(await bytesOf(destination.prefix)).toEqual(before);
+    }
   }, 180_000);
 
   it("Dispatch starts a run for a child's new rows when the parent has none", async () => {

@@ -10,8 +10,7 @@ import {
   layoutOf,
   schemaKeyOf,
   gridPointAtOrBefore,
-  includedOrganizations,
-  includesChildren,
+  plannedOrganizations,
   isEventDataset,
   type ChildLink,
   planEventSpans,
@@ -245,7 +244,7 @@ export interface DatasetsPlan {
  * moves to it: those rows are gone, and the span is reported in `expired`. Rows the archive holds are read
  * from it by the writer's event source, into the same files.
  * An export that includes child organisations fixes in each new span the organisations it reads, with their
- * exact starts and stops (`includedOrganizations` over `links`, the parent's link history), like its format:
+ * exact starts and stops (`plannedOrganizations` over `links`, the parent's link history), like its format:
  * a span planned before keeps its own, so a retry or a late run reads the same rows of the same organisations.
  */
 export function planDatasets(
@@ -296,11 +295,7 @@ export function planDatasets(
         const layout = before !== undefined ? layoutOf(before) : grid.layout;
         // ... and its organisations (absent: the workspace's own rows, unpartitioned); a new one resolves them now.
         const organizations =
-          before !== undefined
-            ? before.organizations
-            : includesChildren(destination)
-              ? includedOrganizations(destination, links, span)
-              : undefined;
+          before !== undefined ? before.organizations : plannedOrganizations(destination, links, span);
         const { organizations: _stored, ...rest } = span;
         return {
           ...rest,
