@@ -17,7 +17,7 @@ import {
   type ChildLink,
   windowsOfEras,
 } from '@sluice/core';
-import { type EngineDeps, linksOf } from './deps.js';
+import { type EngineDeps, exportArchiveCoverage, linksOf } from './deps.js';
 import { describeFailure } from './errors.js';
 import type {
   BackfillSkip,
@@ -148,10 +148,12 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
   );
   if (slot === undefined) return { outcome: 'skipped', reason: 'lease_held' };
   const cursors = await deps.cursors.get(workspaceId, destinationId);
+  const links = await linksOf(destination, deps);
   const available = new Map<EventDataset, number>();
   for (const dataset of backfill.datasets) {
     if (!isEventDataset(dataset)) continue;
-    const archive = await deps.archiveCoverage.get(workspaceId, dataset);
+    // The children's rows too: the archive of every organisation the export includes must reach them.
+    const archive = await exportArchiveCoverage(destination, links, dataset, deps);
     // Rows recorded after this are still there (at or after the earliest available instant).
     available.set(dataset, earliestAvailableMs(nowMs, deps.settings.eventRetentionMs, archive) - 1);
   }
@@ -160,7 +162,7 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     destination,
     cursors,
     (dataset) => available.get(dataset) ?? nowMs,
-    await linksOf(destination, deps),
+    links,
   );
   const run: RunRef = {
     workspaceId,

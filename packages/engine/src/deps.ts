@@ -1,4 +1,5 @@
 import type {
+  ArchiveCoverage,
   ArchiveCursorStore,
   BackfillStore,
   ControlStore,
@@ -12,8 +13,11 @@ import type {
 import {
   type BucketLocation,
   DEFAULT_EVENT_RETENTION_MS,
+  type EventDataset,
   hasIncludedChildren,
+  includedOrganizations,
   type OrganizationChoice,
+  organizationIds,
   type ChildLink,
 } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
@@ -95,6 +99,34 @@ export async function linksOf(
 ): Promise<ChildLink[]> {
   if (!hasIncludedChildren(destination)) return [];
   return deps.organizations.listChildren(destination.workspaceId, { includeUnlinked: true });
+}
+
+/**
+ * The event archive's coverage of `dataset` for an export: its own workspace's, narrowed by that of each child
+ * it includes or included over any time (issue 27) to the latest start and the earliest end, so that every
+ * organisation's rows are available over it; undefined (the hot log only) when one of them has no archive.
+ * Planning and backfills then report the windows before it as lost, as for the workspace's own rows, instead
+ * of delivering them without a child's rows.
+ */
+export async function exportArchiveCoverage(
+  destination: OrganizationChoice,
+  links: readonly ChildLink[],
+  dataset: EventDataset,
+  deps: Pick<EngineDeps, 'archiveCoverage'>,
+): Promise<ArchiveCoverage | undefined> {
+  let coverage = await deps.archiveCoverage.get(destination.workspaceId, dataset);
+  const always = { fromMs: Number.NEGATIVE_INFINITY, toMs: Number.POSITIVE_INFINITY };
+  const children = organizationIds(includedOrganizations(destination, links, always)).slice(1);
+  for (const child of children) {
+    if (coverage === undefined) return undefined;
+    const theirs = await deps.archiveCoverage.get(child, dataset);
+    if (theirs === undefined) return undefined;
+    coverage = {
+      startMs: Math.max(coverage.startMs, theirs.startMs),
+      throughMs: Math.min(coverage.throughMs, theirs.throughMs),
+    };
+  }
+  return coverage;
 }
 
 /**

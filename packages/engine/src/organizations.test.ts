@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  ArchiveCursorStore,
   BackfillStore,
   ControlStore,
   CursorStore,
@@ -449,6 +450,56 @@ describe("a parent's export that includes child organisations", () => {
       expect((await backfills.get(PARENT, destination.id, backfill.id))?.status).toBe('succeeded');
       expect(await bytesOf(destination.prefix)).toEqual(before);
     }
+  }, 180_000);
+
+  it("reports a backfill's windows before a child's archive starts, as for the export's own rows", async () => {
+    // Prepare: a child E with rows over the ten hours; the hot log keeps three hours; the parent's archive
+    // reaches back two days, E's only to the fifth hour (both reach the hot log)
+    const E = `ws_child_e_${tag}`;
+    await new ControlStore(controlTable).ensureWorkspace(E);
+    const rows = [
+      ...generateDatasetRows({
+        dataset: 'click_events',
+        count: 40,
+        workspaceId: E,
+        seed: 2704,
+        from: DAY0,
+        to: DAY0 + 10 * HOUR_MS - 1,
+      }),
+    ] as unknown as Record<string, unknown>[];
+    const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
+    expect((await writer.ingestEvents(E, rows)).invalid).toEqual([]);
+    ingested.set(
+      E,
+      rows.map((row) => ({ id: String(row.click_id), recordedMs: Date.parse(String(row.recorded_at)) })),
+    );
+    await organizations.link(PARENT, E, new Date(DAY0 - 3 * HOUR_MS));
+    const archives = new ArchiveCursorStore(controlTable);
+    const through = DAY0 + 9 * HOUR_MS;
+    await archives.advance(PARENT, 'click_events', undefined, {
+      startMs: DAY0 - 2 * DAY_MS,
+      throughMs: through,
+    });
+    await archives.advance(E, 'click_events', undefined, { startMs: DAY0 + 5 * HOUR_MS, throughMs: through });
+    const destination = await createDestination({ childOrganizations: [E] });
+    await runUntilDone(destination, NOW);
+    const delivered = await bytesOf(destination.prefix);
+    await deleteKeys([...delivered.keys()].map((key) => `${destination.prefix}${key}`));
+    const backfill = await queueBackfill(destination.id, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, NOW);
+
+    // Act: the backfill, with the archive and the short hot log
+    await runUntilDone(destination, NOW + MINUTE_MS, 'backfill', {
+      archiveCoverage: archives,
+      settings: { runBudgetMs: 180_000, eventRetentionMs: 3 * HOUR_MS },
+    });
+
+    // Assess: the windows before E's archive are reported, not delivered without E's rows; the rest are whole
+    const record = await backfills.get(PARENT, destination.id, backfill.id);
+    expect(record?.error ?? '').toMatch(/^Not backfilled: rows recorded click_events from /);
+    const { byFolder } = await exported(destination.prefix);
+    const firstKept = DAY0 + 5 * HOUR_MS - 1;
+    expect(byFolder.get(E)).toEqual(idsOf(E, firstKept, DAY0 + 10 * HOUR_MS - 1));
+    expect(byFolder.get(PARENT)).toEqual(idsOf(PARENT, firstKept, DAY0 + 10 * HOUR_MS - 1));
   }, 180_000);
 
   it("Dispatch starts a run for a child's new rows when the parent has none", async () => {

@@ -17,7 +17,7 @@ import {
   planSnapshot,
   windowKey,
 } from '@sluice/core';
-import { type EngineDeps, linksOf, resolveDeps } from './deps.js';
+import { type EngineDeps, exportArchiveCoverage, linksOf, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
 import { claimBackfill } from './backfill.js';
@@ -99,8 +99,8 @@ export async function claimAndPlan(
     const fence = { lease };
 
     const cursors = await deps.cursors.get(input.workspaceId, input.destinationId);
-    const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps);
     const links = await linksOf(destination, deps);
+    const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps, links);
     const plan = planDatasets(
       destination,
       cursors,
@@ -190,20 +190,21 @@ export async function claimAndPlan(
 
 /**
  * The event archive's coverage of each event dataset whose cursor is behind the hot log's retention (only
- * those: a current export reads no archive cursor).
+ * those: a current export reads no archive cursor), narrowed by the included children's ({@link exportArchiveCoverage}).
  */
 async function archiveCoverageBehind(
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   nowMs: number,
   deps: EngineDeps,
+  links: readonly ChildLink[],
 ): Promise<Map<EventDataset, ArchiveCoverage>> {
   const horizon = nowMs - deps.settings.eventRetentionMs;
   const archives = new Map<EventDataset, ArchiveCoverage>();
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
     if (eventCursorMs(destination, cursors.get(dataset), dataset) >= horizon) continue;
-    const coverage = await deps.archiveCoverage.get(destination.workspaceId, dataset);
+    const coverage = await exportArchiveCoverage(destination, links, dataset, deps);
     if (coverage !== undefined) archives.set(dataset, coverage);
   }
   return archives;
