@@ -671,6 +671,55 @@ class Update extends ExportOp {
   }
 }
 
+/**
+ * Parent organisations (issue 27), on the target export's workspace and the other one: the operator links or
+ * unlinks the other as its child (the `OrganizationStore` that `sluice orgs link|unlink` uses), or the export's
+ * `childOrganizations` is set to it or emptied (PATCH, the API path of `update`). A refusal (a second parent, a
+ * child of a child, not a child, a PATCH naming a workspace that is not a current child) changes nothing.
+ */
+export type OrganizeAction = 'link' | 'unlink' | 'list' | 'unlist';
+class Organize extends ExportOp {
+  constructor(
+    k: number,
+    readonly action: OrganizeAction,
+  ) {
+    super(k);
+  }
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    const now = virtualNow();
+    const child = (exp.workspace + 1) % sim.world.workspaces.length;
+    const childId = sim.world.workspaces[child]!.id;
+    if (this.action === 'link' || this.action === 'unlink') {
+      try {
+        if (this.action === 'link')
+          await sim.world.organizations.link(exp.workspaceId, childId, new Date(now));
+        else await sim.world.organizations.unlink(exp.workspaceId, childId, new Date(now));
+      } catch (error) {
+        if (['ConflictError', 'NotFoundError', 'InvalidInputError'].includes((error as Error).name)) return;
+        throw error;
+      }
+      if (this.action === 'link') sim.model.links.push({ parent: exp.workspace, child, linkedMs: now });
+      const open = sim.model.links.find(
+        (link) => link.parent === exp.workspace && link.child === child && link.unlinkedMs === undefined,
+      );
+      if (this.action === 'unlink' && open !== undefined) open.unlinkedMs = now;
+      return;
+    }
+    const list = this.action === 'list' ? [childId] : [];
+    const response = await api(sim, exp.workspace, 'PATCH', `/data-exports/${exp.id}`, {
+      childOrganizations: list,
+    });
+    if (response.status !== 200) return;
+    exp.children ??= [];
+    const listed = exp.children.find((entry) => entry.removedMs === undefined);
+    if (this.action === 'list' && listed === undefined) exp.children.push({ child, childId, addedMs: now });
+    if (this.action === 'unlist' && listed !== undefined) listed.removedMs = now;
+  }
+  toString() {
+    return `organize(#${this.k}, ${this.action})`;
+  }
+}
+
 class SetEnabled extends ExportOp {
   constructor(
     k: number,
@@ -1141,6 +1190,12 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
     weighted(
       1,
       exportRef.map((k) => new Flood(k)),
+    ),
+    weighted(
+      3,
+      fc
+        .tuple(exportRef, fc.constantFrom<OrganizeAction>('link', 'list', 'link', 'list', 'unlink', 'unlist'))
+        .map(([k, action]) => new Organize(k, action)),
     ),
   ];
 }
