@@ -418,7 +418,9 @@ function organizationIssue(
 ): string | undefined {
   const ownerId = row.workspace === exp.workspace ? exp.workspaceId : childIdOf(exp, row.workspace);
   const named = file.organization ?? exp.workspaceId;
-  if (named !== ownerId) return `of ${ownerId} is in the files of ${named}`;
+  // A name of no organisation the export knows is the `name` check's.
+  const known = named === exp.workspaceId || (exp.children ?? []).some((entry) => entry.childId === named);
+  if (known && named !== ownerId) return `of ${ownerId} is in the files of ${named}`;
   if (!model.includesRowsOf(exp, row.workspace, row.recordedMs))
     return `of child ${ownerId} recorded at ${iso(row.recordedMs)}, when it was not both linked and listed`;
   return undefined;
