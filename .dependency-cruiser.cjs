@@ -62,6 +62,15 @@ module.exports = {
       },
     },
     {
+      name: 'no-package-import-of-infra',
+      comment:
+        'Only the `npm start` app (packages/local) knows the CDK constructs in infra/; a test that runs them ' +
+        'belongs to the root (test/infra/), which holds both.',
+      severity: 'error',
+      from: { path: '^packages/', pathNot: '^packages/local/' },
+      to: { path: '^infra/' },
+    },
+    {
       name: 'no-undeclared-package',
       comment: "An import of a package that the importing package's package.json does not declare.",
       severity: 'error',

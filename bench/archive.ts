@@ -185,7 +185,6 @@ async function child(rows: number): Promise<void> {
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
   const deps = {

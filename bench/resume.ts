@@ -143,7 +143,6 @@ export async function runResumeBench(
       }),
       status: 'idle',
       manualRunQueued: false,
-      exportedThrough: {},
       nextRunAt: null,
     });
     return { id, prefix };

@@ -59,20 +59,8 @@ function memorySource(pool: string[], rows: number): EventSource {
 }
 
 async function child(task: ChildTask): Promise<void> {
-  const [
-    { createBucketWriterFactory, writeWindow, noRunMetrics },
-    { generateEmailLines },
-    { ControlStore, CursorStore, LeaseStore },
-    { EventLogReader },
-    { SecretSealer },
-  ] = await Promise.all([
-    import('@sluice/engine'),
-    import('./encode.js'),
-    import('@sluice/control'),
-    import('@sluice/eventlog'),
-    import('@sluice/secrets'),
-  ]);
-  const { controlTable, eventTables, kmsKey, localBucketOrigins } = await import('../test/helpers/tables.js');
+  const { LeaseStore } = await import('@sluice/control');
+  const { controlTable } = await import('../test/helpers/tables.js');
   const runId = `run_bench${randomUUID().slice(0, 8)}`;
   // The writer saves its progress under the run's lease, as in a real run.
   const lease = await new LeaseStore(controlTable).claim({
@@ -85,6 +73,34 @@ async function child(task: ChildTask): Promise<void> {
     durationMs: 3_600_000,
   });
   if (lease === undefined) throw new Error('the bench destination is leased by another run');
+  try {
+    await writeCase(task, lease, runId);
+  } finally {
+    // As Commit does at the end of a run: the next case (the next child) claims the destination again.
+    await new LeaseStore(controlTable).release(lease);
+  }
+}
+
+/** One case's window written whole under `lease`, its figures printed for the parent. */
+async function writeCase(
+  task: ChildTask,
+  lease: { startedAt: string; token: string },
+  runId: string,
+): Promise<void> {
+  const [
+    { createBucketWriterFactory, writeWindow, noRunMetrics },
+    { generateEmailLines },
+    { ControlStore, CursorStore },
+    { EventLogReader },
+    { SecretSealer },
+  ] = await Promise.all([
+    import('@sluice/engine'),
+    import('./encode.js'),
+    import('@sluice/control'),
+    import('@sluice/eventlog'),
+    import('@sluice/secrets'),
+  ]);
+  const { controlTable, eventTables, kmsKey, localBucketOrigins } = await import('../test/helpers/tables.js');
   // Each case writes its window whole: forget an earlier case's progress in the same window.
   await new CursorStore(controlTable).deleteProgress(task.workspaceId, task.destinationId, [
     { dataset: 'email_events', window: `${task.fromMs}-${task.toMs}` },
@@ -222,7 +238,6 @@ export async function runWriterBench(
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
   // nextRunAt null: the destination is off the due index, so no scheduler runs it beside the bench.

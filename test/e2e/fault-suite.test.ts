@@ -179,7 +179,6 @@ beforeAll(async () => {
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
   console.log(

@@ -1,4 +1,11 @@
-import type { BucketLocation, ChildLink, Dataset, Destination, SealedSecret } from '@sluice/core';
+import type {
+  BucketLocation,
+  ChildLink,
+  Dataset,
+  Destination,
+  DestinationView,
+  SealedSecret,
+} from '@sluice/core';
 import type { BackfillStore } from '@sluice/control';
 
 /** The caller, as the authorizer established it. Every use case is keyed by `workspaceId`. */
@@ -81,20 +88,20 @@ export interface DataExportRunView {
  */
 export interface ApiStore {
   createDestination(destination: Destination, options?: { maxPerWorkspace?: number }): Promise<unknown>;
-  getDestination(workspaceId: string, id: string): Promise<Destination | undefined>;
-  listDestinations(workspaceId: string): Promise<Destination[]>;
+  getDestination(workspaceId: string, id: string): Promise<DestinationView | undefined>;
+  listDestinations(workspaceId: string): Promise<DestinationView[]>;
   updateDestination(
     workspaceId: string,
     id: string,
     changes: DestinationChanges,
     options: { bumpConfigVersion?: boolean; now?: Date; clearCursorsOf?: readonly Dataset[] },
-  ): Promise<Destination | undefined>;
+  ): Promise<DestinationView | undefined>;
   deleteDestination(workspaceId: string, id: string): Promise<boolean>;
   queueRun(
     workspaceId: string,
     id: string,
     now: Date,
-  ): Promise<{ queued: boolean; destination: Destination } | undefined>;
+  ): Promise<{ queued: boolean; destination: DestinationView } | undefined>;
   listRuns(
     workspaceId: string,
     id: string,

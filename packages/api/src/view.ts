@@ -1,6 +1,7 @@
 import {
   type Dataset,
   type Destination,
+  type DestinationView,
   type DestinationFailing,
   fileFormatOf,
   type Layout,
@@ -65,7 +66,7 @@ export interface DataExportView {
  * being added to the record). `exportedThrough` lists every current dataset, `null` until its first export.
  * Nullable fields an older record lacks come back `null`, counters `0`. `accessKeyId` is masked here (masking a masked id leaves it as it is).
  */
-export function toDataExportView(destination: Destination): DataExportView {
+export function toDataExportView(destination: DestinationView): DataExportView {
   const exportedThrough: Partial<Record<Dataset, string | null>> = {};
   for (const dataset of destination.datasets) {
     exportedThrough[dataset] = destination.exportedThrough?.[dataset] ?? null;

@@ -94,7 +94,6 @@ async function createDestination(): Promise<Destination> {
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     nextRunAt: null,
   });
 }

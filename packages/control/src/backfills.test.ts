@@ -31,7 +31,6 @@ async function newExport(): Promise<{ workspaceId: string; destinationId: string
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
   });
   return { workspaceId, destinationId };
 }

@@ -44,7 +44,6 @@ function sampleDestination(workspaceId: string, overrides: Partial<Destination> 
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     ...overrides,
   };
 }

@@ -13,6 +13,7 @@ import {
   DATASETS,
   fileFormatOf,
   type Destination,
+  type DestinationView,
   InvalidInputError,
   isEventDataset,
   DatabaseUnavailableError,
@@ -48,8 +49,8 @@ import { type Workspace, WorkspaceStore } from './workspaces.js';
 import { ExternalIdKeyStore } from './external-id-key.js';
 import { type ListChildrenOptions, OrganizationStore } from './organizations.js';
 
-/** The destination attributes the control table holds (everything but `exportedThrough`, which is the cursors'). */
-type StoredField = Exclude<keyof Destination, 'exportedThrough'>;
+/** The destination attributes the control table holds (`exportedThrough` is derived from the cursors on read). */
+type StoredField = keyof Destination;
 
 const STORED: Record<StoredField, true> = {
   workspaceId: true,
@@ -99,7 +100,7 @@ const FIXED_FIELDS = new Set<string>(['workspaceId', 'id', 'createdAt', 'configV
 
 /** What {@link ControlStore.updateDestination} may change. `updatedAt`, when given, overrides `options.now`. */
 export type DestinationChanges = Partial<
-  Omit<Destination, 'workspaceId' | 'id' | 'createdAt' | 'configVersion' | 'exportedThrough'>
+  Omit<Destination, 'workspaceId' | 'id' | 'createdAt' | 'configVersion'>
 >;
 
 /** Options of {@link ControlStore.updateDestination}. */
@@ -120,7 +121,7 @@ export interface UpdateDestinationOptions {
 export interface QueueRunResult {
   /** False when a run was already queued or running, or the destination is paused: nothing changed. */
   queued: boolean;
-  destination: Destination;
+  destination: DestinationView;
 }
 
 type Item = Record<string, unknown>;
@@ -142,8 +143,8 @@ interface DestinationUpdate {
 export function exportedThroughFromCursors(
   datasets: readonly Dataset[],
   cursors: ReadonlyMap<string, Item>,
-): Destination['exportedThrough'] {
-  const exportedThrough: Destination['exportedThrough'] = {};
+): DestinationView['exportedThrough'] {
+  const exportedThrough: DestinationView['exportedThrough'] = {};
   for (const dataset of datasets) {
     const cursor = cursors.get(dataset);
     if (isEventDataset(dataset)) {
@@ -158,16 +159,18 @@ export function exportedThroughFromCursors(
   return exportedThrough;
 }
 
-/** A stored destination item without its keys and internal attributes, plus `exportedThrough`. */
-function toDestination(item: Item, cursors: ReadonlyMap<string, Item>): Destination {
+/**
+ * The one place a destination is read back: a stored item without its keys and internal attributes, plus
+ * what its cursors derive (`exportedThrough`).
+ */
+function toDestinationView(item: Item, cursors: ReadonlyMap<string, Item>): DestinationView {
   const picked: Item = {};
   for (const field of STORED_FIELDS) picked[field] = item[field];
   const destination = picked as unknown as Destination;
   // Items stored before formats existed say `jsonl.gz` and have no compression.
   Object.assign(destination, fileFormatOf(picked));
   const datasets = Array.isArray(destination.datasets) ? destination.datasets : [];
-  destination.exportedThrough = exportedThroughFromCursors(datasets, cursors);
-  return destination;
+  return Object.assign(destination, { exportedThrough: exportedThroughFromCursors(datasets, cursors) });
 }
 
 /**
@@ -264,7 +267,7 @@ export class ControlStore {
   }
 
   /**
-   * Stores a new destination. `exportedThrough` is not stored (cursors hold progress). The due index keys
+   * Stores a new destination (read back with `exportedThrough` all null: cursors hold progress). The due index keys
    * are set when the destination is enabled and has a `nextRunAt`. In the same transaction, the workspace's
    * export count (`EXPORT_COUNT`) goes up by one, on condition that it is below `maxPerWorkspace` when given,
    * so concurrent creates never pass the limit. A workspace without the count (exports from before it) gets it
@@ -274,7 +277,7 @@ export class ControlStore {
   async createDestination(
     destination: Destination,
     options: { maxPerWorkspace?: number } = {},
-  ): Promise<Destination> {
+  ): Promise<DestinationView> {
     if (!isKeySafeId(destination.workspaceId) || !isKeySafeId(destination.id)) {
       throw new InvalidInputError('Destination or workspace id is not valid.');
     }
@@ -328,7 +331,7 @@ export class ControlStore {
         'limit_exceeded',
       );
     }
-    return toDestination(item, new Map());
+    return toDestinationView(item, new Map());
   }
 
   /**
@@ -356,7 +359,7 @@ export class ControlStore {
   }
 
   /** The destination with its `exportedThrough`, or `undefined` (also for another workspace's id). */
-  async getDestination(workspaceId: string, destinationId: string): Promise<Destination | undefined> {
+  async getDestination(workspaceId: string, destinationId: string): Promise<DestinationView | undefined> {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
     const sk = destinationSk(destinationId);
     const items = await this.queryAll({
@@ -369,11 +372,11 @@ export class ControlStore {
     });
     const destination = items.find((item) => item.SK === sk);
     if (destination === undefined) return undefined;
-    return toDestination(destination, this.cursorsOf(items, destinationId));
+    return toDestinationView(destination, this.cursorsOf(items, destinationId));
   }
 
   /** Every destination of the workspace, oldest first, each with its `exportedThrough`. Leases are ignored. */
-  async listDestinations(workspaceId: string): Promise<Destination[]> {
+  async listDestinations(workspaceId: string): Promise<DestinationView[]> {
     if (!isKeySafeId(workspaceId)) return [];
     const items = await this.queryAll({
       KeyConditionExpression: 'PK = :pk AND begins_with(SK, :dest)',
@@ -399,7 +402,7 @@ export class ControlStore {
       byDataset.set(dataset, item);
     }
     return [...destinations.entries()]
-      .map(([id, item]) => toDestination(item, cursors.get(id) ?? new Map()))
+      .map(([id, item]) => toDestinationView(item, cursors.get(id) ?? new Map()))
       .sort((a, b) =>
         a.createdAt === b.createdAt
           ? a.id < b.id
@@ -427,7 +430,7 @@ export class ControlStore {
     destinationId: string,
     changes: DestinationChanges,
     options: UpdateDestinationOptions = {},
-  ): Promise<Destination | undefined> {
+  ): Promise<DestinationView | undefined> {
     if (!isKeySafeId(workspaceId) || !isKeySafeId(destinationId)) return undefined;
     const fields = Object.entries(changes).filter(
       ([field, value]) => value !== undefined && field in STORED && !FIXED_FIELDS.has(field),
@@ -518,7 +521,7 @@ export class ControlStore {
         continue;
       }
       if (outcome === undefined) return undefined;
-      return toDestination(outcome, await this.readCursors(workspaceId, destinationId));
+      return toDestinationView(outcome, await this.readCursors(workspaceId, destinationId));
     }
     throw new DatabaseUnavailableError(
       new Error('updateDestination: too much contention on the destination'),
@@ -665,7 +668,7 @@ export class ControlStore {
     if (attributes === undefined) return undefined;
     return {
       queued: true,
-      destination: toDestination(attributes, await this.readCursors(workspaceId, destinationId)),
+      destination: toDestinationView(attributes, await this.readCursors(workspaceId, destinationId)),
     };
   }
 

@@ -106,8 +106,6 @@ export interface Destination extends BucketLocation {
   /** Bumped on every change of location or credentials; a running export stops when it changes. */
   configVersion: number;
   startFrom: string;
-  /** Per dataset: ISO time everything recorded up to which is written (events) or the last snapshot date. */
-  exportedThrough: Partial<Record<Dataset, string | null>>;
   /** When each dataset was added (ISO); event datasets start there (or at startFrom for the first ones). */
   datasetStartedAt: Partial<Record<Dataset, string>>;
   /**
@@ -141,6 +139,15 @@ export interface Destination extends BucketLocation {
   pendingNotice?: DestinationNotice | null;
   createdAt: string;
   updatedAt: string;
+}
+
+/**
+ * A destination as the control store reads it back: its stored fields and what its cursors derive, which is
+ * never stored (so a write takes a {@link Destination}, and nothing is stripped from it).
+ */
+export interface DestinationView extends Destination {
+  /** Per dataset: ISO time everything recorded up to which is written (events) or the last snapshot date. */
+  exportedThrough: Partial<Record<Dataset, string | null>>;
 }
 
 /** Masks an access key id as `AKIA…WXYZ`: the first four and the last four characters. */
@@ -196,7 +203,6 @@ export function newDestination(input: NewDestinationInput): Destination {
     isEnabled: true,
     status: 'queued',
     configVersion: 1,
-    exportedThrough: Object.fromEntries(input.datasets.map((dataset) => [dataset, null])),
     datasetStartedAt: Object.fromEntries(input.datasets.map((dataset) => [dataset, input.startFrom])),
     nextRunAt: nowIso,
     lastRunAt: null,

@@ -1,16 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
-import {
-  BackfillStore,
-  ControlStore,
-  cursorSk,
-  documentClient,
-  workspacePk,
-  CursorStore,
-  LeaseStore,
-  RunStateStore,
-  RunStore,
-} from '@sluice/control';
+import { cursorSk, documentClient, workspacePk, CursorStore } from '@sluice/control';
 import {
   type Backfill,
   backfillRange,
@@ -19,26 +9,15 @@ import {
   type EventDataset,
   type FileFormat,
   HOUR_MS,
-  newDestination,
   startOfUtcDay,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateEvents } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, generateEvents } from '@sluice/eventlog';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
-import { commitRun } from './commit.js';
-import { createBucketWriterFactory, type EngineDeps } from './deps.js';
-import {
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
-  listKeys,
-  listManifestKeys,
-  readBytes,
-  readLines,
-} from './local-bucket.test-support.js';
-import type { RunTrigger, WindowResult } from './payloads.js';
-import { claimAndPlan } from './plan.js';
-import { writeWindow } from './write.js';
+import { controlTable, eventTables } from '../../../test/helpers/tables.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import type { EngineDeps } from './deps.js';
+import { listKeys, listManifestKeys, readBytes, readLines } from './local-bucket.test-support.js';
+import type { RunTrigger } from './payloads.js';
 
 /**
  * The engine's contract where features meet (docs/internals.md, "The export contract"), each case against the
@@ -46,9 +25,6 @@ import { writeWindow } from './write.js';
  */
 
 const MINUTE_MS = 60_000;
-const controlStore = new ControlStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
-const backfills = new BackfillStore(controlTable);
 const workspaceId = `ws_${randomUUID()}`;
 /** A UTC midnight two days ago: the test data lies in the day after it. */
 const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
@@ -61,92 +37,47 @@ const NOW = DAY0 + 12 * HOUR_MS;
 const RETENTION_MS = 35 * DAY_MS;
 const recorded: number[] = [];
 
-function deps(nowMs = NOW, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: new CursorStore(controlTable),
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    runState: new RunStateStore(controlTable),
-    backfills,
-    sealer,
-    // The event log as it is at `nowMs`: rows older than their retention are gone.
-    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
-    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
-    now: () => new Date(nowMs),
-    ...overrides,
-  };
-}
+const harness = engineHarness({
+  workspaceId,
+  folder: 'contract-test',
+  nowMs: NOW,
+  eventRetentionMs: RETENTION_MS,
+});
+const { controlStore, backfills } = harness;
 
 /** A destination of this suite (an access key on the local bucket), stored. */
-async function createDestination(
+function createDestination(
   options: { startFromMs?: number; datasets?: Destination['datasets']; fileFormat?: FileFormat } & Partial<
     Pick<Destination, 'frequency'>
   > = {},
 ): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  const startFrom = new Date(options.startFromMs ?? EMAIL_FROM - MINUTE_MS).toISOString();
-  const destination: Destination = {
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'Contract test',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `contract-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: options.datasets ?? ['email_events'],
-      frequency: options.frequency ?? 'hourly',
-      startFrom,
-      fileFormat: options.fileFormat,
-      now: new Date(Date.parse(startFrom)),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-  };
-  return controlStore.createDestination(destination);
+  return harness.createDestination({
+    name: 'Contract test',
+    startFrom: new Date(options.startFromMs ?? EMAIL_FROM - MINUTE_MS).toISOString(),
+    datasets: options.datasets,
+    frequency: options.frequency,
+    fileFormat: options.fileFormat,
+  });
 }
 
 /** One ExportRun in-process (claim, every writer, commit) at `nowMs`. */
-async function runOnce(
+function runOnce(
   destination: Pick<Destination, 'id'>,
   nowMs = NOW,
   overrides: Partial<EngineDeps> = {},
   trigger: RunTrigger = 'schedule',
 ) {
-  const planned = await claimAndPlan(
-    { workspaceId, destinationId: destination.id, trigger, executionId: randomUUID() },
-    deps(nowMs, overrides),
-  );
-  if (planned.outcome !== 'planned' || planned.run === undefined) return undefined;
-  const results: WindowResult[] = [];
-  for (const item of planned.items ?? []) {
-    results.push(await writeWindow({ run: planned.run, item }, deps(nowMs, overrides)));
-  }
-  const committed = await commitRun({ run: planned.run, results }, deps(nowMs, overrides));
-  return { run: planned.run, items: planned.items ?? [], results, committed };
+  return harness.runOnce(destination, { nowMs, overrides, trigger });
 }
 
 /** Runs until the export (or the backfill) has nothing left to do now, as Dispatch would. */
-async function runUntilDone(
+function runUntilDone(
   destination: Pick<Destination, 'id'>,
   nowMs = NOW,
   overrides: Partial<EngineDeps> = {},
   trigger: RunTrigger = 'schedule',
 ) {
-  const runs = [];
-  for (let i = 0; i < 40; i++) {
-    const run = await runOnce(destination, nowMs, overrides, trigger);
-    if (run === undefined) break;
-    runs.push(run);
-    if (!run.committed.runAgain) break;
-  }
-  return runs;
+  return harness.runUntilDone(destination, { nowMs, overrides, trigger });
 }
 
 /** Data keys below the destination's prefix, without it. */

@@ -92,6 +92,12 @@ export interface EngineDeps {
  */
 export const ORGANIZATION_CHECKS_AT_ONCE = 8;
 
+/**
+ * Child organisations with rows whose files a writer writes at once (each its own read and upload), so a span
+ * with many busy children is not written one child after the other.
+ */
+export const CHILDREN_WRITTEN_AT_ONCE = 4;
+
 /** The link history an export's choice of children is resolved against: none when it includes no children. */
 export async function linksOf(
   destination: OrganizationChoice,

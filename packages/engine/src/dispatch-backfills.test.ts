@@ -60,7 +60,6 @@ async function createExport(isEnabled: boolean): Promise<{ workspaceId: string; 
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
     // Not due itself: only its backfills are.
     nextRunAt: null,
     isEnabled,

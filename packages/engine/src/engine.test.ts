@@ -1,20 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import {
-  BackfillStore,
-  ControlStore,
-  CursorStore,
-  DueIndex,
-  LeaseStore,
-  RunStateStore,
-  RunStore,
-} from '@sluice/control';
+import { ControlStore, CursorStore, DueIndex, LeaseStore, RunStore } from '@sluice/control';
 import {
   DAY_MS,
   type Destination,
   HOUR_MS,
   manifestKey,
   MAX_SPANS_PER_DATASET,
-  newDestination,
   nextSlotAfter,
   eventFileKey,
   type EventDataset,
@@ -24,12 +15,12 @@ import {
   utcDate,
   JSONL_GZIP,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
+import { engineHarness } from './engine-harness.test-support.js';
 import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
 import { findDueDestinations } from './dispatch.js';
 import { TRANSIENT_ERROR_NAMES } from './errors.js';
@@ -38,8 +29,6 @@ import type { DueDestination, RunRef, WindowResult, WorkItem } from './payloads.
 import { claimAndPlan } from './plan.js';
 import { EXPIRED_RUN_MESSAGE } from './settle.js';
 import {
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
   expectManifestMatchesBucket,
   listKeys,
   listManifestKeys,
@@ -48,20 +37,16 @@ import {
   runKeyOf,
 } from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables, localBucketOrigins } from '../../../test/helpers/tables.js';
 import { jsonLineAsRead, openParquetReader } from '../../../test/helpers/parquet.js';
 
 /** The production writer, with the local s3rver allow-listed as the local runtime does. */
 const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
 
-const endpoint = LOCAL_S3_ENDPOINT;
-const BUCKET = LOCAL_BUCKET;
 const controlStore = new ControlStore(controlTable);
 const cursorStore = new CursorStore(controlTable);
 const leaseStore = new LeaseStore(controlTable);
 const runStore = new RunStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
-const eventSource = new EventLogReader(eventTables);
 const figures: RunFigures[] = [];
 /** Payload sizes measured by the tests, reported at the end. */
 const payloadSizes: Record<string, number> = {};
@@ -84,21 +69,14 @@ const AFTER_MIDNIGHT_ROWS = 500;
 const SUBSCRIBERS = 25;
 const workspaceId = `ws_${randomUUID()}`;
 
+const harness = engineHarness({ workspaceId, folder: 'engine-test', nowMs: NOW });
+
+/** The engine on the local services at NOW, its run figures recorded. */
 function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: cursorStore,
-    leases: leaseStore,
-    runs: runStore,
-    runState: new RunStateStore(controlTable),
-    backfills: new BackfillStore(controlTable),
-    sealer,
-    eventSource,
-    bucketWriterFactory: localBucketWriterFactory,
+  return harness.deps(NOW, {
     metrics: { recordRun: (f) => figures.push(f), recordExpiredRows: () => undefined },
-    now: () => new Date(NOW),
     ...overrides,
-  };
+  });
 }
 
 /** A destination of this suite, stored. */
@@ -107,34 +85,13 @@ async function createDestination(overrides: Partial<Destination> = {}): Promise<
 }
 
 /** A destination of this suite (an access key on the local bucket, due now), not stored. */
-async function destinationOf(overrides: Partial<Destination> = {}): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  const startFrom = new Date(START).toISOString();
-  const datasets = overrides.datasets ?? ['email_events', 'subscribers'];
-  const destination: Destination = {
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'Engine test',
-      provider: 's3',
-      bucket: BUCKET,
-      region: 'us-east-1',
-      endpoint,
-      pathPrefix: `engine-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets,
-      frequency: 'hourly',
-      startFrom,
-      now: new Date(START),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    exportedThrough: {},
-    nextRunAt: new Date(NOW - 60_000).toISOString(),
-    ...overrides,
-  };
-  return destination;
+function destinationOf(overrides: Partial<Destination> = {}): Promise<Destination> {
+  return harness.destinationOf({
+    name: 'Engine test',
+    datasets: overrides.datasets ?? ['email_events', 'subscribers'],
+    startFrom: new Date(START).toISOString(),
+    stored: { nextRunAt: new Date(NOW - 60_000).toISOString(), ...overrides },
+  });
 }
 
 /** The rows of a `.jsonl.gz` object. */

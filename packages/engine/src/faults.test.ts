@@ -1,45 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import {
-  ControlStore,
   CursorStore,
   type DataExportRun,
   documentClient,
   LeaseStore,
   type ProgressCount,
   runsPk,
-  RunStateStore,
   RunStore,
   workspacePk,
 } from '@sluice/control';
 import {
   type Destination,
   HOUR_MS,
-  newDestination,
   snapshotFileKey,
   snapshotSuccessKey,
   startOfUtcDay,
   utcDate,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, type EventSource, generateEvents } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, type EventSource, generateEvents } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
+import { engineHarness } from './engine-harness.test-support.js';
 import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
 import type { ExpiredRowsFigures } from './metrics.js';
 import type { ItemResult, RunRef, WindowResult, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { LEASE_DURATION_MS } from './positions.js';
 import { EXPIRED_RUN_MESSAGE, settleExpiredRun } from './settle.js';
-import {
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
-  listKeys,
-  readLines,
-  runKeyOf,
-} from './local-bucket.test-support.js';
+import { listKeys, readLines, runKeyOf } from './local-bucket.test-support.js';
 import { writeWindow } from './write.js';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables, localBucketOrigins } from '../../../test/helpers/tables.js';
 
 /** The production writer, with the local s3rver allow-listed as the local runtime does. */
 const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
@@ -49,13 +40,9 @@ const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: l
  * rows in the bucket exactly once per window, a contiguous cursor, and nothing left `running`.
  */
 
-const endpoint = LOCAL_S3_ENDPOINT;
-const BUCKET = LOCAL_BUCKET;
-const controlStore = new ControlStore(controlTable);
 const cursorStore = new CursorStore(controlTable);
 const leaseStore = new LeaseStore(controlTable);
 const runStore = new RunStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
 const workspaceId = `ws_${randomUUID()}`;
 const MIDNIGHT = startOfUtcDay(Date.now());
 /** Two hours of hourly windows before NOW's limit, 3,000 custom events in them. */
@@ -65,46 +52,23 @@ const LIMIT = MIDNIGHT - 1;
 const EVENTS = 3_000;
 const expired: ExpiredRowsFigures[] = [];
 
+const harness = engineHarness({ workspaceId, folder: 'engine-faults', nowMs: NOW });
+const { controlStore } = harness;
+
+/** The engine on the local services at NOW, its expired-rows figures recorded. */
 function deps(overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: cursorStore,
-    leases: leaseStore,
-    runs: runStore,
-    runState: new RunStateStore(controlTable),
-    sealer,
-    eventSource: new EventLogReader(eventTables),
-    bucketWriterFactory: localBucketWriterFactory,
+  return harness.deps(NOW, {
     metrics: { recordRun: () => undefined, recordExpiredRows: (f) => expired.push(f) },
-    now: () => new Date(NOW),
     ...overrides,
-  };
+  });
 }
 
-async function createDestination(overrides: Partial<Destination> = {}): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  return controlStore.createDestination({
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'Fault matrix',
-      provider: 's3',
-      bucket: BUCKET,
-      region: 'us-east-1',
-      endpoint,
-      pathPrefix: `engine-faults/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: overrides.datasets ?? ['custom_events'],
-      frequency: 'hourly',
-      startFrom: new Date(START).toISOString(),
-      now: new Date(START),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    exportedThrough: {},
-    nextRunAt: null,
-    ...overrides,
+function createDestination(overrides: Partial<Destination> = {}): Promise<Destination> {
+  return harness.createDestination({
+    name: 'Fault matrix',
+    datasets: overrides.datasets ?? ['custom_events'],
+    startFrom: new Date(START).toISOString(),
+    stored: { nextRunAt: null, ...overrides },
   });
 }
 
@@ -131,24 +95,13 @@ async function claim(destination: Destination, nowMs = NOW, overrides: Partial<E
 
 /** A whole run in-process, the Map's per-item Catch included. */
 async function runOnce(destination: Destination, nowMs = NOW, overrides: Partial<EngineDeps> = {}) {
-  const { run, items } = await claim(destination, nowMs, overrides);
-  const results: ItemResult[] = [];
-  for (const item of items) {
-    results.push(
-      await writeWindow({ run, item }, deps({ now: () => new Date(nowMs), ...overrides })).catch(
-        (error: Error) => ({
-          status: 'failed' as const,
-          item,
-          error: {
-            Error: error.name,
-            Cause: JSON.stringify({ errorType: error.name, errorMessage: error.message }),
-          },
-        }),
-      ),
-    );
-  }
-  const committed = await commitRun({ run, results }, deps({ now: () => new Date(nowMs), ...overrides }));
-  return { run, items, results, committed };
+  const run = await harness.runOnce(destination, {
+    nowMs,
+    overrides: { metrics: deps().metrics, ...overrides },
+    catchWriterErrors: true,
+  });
+  if (run === undefined) throw new Error('skipped: the claim planned nothing');
+  return run;
 }
 
 beforeAll(async () => {

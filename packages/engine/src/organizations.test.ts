@@ -1,44 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ArchiveCursorStore,
-  BackfillStore,
-  ControlStore,
-  CursorStore,
-  LeaseStore,
-  OrganizationStore,
-  RunStateStore,
-  RunStore,
-} from '@sluice/control';
+import { ArchiveCursorStore, ControlStore, CursorStore, OrganizationStore } from '@sluice/control';
 import {
   type Backfill,
   backfillRange,
   DAY_MS,
   type Destination,
   HOUR_MS,
-  newDestination,
   type ChildLink,
   childOrganizationsAddedAt,
   childOrganizationsRemoved,
   startOfUtcDay,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateDatasetRows } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables, localBucketOrigins } from '../../../test/helpers/tables.js';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import {
+  type BucketWriterFactory,
+  CHILDREN_WRITTEN_AT_ONCE,
+  createBucketWriterFactory,
+  type EngineDeps,
+} from './deps.js';
 import { needsRun } from './dispatch.js';
 import {
   deleteKeys,
   expectManifestMatchesBucket,
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
   listKeys,
   listManifestKeys,
   readBytes,
   readLines,
 } from './local-bucket.test-support.js';
-import type { ItemResult, RunRef, RunTrigger, WindowResult } from './payloads.js';
+import type { ItemResult, RunRef, RunTrigger, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { writeWindow } from './write.js';
 
@@ -50,9 +43,6 @@ import { writeWindow } from './write.js';
  */
 
 const MINUTE_MS = 60_000;
-const controlStore = new ControlStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
-const backfills = new BackfillStore(controlTable);
 const RETENTION_MS = 35 * DAY_MS;
 /** A UTC midnight two days ago: the rows lie in its first ten hours. */
 const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
@@ -78,58 +68,29 @@ async function linkChild(childId: string, linkedMs: number, unlinkedMs: number |
   else links.push(link);
 }
 
-function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: new CursorStore(controlTable),
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    runState: new RunStateStore(controlTable),
-    backfills,
-    sealer,
-    organizations,
-    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
-    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
-    now: () => new Date(nowMs),
-    ...overrides,
-  };
-}
+const harness = engineHarness({ workspaceId: PARENT, folder: 'orgs-test', eventRetentionMs: RETENTION_MS });
+const { deps, controlStore, backfills } = harness;
 
+/** An export of the parent's click events with the children given, stored; `prefix`: its path prefix. */
 async function createDestination(options: {
   childOrganizations: string[];
   addedAt?: Record<string, string>;
   createdMs?: number;
 }): Promise<Destination & { prefix: string }> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
   const createdMs = options.createdMs ?? DAY0 - HOUR_MS;
   const startFrom = new Date(createdMs).toISOString();
-  const destination: Destination = {
-    ...newDestination({
-      workspaceId: PARENT,
-      id,
-      name: 'organisations test',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `orgs-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId: PARENT, destinationId: id }),
-      datasets: ['click_events'],
-      frequency: 'hourly',
-      startFrom,
-      now: new Date(createdMs),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    childOrganizations: options.childOrganizations,
-    childOrganizationsAddedAt:
-      options.addedAt ?? Object.fromEntries(options.childOrganizations.map((entry) => [entry, startFrom])),
-  };
-  await controlStore.createDestination(destination);
-  return { ...destination, prefix: `orgs-test/${id}` };
+  const destination = await harness.createDestination({
+    name: 'organisations test',
+    datasets: ['click_events'],
+    startFrom,
+    createdMs,
+    stored: {
+      childOrganizations: options.childOrganizations,
+      childOrganizationsAddedAt:
+        options.addedAt ?? Object.fromEntries(options.childOrganizations.map((entry) => [entry, startFrom])),
+    },
+  });
+  return { ...destination, prefix: destination.pathPrefix };
 }
 
 async function runUntilDone(
@@ -138,19 +99,7 @@ async function runUntilDone(
   trigger: RunTrigger = 'schedule',
   overrides: Partial<EngineDeps> = {},
 ): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    const planned = await claimAndPlan(
-      { workspaceId: PARENT, destinationId: destination.id, trigger, executionId: randomUUID() },
-      deps(nowMs, overrides),
-    );
-    if (planned.outcome !== 'planned' || planned.run === undefined) return;
-    const results: WindowResult[] = [];
-    for (const item of planned.items ?? []) {
-      results.push(await writeWindow({ run: planned.run, item }, deps(nowMs, overrides)));
-    }
-    const committed = await commitRun({ run: planned.run, results }, deps(nowMs, overrides));
-    if (!committed.runAgain) return;
-  }
+  await harness.runUntilDone(destination, { nowMs, trigger, overrides, maxRuns: 20 });
 }
 
 /** The click ids of the files under `prefix`, per `organization_id=` folder, and each row's own `organization_id`. */
@@ -334,6 +283,99 @@ describe("a parent's export that includes child organisations", () => {
     expect(byFolder.get(B)).toEqual(idsOf(B, bLinkedMs, DAY0 + 10 * HOUR_MS - 1));
     expect(byFolder.get(A)).toEqual(idsOf(A, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS - 1));
   }, 120_000);
+
+  it("writes the children's file sets a few at once, the export's own last, and a writer out of time resumes each to the bytes of a clean run", async () => {
+    // Prepare: a clean export, and a twin whose uploads are watched: each child's first upload waits until
+    // every child has begun one (or 5 s passed, so children written one after the other still finish)
+    const clean = await createDestination({ childOrganizations: [A, B, C] });
+    const twin = await createDestination({ childOrganizations: [A, B, C] });
+    await runUntilDone(clean, NOW);
+    const real = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
+    const uploads: { writer: number; organization: string; phase: 'start' | 'end' }[] = [];
+    let opened = 0;
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const waiting = new Map<string, () => void>();
+    const releaseAll = () => {
+      for (const release of waiting.values()) release();
+    };
+    const watched: BucketWriterFactory = (location, credentials) => {
+      const writer = real(location, credentials);
+      const id = ++opened;
+      return {
+        ...writer,
+        writeFile: async (key, lines, options) => {
+          const organization = /organization_id=([^/]+)\//.exec(key)?.[1] as string;
+          uploads.push({ writer: id, organization, phase: 'start' });
+          inFlight += 1;
+          mostInFlight = Math.max(mostInFlight, inFlight);
+          if (organization !== PARENT && !waiting.has(organization)) {
+            const started = new Promise<void>((resolve) => waiting.set(organization, resolve));
+            if (waiting.size === 3) releaseAll();
+            const timer = setTimeout(releaseAll, 5_000);
+            await started;
+            clearTimeout(timer);
+          }
+          try {
+            return await writer.writeFile(key, lines, options);
+          } finally {
+            inFlight -= 1;
+            uploads.push({ writer: id, organization, phase: 'end' });
+          }
+        },
+      };
+    };
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: twin.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(NOW),
+    );
+    const run = planned.run as RunRef;
+    // A span with rows of all three children: B linked in the fourth hour, C unlinked in the sixth
+    const item = (planned.items ?? []).find(
+      (entry) =>
+        entry.kind === 'events' && entry.fromMs <= DAY0 + 4 * HOUR_MS && DAY0 + 5 * HOUR_MS <= entry.toMs,
+    );
+
+    // Act: the first writer is out of time at once (after its first files), then the runs finish, resuming
+    const first = await writeWindow(
+      { run, item: item as WorkItem },
+      deps(NOW, { bucketWriterFactory: watched }),
+      { deadlineMs: NOW },
+    );
+    const results: ItemResult[] = [first];
+    for (const other of (planned.items ?? []).filter((entry) => entry !== item))
+      results.push(await writeWindow({ run, item: other }, deps(NOW)));
+    await commitRun({ run, results }, deps(NOW));
+    await runUntilDone(twin, NOW + MINUTE_MS, 'schedule', { bucketWriterFactory: watched });
+
+    // Assess: the three children's first files were uploaded at once, at most CHILDREN_WRITTEN_AT_ONCE
+    expect(first.status).toBe('partial');
+    expect(first.files).toBeGreaterThanOrEqual(3);
+    expect(mostInFlight).toBe(3);
+    expect(mostInFlight).toBeLessThanOrEqual(CHILDREN_WRITTEN_AT_ONCE);
+    // Each writer writes the export's own files after every child's (the first one stopped before its own)
+    const writers = new Set(uploads.map((upload) => upload.writer));
+    expect(writers.size).toBeGreaterThan(1);
+    for (const writer of writers) {
+      const its = uploads.filter((upload) => upload.writer === writer);
+      const firstOwn = its.findIndex((upload) => upload.organization === PARENT);
+      if (firstOwn >= 0)
+        expect(its.slice(firstOwn).every((upload) => upload.organization === PARENT)).toBe(true);
+    }
+    expect(uploads.some((upload) => upload.organization === PARENT)).toBe(true);
+    // The same names and bytes as the clean run
+    const bytesOf = async (prefix: string) => {
+      const files = new Map<string, string>();
+      for (const key of await listKeys(prefix)) {
+        files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
+      }
+      return files;
+    };
+    const expected = await bytesOf(clean.prefix);
+    expect(expected.size).toBeGreaterThan(20);
+    expect(await bytesOf(twin.prefix)).toEqual(expected);
+    expect((await new CursorStore(controlTable).getProgress(PARENT, twin.id)).size).toBe(0);
+  }, 180_000);
 
   it('a run whose writers fail part way, retried, and a backfill of the range write the bytes of a clean run', async () => {
     // Prepare: a clean export, and a twin whose bucket refuses every fourth upload of its first run

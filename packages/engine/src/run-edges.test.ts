@@ -1,12 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  ControlStore,
-  CursorStore,
-  LeaseStore,
-  RunStateStore,
-  RunStore,
-  type WindowProgress,
-} from '@sluice/control';
+import { CursorStore, LeaseStore, RunStateStore, RunStore, type WindowProgress } from '@sluice/control';
 import {
   DAILY_SLOT_SPREAD_MS,
   DAILY_SLOT_START_MS,
@@ -16,7 +9,6 @@ import {
   type DestinationNotice,
   DatabaseUnavailableError,
   HOUR_MS,
-  newDestination,
   nextSlotAfter,
   snapshotSuccessKey,
   spanWindows,
@@ -24,31 +16,28 @@ import {
   utcDate,
   windowKey,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, generateEvents, generateSubscribers } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import { type BucketWriterFactory, type EngineDeps, resolveDeps } from './deps.js';
 import { recordFailure } from './failure.js';
 import type { ItemResult, RunRef, WorkItem } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { LEASE_DURATION_MS } from './positions.js';
-import { LOCAL_BUCKET, LOCAL_S3_ENDPOINT, listKeys, runKeyOf } from './local-bucket.test-support.js';
+import { listKeys, runKeyOf } from './local-bucket.test-support.js';
 import { settleExpiredRun } from './settle.js';
 import { writeWindow } from './write.js';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { controlTable, eventTables } from '../../../test/helpers/tables.js';
 
 /**
  * Where a run's steps meet the schedule, a retry, a configuration change and a lost lease (issue 22,
  * defects 7, 8, 9, 12, 13 and 14), on DynamoDB Local and the local bucket, with a given clock.
  */
 
-const localBucketWriterFactory = createBucketWriterFactory({ allowedEndpoints: localBucketOrigins });
-const controlStore = new ControlStore(controlTable);
 const cursorStore = new CursorStore(controlTable);
 const leaseStore = new LeaseStore(controlTable);
 const runStore = new RunStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
 const workspaceId = `ws_${randomUUID()}`;
 /** Today's UTC midnight; the test data lies on the day before it (D). */
 const MIDNIGHT = startOfUtcDay(Date.now());
@@ -60,50 +49,29 @@ const EMAILS = 600;
 const CUSTOMS = 400;
 const published: DestinationNotice[] = [];
 
+const harness = engineHarness({ workspaceId, folder: 'engine-run-edges' });
+const { controlStore, bucketWriterFactory: localBucketWriterFactory } = harness;
+
+/** The engine on the local services at `nowMs`, its notices recorded. */
 function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: cursorStore,
-    leases: leaseStore,
-    runs: runStore,
-    runState: new RunStateStore(controlTable),
-    sealer,
-    eventSource: new EventLogReader(eventTables),
-    bucketWriterFactory: localBucketWriterFactory,
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
+  return harness.deps(nowMs, {
     notices: { publish: async (notice) => void published.push(notice) },
-    now: () => new Date(nowMs),
     ...overrides,
-  };
+  });
 }
 
-async function createDestination(
+function createDestination(
   datasets: Dataset[],
   frequency: Destination['frequency'] = 'hourly',
   createdAtMs = MIDNIGHT - 2 * HOUR_MS,
 ): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
-  return controlStore.createDestination({
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'Run edges',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `engine-run-edges/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets,
-      frequency,
-      startFrom: new Date(frequency === 'daily' ? DAY_D : MIDNIGHT - 2 * HOUR_MS).toISOString(),
-      now: new Date(createdAtMs),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-    exportedThrough: {},
-    nextRunAt: null,
+  return harness.createDestination({
+    name: 'Run edges',
+    datasets,
+    frequency,
+    startFrom: new Date(frequency === 'daily' ? DAY_D : MIDNIGHT - 2 * HOUR_MS).toISOString(),
+    createdMs: createdAtMs,
+    stored: { nextRunAt: null },
   });
 }
 

@@ -4,14 +4,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import {
-  BackfillStore,
-  ControlStore,
-  CursorStore,
-  LeaseStore,
-  RunStateStore,
-  RunStore,
-} from '@sluice/control';
-import {
   type Backfill,
   backfillRange,
   DAY_MS,
@@ -19,25 +11,17 @@ import {
   type EventDataset,
   gridTimingOf,
   HOUR_MS,
-  newDestination,
   type Schedule,
   startOfUtcDay,
 } from '@sluice/core';
-import { EventLogReader, EventLogWriter, generateDatasetRows, generateEvents } from '@sluice/eventlog';
-import { SecretSealer } from '@sluice/secrets';
+import { EventLogWriter, generateDatasetRows, generateEvents } from '@sluice/eventlog';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { controlTable, eventTables, kmsKey, localBucketOrigins } from '../../../test/helpers/tables.js';
+import { eventTables, localBucketOrigins } from '../../../test/helpers/tables.js';
 import { commitRun } from './commit.js';
-import { type BucketWriterFactory, createBucketWriterFactory, type EngineDeps } from './deps.js';
-import {
-  LOCAL_BUCKET,
-  LOCAL_S3_ENDPOINT,
-  listKeys,
-  listManifestKeys,
-  listSchemaKeys,
-  readBytes,
-} from './local-bucket.test-support.js';
-import type { ItemResult, RunRef, RunTrigger, WindowResult } from './payloads.js';
+import { engineHarness } from './engine-harness.test-support.js';
+import { type BucketWriterFactory, createBucketWriterFactory } from './deps.js';
+import { listKeys, listManifestKeys, listSchemaKeys, readBytes } from './local-bucket.test-support.js';
+import type { ItemResult, RunRef, RunTrigger } from './payloads.js';
 import { claimAndPlan } from './plan.js';
 import { writeWindow } from './write.js';
 
@@ -48,9 +32,6 @@ import { writeWindow } from './write.js';
  */
 
 const MINUTE_MS = 60_000;
-const controlStore = new ControlStore(controlTable);
-const sealer = new SecretSealer(kmsKey);
-const backfills = new BackfillStore(controlTable);
 const workspaceId = `ws_${randomUUID()}`;
 /** A UTC midnight two days ago: the rows lie in its first ten hours. */
 const DAY0 = startOfUtcDay(Date.now()) - 2 * DAY_MS;
@@ -61,25 +42,11 @@ const recorded: number[] = [];
 let messageCount = 0;
 const messageHours = new Set<number>();
 
-function deps(nowMs: number, overrides: Partial<EngineDeps> = {}): Partial<EngineDeps> {
-  return {
-    controlStore,
-    cursors: new CursorStore(controlTable),
-    leases: new LeaseStore(controlTable),
-    runs: new RunStore(controlTable),
-    runState: new RunStateStore(controlTable),
-    backfills,
-    sealer,
-    eventSource: new EventLogReader({ ...eventTables, now: () => nowMs }),
-    bucketWriterFactory: createBucketWriterFactory({ allowedEndpoints: localBucketOrigins }),
-    metrics: { recordRun: () => undefined, recordExpiredRows: () => undefined },
-    settings: { runBudgetMs: 180_000, eventRetentionMs: RETENTION_MS },
-    now: () => new Date(nowMs),
-    ...overrides,
-  };
-}
+const harness = engineHarness({ workspaceId, folder: 'run-hour-test', eventRetentionMs: RETENTION_MS });
+const { deps, controlStore, backfills } = harness;
 
-async function createDestination(options: {
+/** A `run_hour` (unless `layout`) Parquet (unless `format`) export of sms_events, stored. */
+function createDestination(options: {
   schedule?: Schedule;
   frequency?: Destination['frequency'];
   layout?: Destination['layout'];
@@ -88,55 +55,28 @@ async function createDestination(options: {
   createdMs?: number;
   datasets?: Destination['datasets'];
 }): Promise<Destination> {
-  const id = `exp_${randomUUID().replaceAll('-', '')}`;
   const createdMs = options.createdMs ?? DAY0 - HOUR_MS;
-  const destination: Destination = {
-    ...newDestination({
-      workspaceId,
-      id,
-      name: 'run_hour test',
-      provider: 's3',
-      bucket: LOCAL_BUCKET,
-      region: 'us-east-1',
-      endpoint: LOCAL_S3_ENDPOINT,
-      pathPrefix: `run-hour-test/${id}`,
-      accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: options.datasets ?? ['sms_events'],
-      frequency: options.frequency ?? 'hourly',
-      startFrom: new Date(options.startFromMs ?? createdMs).toISOString(),
-      fileFormat:
-        options.format === 'jsonl'
-          ? { format: 'jsonl', compression: 'gzip' }
-          : { format: 'parquet', compression: 'snappy' },
-      ...(options.layout !== 'date' ? { layout: 'run_hour' as const } : {}),
-      ...(options.schedule !== undefined ? { schedule: options.schedule } : {}),
-      now: new Date(createdMs),
-    }),
-    status: 'idle',
-    manualRunQueued: false,
-  };
-  return controlStore.createDestination(destination);
+  return harness.createDestination({
+    name: 'run_hour test',
+    datasets: options.datasets ?? ['sms_events'],
+    frequency: options.frequency,
+    startFrom: new Date(options.startFromMs ?? createdMs).toISOString(),
+    fileFormat:
+      options.format === 'jsonl'
+        ? { format: 'jsonl', compression: 'gzip' }
+        : { format: 'parquet', compression: 'snappy' },
+    ...(options.layout !== 'date' ? { layout: 'run_hour' as const } : {}),
+    schedule: options.schedule,
+    createdMs,
+  });
 }
 
 async function runUntilDone(
   destination: Pick<Destination, 'id'>,
   nowMs: number,
   trigger: RunTrigger = 'schedule',
-) {
-  for (let i = 0; i < 20; i++) {
-    const planned = await claimAndPlan(
-      { workspaceId, destinationId: destination.id, trigger, executionId: randomUUID() },
-      deps(nowMs),
-    );
-    if (planned.outcome !== 'planned' || planned.run === undefined) return;
-    const results: WindowResult[] = [];
-    for (const item of planned.items ?? []) {
-      results.push(await writeWindow({ run: planned.run, item }, deps(nowMs)));
-    }
-    const committed = await commitRun({ run: planned.run, results }, deps(nowMs));
-    if (!committed.runAgain) return;
-  }
+): Promise<void> {
+  await harness.runUntilDone(destination, { nowMs, trigger, maxRuns: 20 });
 }
 
 /** The reference's name of a window's part 0, from the slot (its scheduled run) and the export id. */

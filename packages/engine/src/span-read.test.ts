@@ -84,7 +84,6 @@ async function leasedRun(): Promise<RunRef> {
     }),
     status: 'idle',
     manualRunQueued: false,
-    exportedThrough: {},
   });
   const runId = `run_${randomUUID().slice(0, 8)}`;
   const lease = await new LeaseStore(controlTable).claim({

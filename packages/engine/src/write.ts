@@ -35,6 +35,7 @@ import {
 import type { EventPage, SourcePage } from '@sluice/eventlog';
 import { destinationCredentials } from '@sluice/sinks';
 import {
+  CHILDREN_WRITTEN_AT_ONCE,
   type ClosableBucketWriter,
   type EngineDeps,
   ORGANIZATION_CHECKS_AT_ONCE,
@@ -145,6 +146,9 @@ class StopSignal {
 /** Thrown inside a window when the run's time is up: the window continues in a later invocation. */
 class OutOfTime {}
 
+/** Thrown by a child organisation's writing when another one already failed: it stops before its next file. */
+class Halted {}
+
 /** Options of {@link writeWindow}. */
 export interface WriteWindowOptions {
   /**
@@ -173,8 +177,9 @@ export interface WriteWindowOptions {
  *    earlier files too): `_sluice/manifests/...` for an event window, `_SUCCESS` (last) for a snapshot; the
  *    window is saved complete. An empty window writes no file, no manifest and saves nothing.
  * 6. Once the deadline passed (after at least one file or window), no new file is started: `partial`.
- * Memory is bounded by an upload part and a few pages, not by the window. Errors are thrown with a
- * classified name (see errors.ts); a failed upload leaves no object behind.
+ * Memory is bounded by an upload part and a few pages per organisation written at once (at most
+ * {@link CHILDREN_WRITTEN_AT_ONCE} children, then the export's own workspace), not by the window. Errors are
+ * thrown with a classified name (see errors.ts); a failed upload leaves no object behind.
  */
 export async function writeWindow(
   input: WriteWindowInput,
@@ -188,7 +193,7 @@ export async function writeWindow(
   return { ...result, durationMs: Math.max(0, deps.now().getTime() - startedMs) };
 }
 
-/** {@link writeWindow} without its timing. */
+/** {@link writeWindow} without its timing: the destination checked, a window writer opened and run. */
 async function writeSpan(
   input: WriteWindowInput,
   deps: EngineDeps,
@@ -196,304 +201,503 @@ async function writeSpan(
 ): Promise<WindowResult> {
   const { run, item } = input;
   const result: WindowResult = baseResult(item);
-  const deadlineMs = Math.min(run.deadlineMs, options.deadlineMs ?? Number.POSITIVE_INFINITY);
-  let writer: ClosableBucketWriter | undefined;
-  let book: ProgressBook | undefined;
-  /** Events: the end of the span's last window finished (written, empty, or done before), and as recorded. */
-  const reach = { finishedMs: undefined as number | undefined, recordedMs: undefined as number | undefined };
+  let writer: WindowWriter | undefined;
   try {
     const destination = await deps.controlStore.getDestination(run.workspaceId, run.destinationId);
     const reason = stopReasonOf(destination, run);
     if (reason !== undefined || destination === undefined) return stopped(result, reason ?? 'deleted');
-
-    const credentials = await destinationCredentials(destination, (secret) =>
-      deps.sealer.open(
-        secret,
-        { workspaceId: run.workspaceId, destinationId: run.destinationId },
-        { configVersion: run.configVersion },
-      ),
-    );
-    const bucket = deps.bucketWriterFactory(locationOf(destination), credentials);
-    writer = bucket;
-    book = progressBookOf(run, item, deps);
-    const stored = await book.load();
-    const state = { units: 0 };
-    const prefix = destination.pathPrefix;
-    // The format the windows were planned with (a change of the destination's applies from later windows).
-    const fileFormat = fileFormatOf(item.format);
-    const format = { file: fileFormat, dataset: item.dataset };
-    // The layout the windows were planned with names their files and sets how many lines a file takes.
-    const layout = item.kind === 'events' ? layoutOf(item) : 'date';
-    const maxLines = layout === 'run_hour' ? RUN_HOUR_MAX_LINES_PER_FILE : MAX_LINES_PER_FILE;
-    if (item.schema === true && run.backfillId === undefined) {
-      // The dataset's schema and reading recipes beside the data (deterministic: written again, same bytes).
-      const objects = schemaObjects({
-        dataset: item.dataset,
-        layout: layoutOf(destination),
-        format: destination.format === 'parquet' ? 'parquet' : 'jsonl',
-        bucket: destination.bucket,
-        pathPrefix: destination.pathPrefix,
-        scheme: destination.provider === 'gcs' ? 'gs' : 's3',
-        partitioned: includesChildren(destination),
-      });
-      for (const object of objects) await bucket.writeMarker(object.key, object.body);
-    }
-    const outOfTime = () => state.units > 0 && deps.now().getTime() >= deadlineMs;
-    const progressOf = (window: string): WindowProgress => {
-      const earlier = stored.get(progressKey(item.dataset, window));
-      return earlier !== undefined && earlier.configVersion === run.configVersion
-        ? { ...earlier, runId: run.runId }
-        : {
-            dataset: item.dataset,
-            window,
-            configVersion: run.configVersion,
-            nextFile: 0,
-            maxFile: -1,
-            rows: 0,
-            files: 0,
-            bytes: 0,
-            done: false,
-            runId: run.runId,
-          };
-    };
-    // Each window's progress as last saved: a save counts the files written since into the run record.
-    const saved = new Map<string, WindowProgress>();
-    // Whether a fenced save came after this invocation's last upload: every upload needs one before it.
-    const fence = { checked: false };
-    const save = async (progress: WindowProgress[], finishedMs = reach.finishedMs) => {
-      const [first] = progress as [WindowProgress];
-      const before = saved.get(first.window) ?? stored.get(progressKey(item.dataset, first.window));
-      const count = countSince(run, before, first);
-      stopOn(await (book as ProgressBook).save(progress, deps.now(), count, finishedMs));
-      for (const entry of progress) saved.set(entry.window, { ...entry });
-      reach.recordedMs = finishedMs;
-      fence.checked = true;
-    };
-    /**
-     * Before an upload: unless a save came after the last upload, save `progress` again. The save is fenced
-     * by the lease (a backfill's slot) and the destination, so a writer that lost them uploads nothing
-     * more: not a resumed file, a blanked leftover, a manifest or a `_SUCCESS`.
-     */
-    const checkBeforeUpload = async (progress: WindowProgress) => {
-      if (!fence.checked) await save([progress]);
-      fence.checked = false;
-    };
-
-    /**
-     * Writes (or continues) one window from `lines`; throws StopSignal or OutOfTime. `startNext`, when
-     * given, may return the next window's progress with its first file recorded (`maxFile` 0): it is saved
-     * in the same transaction as this window's completion, which saves that window its own first save.
-     */
-    async function writeOne(
-      progress: WindowProgress,
-      keyOf: (index: number) => string,
-      lines: LineCursor,
-      manifest: WindowManifest,
-      startNext?: () => Promise<WindowProgress | undefined>,
-      windowToMs?: number,
-    ): Promise<void> {
-      // Progress saved before manifests existed has no figures for its earlier files: none are kept then.
-      const figures = progress.fileFigures ?? (progress.nextFile === 0 ? [] : undefined);
-      if (figures !== undefined) progress.fileFigures = figures;
-      while (await lines.hasMore()) {
-        if (outOfTime()) throw new OutOfTime();
-        if (progress.nextFile > progress.maxFile) {
-          progress.maxFile = progress.nextFile;
-          await save([progress]);
-        }
-        await checkBeforeUpload(progress);
-        const file = await bucket.writeFile(keyOf(progress.nextFile), lines.take(maxLines), {
-          format,
-        });
-        if (figures !== undefined) {
-          figures[progress.nextFile] = { rows: file.lines, bytes: file.bytes, sha256: file.sha256 };
-          figures.length = progress.nextFile + 1;
-        }
-        progress.nextFile += 1;
-        if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
-        progress.files += 1;
-        progress.rows += file.lines;
-        progress.bytes += file.bytes;
-        result.files += 1;
-        result.rows += file.lines;
-        result.bytes += file.bytes;
-        state.units += 1;
-        if (await lines.hasMore()) await save([progress]);
-      }
-      // Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data.
-      for (let index = progress.nextFile; index <= progress.maxFile; index++) {
-        await checkBeforeUpload(progress);
-        const file = await bucket.writeFile(keyOf(index), [], { empty: true, format });
-        if (figures !== undefined) figures[index] = { rows: 0, bytes: file.bytes, sha256: file.sha256 };
-      }
-      const snapshot = manifest.kind === 'snapshot';
-      if (progress.maxFile >= 0 || snapshot) {
-        // Undefined for a window begun before manifests existed: no manifest then (an empty `_SUCCESS`).
-        const files = manifestFiles(progress, keyOf);
-        // The last check before the manifest (a snapshot's `_SUCCESS`): the destination still wants it.
-        await checkBeforeUpload(progress);
-        if (files !== undefined) {
-          await bucket.writeMarker(manifest.key, serializeManifest(buildManifest(manifest.of(files))));
-        } else if (snapshot) {
-          await bucket.writeMarker(manifest.key, '');
-        }
-      }
-      progress.done = true;
-      if (progress.maxFile >= 0 || snapshot) {
-        const next = await startNext?.();
-        await save(next !== undefined ? [progress, next] : [progress], windowToMs ?? reach.finishedMs);
-      }
-      state.units += 1;
-    }
-
-    if (item.kind === 'events') {
-      const dataset = item.dataset;
-      const windows = spanWindows(item);
-      // A current-row dataset (message_events) is read a window at a time, keeping each message's last row.
-      const keyField = currentRowKeyOf(dataset);
-      // The organisations the span reads, as planned: the workspace's own rows (unpartitioned), or each
-      // included organisation in its own partition. Children with no rows in the span are found at once
-      // (a few concurrent Queries each) and skipped; the others are written one after the other, and the
-      // export's own workspace last, so that the window's own progress, saved complete last, says that
-      // every organisation's files of the window are complete (Commit reads it so).
-      const entries = item.organizations ?? [{ id: run.workspaceId }];
-      const partitioned = item.organizations !== undefined;
-      const children = await childrenWithRows(entries, run, item, deps, (id) =>
-        windows.some((window) => stored.has(progressKey(dataset, unitKey(window, id, run.workspaceId)))),
-      );
-      /** Writes (or continues) the files of one organisation, window by window. */
-      const walk = async (organizationId: string) => {
-        const own = organizationId === run.workspaceId;
-        const partition = partitioned ? organizationId : undefined;
-        const fileOwner = { exportId: run.destinationId, organizationId };
-        const progress = windows.map((window) =>
-          progressOf(unitKey(window, organizationId, run.workspaceId)),
-        );
-        // The span is read in one pass from its first window to write, cut into windows by recorded time: a
-        // window already complete, or one begun earlier, starts a new pass at its own position.
-        let lines: LineCursor | undefined;
-        const pass = async (index: number) => {
-          await lines?.close();
-          const window = windows[index] as (typeof windows)[number];
-          const from = progress[index]?.lastKey;
-          const toMs = keyField === undefined ? item.toMs : window.toMs;
-          // Rows recorded at or before the export's exact start, or outside the organisation's inclusion,
-          // are not read (the first window keeps its name).
-          const intervals = organizationIntervals(
-            entries,
-            organizationId,
-            { fromMs: window.fromMs, toMs },
-            item.startMs,
-          );
-          const read = (afterKey?: string) =>
-            readIntervals(deps, organizationId, dataset, intervals, afterKey);
-          lines = new LineCursor(
-            keyField === undefined ? read(from) : latestPerKey(read, lineKeyOf(keyField), from),
-            fileLineOf(dataset),
-          );
-          return lines;
-        };
-        try {
-          for (const [index, window] of windows.entries()) {
-            if (outOfTime()) throw new OutOfTime();
-            const current = progress[index] as WindowProgress;
-            if (current.done) {
-              await lines?.close();
-              lines = undefined;
-              if (own) reach.finishedMs = window.toMs;
-              continue;
-            }
-            const cursor =
-              lines === undefined || current.lastKey !== undefined || keyField !== undefined
-                ? await pass(index)
-                : lines;
-            cursor.until(window.toMs);
-            const next = progress[index + 1];
-            const following = windows[index + 1];
-            await writeOne(
-              current,
-              (file) =>
-                layout === 'run_hour'
-                  ? runHourFileKey(prefix, dataset, window, file, fileFormat, fileOwner)
-                  : eventFileKey(prefix, dataset, window, file, fileFormat, partition),
-              cursor,
-              {
-                kind: 'events',
-                key:
-                  layout === 'run_hour'
-                    ? runHourManifestKey(prefix, dataset, window, fileOwner)
-                    : manifestKey(prefix, dataset, window, partition),
-                of: (files) => ({
-                  dataset,
-                  window,
-                  format: fileFormat.format,
-                  files,
-                  ...(layout === 'run_hour' ? { layout, slotMs: runHourSlotMs(window) } : {}),
-                  ...(partition !== undefined ? { organizationId: partition } : {}),
-                }),
-              },
-              async () => {
-                // Only a fresh next window, with rows, while there is time to start it.
-                if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
-                if (outOfTime()) return;
-                cursor.until(following.toMs);
-                if (!(await cursor.hasMore())) return;
-                next.maxFile = 0;
-                return next;
-              },
-              // A window is finished (a backfill shows it) once the export's own files of it are.
-              own ? window.toMs : undefined,
-            );
-            if (own) {
-              result.doneThroughMs = window.toMs;
-              reach.finishedMs = window.toMs;
-            }
-          }
-        } finally {
-          await (lines as LineCursor | undefined)?.close().catch(() => undefined);
-        }
-      };
-      try {
-        for (const organizationId of [...children, run.workspaceId]) await walk(organizationId);
-      } finally {
-        // Windows finished since the last save (empty ones save nothing): recorded once, on the way out.
-        if (reach.finishedMs !== undefined && reach.finishedMs !== reach.recordedMs) {
-          await book.reach(reach.finishedMs, deps.now()).catch(() => undefined);
-        }
-      }
-    } else {
-      const date = item.date;
-      const progress = progressOf(date);
-      if (progress.done) return result;
-      const lines = new LineCursor(
-        deps.eventSource.readSubscribers(run.workspaceId, progress.lastKey),
-        (line) => withSnapshotDate(line, date),
-      );
-      try {
-        await writeOne(progress, (index) => snapshotFileKey(prefix, date, index, fileFormat), lines, {
-          kind: 'snapshot',
-          key: snapshotSuccessKey(prefix, date),
-          of: (files) => ({ dataset: 'subscribers', date, format: fileFormat.format, files }),
-        });
-      } finally {
-        await lines.close().catch(() => undefined);
-      }
-    }
+    writer = await openWindowWriter(input, destination, deps, options, result);
+    if (item.schema === true && run.backfillId === undefined) await writer.writeSchemaObjects(destination);
+    if (item.kind === 'events') await writer.writeEvents(item);
+    else await writer.writeSnapshot(item);
     return result;
   } catch (error) {
-    if (error instanceof OutOfTime) return { ...result, status: 'partial' };
-    if (error instanceof StopSignal) {
-      if (error.reason === 'lease_lost' || error.reason === 'cancelled') return stopped(result, error.reason);
-      const destination = await deps.controlStore
-        .getDestination(run.workspaceId, run.destinationId)
-        .catch(() => undefined);
-      return stopped(result, stopReasonOf(destination, run) ?? 'config_changed');
-    }
-    throw classifyEngineError(error);
+    return outcomeOfThrown(error, result, run, deps);
   } finally {
-    writer?.close?.();
+    writer?.close();
   }
 }
+
+/** The result of a window that threw: `partial` when out of time, `stopped` with its reason, else rethrown. */
+async function outcomeOfThrown(
+  error: unknown,
+  result: WindowResult,
+  run: RunRef,
+  deps: EngineDeps,
+): Promise<WindowResult> {
+  if (error instanceof OutOfTime) return { ...result, status: 'partial' };
+  if (error instanceof StopSignal) {
+    if (error.reason === 'lease_lost' || error.reason === 'cancelled') return stopped(result, error.reason);
+    const destination = await deps.controlStore
+      .getDestination(run.workspaceId, run.destinationId)
+      .catch(() => undefined);
+    return stopped(result, stopReasonOf(destination, run) ?? 'config_changed');
+  }
+  throw classifyEngineError(error);
+}
+
+/**
+ * Opens the destination's bucket (its secret opened, or its role named), loads the item's stored progress and
+ * returns the {@link WindowWriter} over them.
+ */
+async function openWindowWriter(
+  input: WriteWindowInput,
+  destination: Destination,
+  deps: EngineDeps,
+  options: WriteWindowOptions,
+  result: WindowResult,
+): Promise<WindowWriter> {
+  const { run, item } = input;
+  const credentials = await destinationCredentials(destination, (secret) =>
+    deps.sealer.open(
+      secret,
+      { workspaceId: run.workspaceId, destinationId: run.destinationId },
+      { configVersion: run.configVersion },
+    ),
+  );
+  const bucket = deps.bucketWriterFactory(locationOf(destination), credentials);
+  try {
+    const book = progressBookOf(run, item, deps);
+    const stored = await book.load();
+    const deadlineMs = Math.min(run.deadlineMs, options.deadlineMs ?? Number.POSITIVE_INFINITY);
+    return new WindowWriter(input, destination.pathPrefix, deps, bucket, book, stored, deadlineMs, result);
+  } catch (error) {
+    bucket.close?.();
+    throw error;
+  }
+}
+
+/**
+ * Whether a fenced save came after an organisation's last upload: every upload needs one before it. One per
+ * organisation written, so children written at once each prove the lease before their own next file.
+ */
+interface UploadFence {
+  checked: boolean;
+}
+
+/** Where one window's files go: the key of file `index`, and its manifest (or a snapshot's `_SUCCESS`). */
+interface WindowTarget {
+  keyOf: (index: number) => string;
+  manifest: WindowManifest;
+}
+
+/** How a window ends when it is complete: the next window's first file saved with it, and its end. */
+interface WindowEnd {
+  /**
+   * May return the next window's progress with its first file recorded (`maxFile` 0): it is saved in the same
+   * transaction as this window's completion, which saves that window its own first save.
+   */
+  startNext?: () => Promise<WindowProgress | undefined>;
+  /** The end of the span's last finished window once this one is (the export's own windows only). */
+  finishedMs?: number;
+}
+
+/**
+ * Writes one work item's windows into an opened bucket: the steps of {@link writeWindow} from step 3 on. It
+ * keeps the invocation's figures (`result`), the progress as last saved, and how far the span's own windows
+ * are finished.
+ */
+class WindowWriter {
+  private readonly run: RunRef;
+  private readonly item: WorkItem;
+  /** Files and windows finished in this invocation: the deadline stops the writer only after one. */
+  private units = 0;
+  /** Set once an organisation's writing failed: the others written at once stop before their next file. */
+  private failure: { error: unknown } | undefined;
+  /** Each window's progress as last saved: a save counts the files written since into the run record. */
+  private readonly saved = new Map<string, WindowProgress>();
+  /** Events: the end of the span's last window finished (written, empty, or done before), and as recorded. */
+  private readonly reach = {
+    finishedMs: undefined as number | undefined,
+    recordedMs: undefined as number | undefined,
+  };
+  /** The format the windows were planned with (a change of the destination's applies from later windows). */
+  private readonly fileFormat: ReturnType<typeof fileFormatOf>;
+  /** The layout the windows were planned with names their files and sets how many lines a file takes. */
+  private readonly layout: ReturnType<typeof layoutOf>;
+  private readonly maxLines: number;
+
+  constructor(
+    input: WriteWindowInput,
+    private readonly prefix: Destination['pathPrefix'],
+    private readonly deps: EngineDeps,
+    private readonly bucket: ClosableBucketWriter,
+    private readonly book: ProgressBook,
+    private readonly stored: Map<string, WindowProgress>,
+    private readonly deadlineMs: number,
+    private readonly result: WindowResult,
+  ) {
+    this.run = input.run;
+    this.item = input.item;
+    this.fileFormat = fileFormatOf(this.item.format);
+    this.layout = this.item.kind === 'events' ? layoutOf(this.item) : 'date';
+    this.maxLines = this.layout === 'run_hour' ? RUN_HOUR_MAX_LINES_PER_FILE : MAX_LINES_PER_FILE;
+  }
+
+  close(): void {
+    this.bucket.close?.();
+  }
+
+  /** The dataset's schema and reading recipes beside the data (deterministic: written again, same bytes). */
+  async writeSchemaObjects(destination: Destination): Promise<void> {
+    const objects = schemaObjects({
+      dataset: this.item.dataset,
+      layout: layoutOf(destination),
+      format: destination.format === 'parquet' ? 'parquet' : 'jsonl',
+      bucket: destination.bucket,
+      pathPrefix: destination.pathPrefix,
+      scheme: destination.provider === 'gcs' ? 'gs' : 's3',
+      partitioned: includesChildren(destination),
+    });
+    for (const object of objects) await this.bucket.writeMarker(object.key, object.body);
+  }
+
+  /**
+   * An event span: the organisations it reads, as planned, are the workspace's own rows (unpartitioned), or
+   * each included organisation in its own partition. Children with no rows in the span are found at once and
+   * skipped; the others are written {@link CHILDREN_WRITTEN_AT_ONCE} at a time, and the export's own workspace
+   * last, so that the window's own progress, saved complete last, says that every organisation's files of the
+   * window are complete (Commit reads it so).
+   */
+  async writeEvents(item: EventItem): Promise<void> {
+    const windows = spanWindows(item);
+    const children = await childrenWithRows(item.organizations ?? [], this.run, item, this.deps, (id) =>
+      windows.some((window) =>
+        this.stored.has(progressKey(item.dataset, unitKey(window, id, this.run.workspaceId))),
+      ),
+    );
+    try {
+      await forEachConcurrently(children, CHILDREN_WRITTEN_AT_ONCE, async (organizationId) => {
+        try {
+          await this.writeOrganization(item, organizationId);
+        } catch (error) {
+          if (!(error instanceof Halted)) this.failure ??= { error };
+          throw error;
+        }
+      }).catch((error: unknown) => {
+        // The first organisation's failure, never a `Halted` of one stopped because of it.
+        throw this.failure?.error ?? error;
+      });
+      await this.writeOrganization(item, this.run.workspaceId);
+    } finally {
+      await this.recordReach();
+    }
+  }
+
+  /** The day's subscriber snapshot: one window, continued from its last position. */
+  async writeSnapshot(item: Extract<WorkItem, { kind: 'snapshot' }>): Promise<void> {
+    const date = item.date;
+    const progress = this.progressOf(date);
+    if (progress.done) return;
+    const lines = new LineCursor(
+      this.deps.eventSource.readSubscribers(this.run.workspaceId, progress.lastKey),
+      (line) => withSnapshotDate(line, date),
+    );
+    try {
+      await this.writeWindowFiles(
+        progress,
+        {
+          keyOf: (index) => snapshotFileKey(this.prefix, date, index, this.fileFormat),
+          manifest: {
+            kind: 'snapshot',
+            key: snapshotSuccessKey(this.prefix, date),
+            of: (files) => ({ dataset: 'subscribers', date, format: this.fileFormat.format, files }),
+          },
+        },
+        lines,
+        { checked: false },
+      );
+    } finally {
+      await lines.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Writes (or continues) the files of one organisation, window by window. The span is read in one pass from
+   * its first window to write, cut into windows by recorded time: a window already complete, or one begun
+   * earlier, starts a new pass at its own position (a current-row dataset, a window at a time).
+   */
+  private async writeOrganization(item: EventItem, organizationId: string): Promise<void> {
+    const own = organizationId === this.run.workspaceId;
+    const windows = spanWindows(item);
+    const progress = windows.map((window) =>
+      this.progressOf(unitKey(window, organizationId, this.run.workspaceId)),
+    );
+    const fence: UploadFence = { checked: false };
+    let lines: LineCursor | undefined;
+    try {
+      for (const [index, window] of windows.entries()) {
+        this.checkRunning();
+        const current = progress[index] as WindowProgress;
+        if (current.done) {
+          await lines?.close();
+          lines = undefined;
+          if (own) this.reach.finishedMs = window.toMs;
+          continue;
+        }
+        if (
+          lines === undefined ||
+          current.lastKey !== undefined ||
+          currentRowKeyOf(item.dataset) !== undefined
+        ) {
+          await lines?.close();
+          lines = this.readPass(item, organizationId, window, current.lastKey);
+        }
+        const cursor = lines;
+        cursor.until(window.toMs);
+        const next = progress[index + 1];
+        const following = windows[index + 1];
+        await this.writeWindowFiles(current, this.eventTarget(item, window, organizationId), cursor, fence, {
+          startNext: async () => {
+            // Only a fresh next window, with rows, while there is time to start it.
+            if (next === undefined || following === undefined || next.done || next.maxFile >= 0) return;
+            if (this.outOfTime()) return;
+            cursor.until(following.toMs);
+            if (!(await cursor.hasMore())) return;
+            next.maxFile = 0;
+            return next;
+          },
+          // A window is finished (a backfill shows it) once the export's own files of it are.
+          ...(own ? { finishedMs: window.toMs } : {}),
+        });
+        if (own) {
+          this.result.doneThroughMs = window.toMs;
+          this.reach.finishedMs = window.toMs;
+        }
+      }
+    } finally {
+      await (lines as LineCursor | undefined)?.close().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A read of an organisation's rows from `window` (after `afterKey`, when resumed) to the span's end (a
+   * current-row dataset: the window's end, keeping each key's last row). Rows recorded at or before the
+   * export's exact start, or outside the organisation's inclusion, are not read (the first window keeps its
+   * name).
+   */
+  private readPass(
+    item: EventItem,
+    organizationId: string,
+    window: Window,
+    afterKey: string | undefined,
+  ): LineCursor {
+    const { dataset } = item;
+    const keyField = currentRowKeyOf(dataset);
+    const entries = item.organizations ?? [{ id: this.run.workspaceId }];
+    const toMs = keyField === undefined ? item.toMs : window.toMs;
+    const intervals = organizationIntervals(
+      entries,
+      organizationId,
+      { fromMs: window.fromMs, toMs },
+      item.startMs,
+    );
+    const read = (after?: string) => readIntervals(this.deps, organizationId, dataset, intervals, after);
+    return new LineCursor(
+      keyField === undefined ? read(afterKey) : latestPerKey(read, lineKeyOf(keyField), afterKey),
+      fileLineOf(dataset),
+    );
+  }
+
+  /** The keys of an organisation's files of an event window and of its manifest, in the planned layout. */
+  private eventTarget(item: EventItem, window: Window, organizationId: string): WindowTarget {
+    const { dataset } = item;
+    const { prefix, fileFormat, layout } = this;
+    const partition = item.organizations !== undefined ? organizationId : undefined;
+    const fileOwner = { exportId: this.run.destinationId, organizationId };
+    return {
+      keyOf: (file) =>
+        layout === 'run_hour'
+          ? runHourFileKey(prefix, dataset, window, file, fileFormat, fileOwner)
+          : eventFileKey(prefix, dataset, window, file, fileFormat, partition),
+      manifest: {
+        kind: 'events',
+        key:
+          layout === 'run_hour'
+            ? runHourManifestKey(prefix, dataset, window, fileOwner)
+            : manifestKey(prefix, dataset, window, partition),
+        of: (files) => ({
+          dataset,
+          window,
+          format: fileFormat.format,
+          files,
+          ...(layout === 'run_hour' ? { layout, slotMs: runHourSlotMs(window) } : {}),
+          ...(partition !== undefined ? { organizationId: partition } : {}),
+        }),
+      },
+    };
+  }
+
+  /**
+   * Writes (or continues) one window from `lines`: its files, the leftovers of a longer attempt blanked, its
+   * manifest, its completion saved. Throws StopSignal, OutOfTime or Halted.
+   */
+  private async writeWindowFiles(
+    progress: WindowProgress,
+    target: WindowTarget,
+    lines: LineCursor,
+    fence: UploadFence,
+    end: WindowEnd = {},
+  ): Promise<void> {
+    // Progress saved before manifests existed has no figures for its earlier files: none are kept then.
+    const figures = progress.fileFigures ?? (progress.nextFile === 0 ? [] : undefined);
+    if (figures !== undefined) progress.fileFigures = figures;
+    await this.writeFiles(progress, target, lines, fence, figures);
+    await this.blankLeftovers(progress, target, fence, figures);
+    const snapshot = target.manifest.kind === 'snapshot';
+    if (progress.maxFile >= 0 || snapshot) await this.writeManifest(progress, target, fence);
+    progress.done = true;
+    if (progress.maxFile >= 0 || snapshot) {
+      const next = await end.startNext?.();
+      await this.save(next !== undefined ? [progress, next] : [progress], fence, end.finishedMs);
+    }
+    this.units += 1;
+  }
+
+  /**
+   * The window's files from its next number on, each at most `maxLines` lines: before a file with a new number
+   * it is recorded as the window's highest, after each the progress is saved (while lines remain).
+   */
+  private async writeFiles(
+    progress: WindowProgress,
+    target: WindowTarget,
+    lines: LineCursor,
+    fence: UploadFence,
+    figures: FileFigures | undefined,
+  ): Promise<void> {
+    while (await lines.hasMore()) {
+      this.checkRunning();
+      if (progress.nextFile > progress.maxFile) {
+        progress.maxFile = progress.nextFile;
+        await this.save([progress], fence);
+      }
+      await this.checkBeforeUpload(progress, fence);
+      const file = await this.bucket.writeFile(target.keyOf(progress.nextFile), lines.take(this.maxLines), {
+        format: { file: this.fileFormat, dataset: this.item.dataset },
+      });
+      if (figures !== undefined) {
+        figures[progress.nextFile] = { rows: file.lines, bytes: file.bytes, sha256: file.sha256 };
+        figures.length = progress.nextFile + 1;
+      }
+      progress.nextFile += 1;
+      if (lines.lastKey !== undefined) progress.lastKey = lines.lastKey;
+      progress.files += 1;
+      progress.rows += file.lines;
+      progress.bytes += file.bytes;
+      this.result.files += 1;
+      this.result.rows += file.lines;
+      this.result.bytes += file.bytes;
+      this.units += 1;
+      if (await lines.hasMore()) await this.save([progress], fence);
+    }
+  }
+
+  /** Leftovers of an earlier attempt that had more files: overwritten, so none is readable as data. */
+  private async blankLeftovers(
+    progress: WindowProgress,
+    target: WindowTarget,
+    fence: UploadFence,
+    figures: FileFigures | undefined,
+  ): Promise<void> {
+    for (let index = progress.nextFile; index <= progress.maxFile; index++) {
+      await this.checkBeforeUpload(progress, fence);
+      const file = await this.bucket.writeFile(target.keyOf(index), [], {
+        empty: true,
+        format: { file: this.fileFormat, dataset: this.item.dataset },
+      });
+      if (figures !== undefined) figures[index] = { rows: 0, bytes: file.bytes, sha256: file.sha256 };
+    }
+  }
+
+  /** The window's manifest, or a snapshot's `_SUCCESS` (empty for a window begun before manifests existed). */
+  private async writeManifest(
+    progress: WindowProgress,
+    target: WindowTarget,
+    fence: UploadFence,
+  ): Promise<void> {
+    const { manifest } = target;
+    // Undefined for a window begun before manifests existed: no manifest then (an empty `_SUCCESS`).
+    const files = manifestFiles(progress, target.keyOf);
+    // The last check before the manifest (a snapshot's `_SUCCESS`): the destination still wants it.
+    await this.checkBeforeUpload(progress, fence);
+    if (files !== undefined) {
+      await this.bucket.writeMarker(manifest.key, serializeManifest(buildManifest(manifest.of(files))));
+    } else if (manifest.kind === 'snapshot') {
+      await this.bucket.writeMarker(manifest.key, '');
+    }
+  }
+
+  /** A window's stored progress when of the run's `configVersion` (taken over by this run), else a fresh one. */
+  private progressOf(window: string): WindowProgress {
+    const { run, item } = this;
+    const earlier = this.stored.get(progressKey(item.dataset, window));
+    return earlier !== undefined && earlier.configVersion === run.configVersion
+      ? { ...earlier, runId: run.runId }
+      : {
+          dataset: item.dataset,
+          window,
+          configVersion: run.configVersion,
+          nextFile: 0,
+          maxFile: -1,
+          rows: 0,
+          files: 0,
+          bytes: 0,
+          done: false,
+          runId: run.runId,
+        };
+  }
+
+  /**
+   * Saves progress, fenced, counting the first entry's new files (a save proves the lease for the next upload
+   * of `fence`'s organisation); stops on a lost lease or a changed destination.
+   */
+  private async save(
+    progress: WindowProgress[],
+    fence: UploadFence,
+    finishedMs = this.reach.finishedMs,
+  ): Promise<void> {
+    const [first] = progress as [WindowProgress];
+    const before =
+      this.saved.get(first.window) ?? this.stored.get(progressKey(this.item.dataset, first.window));
+    const count = countSince(this.run, before, first);
+    stopOn(await this.book.save(progress, this.deps.now(), count, finishedMs));
+    for (const entry of progress) this.saved.set(entry.window, { ...entry });
+    this.reach.recordedMs = finishedMs;
+    fence.checked = true;
+  }
+
+  /**
+   * Before an upload: unless a save came after the organisation's last upload, save `progress` again. The
+   * save is fenced by the lease (a backfill's slot) and the destination, so a writer that lost them uploads
+   * nothing more: not a resumed file, a blanked leftover, a manifest or a `_SUCCESS`.
+   */
+  private async checkBeforeUpload(progress: WindowProgress, fence: UploadFence): Promise<void> {
+    if (!fence.checked) await this.save([progress], fence);
+    fence.checked = false;
+  }
+
+  /** Windows finished since the last save (empty ones save nothing): recorded once, on the way out. */
+  private async recordReach(): Promise<void> {
+    const { finishedMs, recordedMs } = this.reach;
+    if (finishedMs !== undefined && finishedMs !== recordedMs) {
+      await this.book.reach(finishedMs, this.deps.now()).catch(() => undefined);
+    }
+  }
+
+  /** Once the deadline passed, after at least one file or window. */
+  private outOfTime(): boolean {
+    return this.units > 0 && this.deps.now().getTime() >= this.deadlineMs;
+  }
+
+  /** Before a file or window: throws when another organisation's writing failed, or the time is up. */
+  private checkRunning(): void {
+    if (this.failure !== undefined) throw new Halted();
+    if (this.outOfTime()) throw new OutOfTime();
+  }
+}
+
+type EventItem = Extract<WorkItem, { kind: 'events' }>;
+type FileFigures = NonNullable<WindowProgress['fileFigures']>;
 
 /**
  * The progress key of one organisation's files of a window: the window's own (`<fromMs>-<toMs>`) for the
@@ -511,7 +715,7 @@ export function unitKey(window: Window, organizationId: string, ownId: string): 
 async function childrenWithRows(
   entries: readonly IncludedOrganization[],
   run: RunRef,
-  item: Extract<WorkItem, { kind: 'events' }>,
+  item: EventItem,
   deps: Pick<EngineDeps, 'eventSource'>,
   begun: (organizationId: string) => boolean,
 ): Promise<string[]> {

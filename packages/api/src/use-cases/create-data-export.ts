@@ -72,5 +72,7 @@ export async function createDataExport(
     destination,
     deps.maxExportsPerWorkspace === undefined ? {} : { maxPerWorkspace: deps.maxExportsPerWorkspace },
   );
-  return { success: true, dataExport: toDataExportView(destination), ...warningsOf(tested) };
+  // A new export has exported nothing yet: every dataset's `exportedThrough` is null.
+  const created = { ...destination, exportedThrough: {} };
+  return { success: true, dataExport: toDataExportView(created), ...warningsOf(tested) };
 }

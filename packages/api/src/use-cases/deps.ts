@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import {
   type ArchivedSpan,
   DESTINATION_ID_RE,
-  type Destination,
+  type DestinationView,
   type EventDataset,
   NotFoundError,
 } from '@sluice/core';
@@ -52,7 +52,7 @@ export async function loadDestination(
   deps: UseCaseDeps,
   workspaceId: string,
   id: string,
-): Promise<Destination> {
+): Promise<DestinationView> {
   if (!DESTINATION_ID_RE.test(id)) throw new NotFoundError();
   const destination = await deps.store.getDestination(workspaceId, id);
   if (destination === undefined) throw new NotFoundError();

@@ -1,15 +1,18 @@
 import { App, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DispatchWorkflow } from '../../../infra/constructs/dispatch-workflow.js';
-import { ExportRunWorkflow } from '../../../infra/constructs/export-run-workflow.js';
-import { startScheduler } from './scheduler.js';
-import { type Json, type LambdaHandler, LocalWorkflows, taskStates } from './stepfunctions.js';
 import {
   type CloudFormationTemplate,
   definitionsFromTemplates,
+  type Json,
+  type LambdaHandler,
+  LocalWorkflows,
+  startScheduler,
+  taskStates,
   type WorkflowDefinitions,
-} from './template.js';
+} from '@sluice/devstack';
+import { DispatchWorkflow } from '../../infra/constructs/dispatch-workflow.js';
+import { ExportRunWorkflow } from '../../infra/constructs/export-run-workflow.js';
 
 /** The two constructs in a bare stack, synthesized: the same path as the app's template. */
 function synthesizeWorkflows(): WorkflowDefinitions {
