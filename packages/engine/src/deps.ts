@@ -181,7 +181,7 @@ export const ENGINE_NEEDS = {
     'dueIndex',
     'eventSource',
   ],
-  writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource'],
+  writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource', 'organizations'],
 } as const satisfies Record<string, readonly (keyof EngineDeps)[]>;
 
 /** A use case of {@link ENGINE_NEEDS}. */

@@ -307,8 +307,15 @@ export function planDatasets(
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {
-        const { runId: _planner, ...work } = span;
-        const item = { dataset, kind: 'events' as const, ...work, format: span.format ?? currentFormat };
+        // The span's organisations stay in the cursor: the item only says that it is partitioned.
+        const { runId: _planner, organizations: stays, ...work } = span;
+        const item = {
+          dataset,
+          kind: 'events' as const,
+          ...work,
+          format: span.format ?? currentFormat,
+          ...(stays !== undefined ? { partitioned: true as const } : {}),
+        };
         items.push(withStart(item, exactStartMs(destination, dataset)));
       }
       const eras = erasAfterPlanning(cursor?.eras ?? [], planned);
