@@ -8,6 +8,14 @@
 export const ALL_CHILDREN = '*';
 
 /**
+ * The most children a workspace may have at once (`orgs link` refuses one more). An export plans the
+ * organisations of each span into its cursor, one DynamoDB item of at most 400 KB per dataset: each distinct
+ * organisation once (~190 bytes with a 128-character id, its start and stop), so 1,000 children with churn
+ * stay well inside it. The ExportRun payloads do not grow with the number of children.
+ */
+export const MAX_CHILD_ORGANIZATIONS = 1000;
+
+/**
  * One link of a child workspace to its parent. Links are kept after an unlink (`unlinkedAt` set): linking
  * the same child again makes a new link, so which children a parent had at any time can be computed.
  */
