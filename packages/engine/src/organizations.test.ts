@@ -239,6 +239,35 @@ describe("a parent's export that includes child organisations", () => {
     expect((await new CursorStore(controlTable).getProgress(PARENT, destination.id)).size).toBe(0);
   }, 120_000);
 
+  it("lists no organisation in a work item: the writer reads the span's from the cursor, and stops on a span it does not hold", async () => {
+    // Prepare: a run planned for an export with A and B
+    const destination = await createDestination({ childOrganizations: [A, B] });
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(NOW),
+    );
+    const run = planned.run as RunRef;
+    const items = (planned.items ?? []) as Extract<WorkItem, { kind: 'events' }>[];
+    expect(items.length).toBeGreaterThan(0);
+    expect(items.every((item) => item.partitioned === true && item.organizations === undefined)).toBe(true);
+    // The first span with rows of A
+    const first = items.find((item) => idsOf(A, item.fromMs, item.toMs).length > 0) as (typeof items)[number];
+
+    // Act: a span the cursor does not hold (as after another run replanned it), then the run's own first span
+    const foreign = await writeWindow({ run, item: { ...first, fromMs: first.fromMs - HOUR_MS } }, deps(NOW));
+    const own = await writeWindow({ run, item: first }, deps(NOW));
+
+    // Assess: the first stops without a file; the second writes A's rows of its span (and the others')
+    expect(foreign).toMatchObject({ status: 'stopped', stopReason: 'lease_lost', files: 0 });
+    expect(own.status).toBe('written');
+    const { byFolder } = await exported(destination.prefix);
+    expect(byFolder.get(A)).toEqual(idsOf(A, first.fromMs, first.toMs));
+    for (const [folder, ids] of byFolder) {
+      expect([PARENT, A, B]).toContain(folder);
+      expect(idsOf(folder, first.fromMs, first.toMs)).toEqual(expect.arrayContaining(ids));
+    }
+  }, 120_000);
+
   it('keeps the organisations a window was planned with: a retry after a child left the list still reads it', async () => {
     // Prepare: the first run plans the windows with A and B, and the bucket refuses every upload
     const destination = await createDestination({ childOrganizations: [A, B] });
