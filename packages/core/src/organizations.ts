@@ -62,8 +62,10 @@ export function childOrganizationsRemoved(
   next: readonly string[],
   nowIso: string,
 ): RemovedChildEntry[] {
+  // In the order they were added (a stored map keeps no order), so the same removal stores the same list.
   const removed = Object.entries(previousAddedAt ?? {})
     .filter(([entry]) => !next.includes(entry))
+    .sort(([a, aAt], [b, bAt]) => aAt.localeCompare(bAt) || a.localeCompare(b))
     .map(([entry, addedAt]) => ({ entry, addedAt, removedAt: nowIso }));
   return [...(previous ?? []), ...removed];
 }
