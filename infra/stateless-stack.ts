@@ -408,7 +408,8 @@ export class StatelessStack extends Stack {
       memorySize: 1769,
       timeout: Duration.minutes(4),
     });
-    // The destination with its cursors and window progress (queries), and the progress saved after each
+    // The destination with its cursors and window progress (queries; a backfill of an export with children
+    // also its parent's links), and the progress saved after each
     // file: a transaction of condition checks (the lease, the destination) and a put.
     // Backfill writers also add their files to the backfill record (UpdateItem) and read it when fenced out.
     useTable(writerFunction, 'SLUICE_CONTROL_TABLE', props.controlTable, [

@@ -3,7 +3,7 @@
  * snapshot) into the customer's bucket. Thin over `@sluice/engine` `writeWindow`, which opens the secret;
  * nothing here logs it or the payload's lease token. Errors leave with their classified `name`.
  */
-import { BackfillStore, ControlStore, CursorStore } from '@sluice/control';
+import { BackfillStore, ControlStore, CursorStore, OrganizationStore } from '@sluice/control';
 import { createLogger } from '@sluice/core';
 import {
   createBucketWriterFactory,
@@ -44,6 +44,8 @@ export function createWriterFunction(config: WriterConfig, options: WriterOption
       controlStore: new ControlStore({ tableName: config.controlTable }),
       cursors: new CursorStore({ tableName: config.controlTable }),
       backfills: new BackfillStore({ tableName: config.controlTable }),
+      // A backfill's span partitioned by organisation resolves its organisations from the parent's links.
+      organizations: new OrganizationStore({ tableName: config.controlTable }),
       // A warm writer opens each destination's secret once per configuration version and 5 minutes.
       sealer: new CachedSecretOpener(new SecretSealer({ keyId: config.kmsKeyId })),
       eventSource: archivedEventSource(config, options.localS3Endpoint),

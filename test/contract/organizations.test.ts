@@ -212,6 +212,19 @@ describe('childOrganizations on create and update', () => {
     expect(cleared.body.dataExport!.childOrganizations).toEqual([]);
     expect(afterClear?.childOrganizations).toEqual([]);
     expect(afterClear?.childOrganizationsAddedAt).toEqual({});
+    // Each removed entry is kept with its times (windows planned later still include it before the removal),
+    // and never shown
+    const clearedAt = afterClear?.childOrganizationsRemoved?.[0]?.removedAt ?? '';
+    expect(afterClear?.childOrganizationsRemoved).toEqual([
+      { entry: childA.workspaceId, addedAt: startFrom, removedAt: clearedAt },
+      {
+        entry: childB.workspaceId,
+        addedAt: afterAdd?.childOrganizationsAddedAt?.[childB.workspaceId],
+        removedAt: clearedAt,
+      },
+    ]);
+    expect(Date.parse(clearedAt)).toBeGreaterThanOrEqual(before - 1000);
+    expect(JSON.stringify(cleared.body)).not.toContain('childOrganizationsRemoved');
   });
 
   it('no longer takes a child once it is unlinked', async () => {

@@ -106,6 +106,22 @@ export interface ModelConfig {
   schedule: Schedule | null;
 }
 
+/** A link of workspace `child` under `parent` (issue 27), as the operator made it: `(linkedMs, unlinkedMs]`. */
+export interface ModelLink {
+  parent: number;
+  child: number;
+  linkedMs: number;
+  unlinkedMs?: number;
+}
+
+/** A child on an export's `childOrganizations`: `(addedMs, removedMs]` (open while it is listed). */
+export interface ModelListing {
+  child: number;
+  childId: string;
+  addedMs: number;
+  removedMs?: number;
+}
+
 /** One export as the simulation configured it. */
 export interface ModelExport {
   /** The simulation's own number for it. */
@@ -141,6 +157,8 @@ export interface ModelExport {
   enabled: boolean;
   deleted: boolean;
   backfills: ModelBackfill[];
+  /** Its `childOrganizations` over time (absent: never set). */
+  children?: ModelListing[];
 }
 
 /** Everything the simulation did that the oracle needs. */
@@ -170,6 +188,8 @@ export class Model {
   readonly projectRows = new Map<string, Record<string, unknown>>();
   /** Rows of current-row datasets by `<workspace>/<dataset>/<key>`: each message's emissions. */
   private readonly byKey = new Map<string, Map<string, ModelRow>>();
+  /** Every link the operator made between the workspaces (kept after an unlink). */
+  readonly links: ModelLink[] = [];
   /** Faults injected so far, by kind. */
   readonly faults = new Map<string, number>();
 
@@ -274,6 +294,23 @@ export class Model {
       if (entry.sinceMs <= toMs && until >= fromMs) held.add(entry.layout);
     });
     return held;
+  }
+
+  /**
+   * Whether `exp` owes the rows of workspace `workspace` recorded at `recordedMs`: its own workspace's always;
+   * another's while that one was both linked as a child of the export's workspace and on the export's list
+   * (after the later of the link and the listing, through the earlier of the unlink and the removal).
+   */
+  includesRowsOf(exp: ModelExport, workspace: number, recordedMs: number): boolean {
+    if (workspace === exp.workspace) return true;
+    const within = (fromMs: number, toMs: number | undefined) =>
+      recordedMs > fromMs && (toMs === undefined || recordedMs <= toMs);
+    return (
+      this.links.some(
+        (link) =>
+          link.parent === exp.workspace && link.child === workspace && within(link.linkedMs, link.unlinkedMs),
+      ) && (exp.children ?? []).some((c) => c.child === workspace && within(c.addedMs, c.removedMs))
+    );
   }
 
   countFault(kind: string): void {

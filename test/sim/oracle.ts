@@ -38,6 +38,11 @@ export const CHECKS = [
   'ingest',
   /** An export's next run stays on its schedule slot (or its id's spread slot) after every run. */
   'slot',
+  /**
+   * Parent organisations (issue 27): a row is in its own organisation's files (`organization_id=` folder in
+   * `date`, `<organization_id>_…` in `run_hour`), and a child's only for the time it was linked and listed.
+   */
+  'organization',
 ] as const;
 export type Check = (typeof CHECKS)[number];
 
@@ -59,11 +64,13 @@ const FORMAT_OF_EXTENSION = new Map<string, ExportFormat>(
 );
 const EXTENSIONS = EXPORT_FORMATS.map((format) => FILE_EXTENSIONS[format].replace(/\./g, '\\.')).join('|');
 const DATASETS = EVENT_DATASETS.join('|');
+/** The `organization_id=<ws>/` folder of an export that includes children (`date` layout), when there is one. */
+const ORGANIZATION = '(?:organization_id=([^/]+)/)?';
 const DATA_KEY = new RegExp(
-  `/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/\\1-(\\d+)-(\\d+)-(\\d{4})(${EXTENSIONS})$`,
+  `/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/${ORGANIZATION}\\1-(\\d+)-(\\d+)-(\\d{4})(${EXTENSIONS})$`,
 );
 const MANIFEST_KEY = new RegExp(
-  `/_sluice/manifests/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/(\\d+)-(\\d+)\\.json$`,
+  `/_sluice/manifests/(${DATASETS})/date=(\\d{4}-\\d{2}-\\d{2})/${ORGANIZATION}(\\d+)-(\\d+)\\.json$`,
 );
 /** `run_hour`: `v1/schema_type=<d>/year=/month=/day=/hour=/<organization_id>_<d>_<YYYYMMDDTHHMMSSZ>_<job>`. */
 const RUN_HOUR_STEM =
@@ -87,6 +94,13 @@ export interface FileWindow {
   window: string;
   /** What is wrong with the key itself (a name the contract does not give), if anything. */
   nameIssue?: string;
+  /** The organisation the key names (`organization_id=` in `date`, absent when unpartitioned; `run_hour`: always). */
+  organization?: string;
+}
+
+/** A window's name with its organisation: each organisation's file set of a window is its own. */
+function windowOf(name: string, organization: string | undefined): string {
+  return organization === undefined ? name : `${name}/${organization}`;
 }
 
 /** `YYYYMMDDTHHMMSSZ` as epoch ms. */
@@ -125,7 +139,7 @@ export function offsetOf(exp: ModelExport, config: ModelExport['configs'][number
 export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undefined {
   const match = DATA_KEY.exec(key);
   if (match) {
-    const [, dataset, date, from, to, index, extension] = match;
+    const [, dataset, date, organization, from, to, index, extension] = match;
     const toMs = Number(to);
     return {
       key,
@@ -135,7 +149,8 @@ export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undef
       toMs,
       index: Number(index),
       format: FORMAT_OF_EXTENSION.get(extension!)!,
-      window: `${dataset}/${from}-${to}`,
+      window: windowOf(`${dataset}/${from}-${to}`, organization),
+      ...(organization !== undefined ? { organization } : {}),
       ...(new Date(toMs).toISOString().slice(0, 10) !== date ? { nameIssue: 'wrong date folder' } : {}),
     };
   }
@@ -149,7 +164,9 @@ export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undef
   if (new Date(slotMs).toISOString().slice(0, 13) !== `${year}-${month}-${day}T${hh}`)
     issues.push('folders are not its slot');
   if (exp !== undefined) {
-    if (organization !== exp.workspaceId) issues.push(`organization ${organization}, not ${exp.workspaceId}`);
+    const listed = (exp.children ?? []).map((entry) => entry.childId);
+    if (organization !== exp.workspaceId && !listed.includes(organization!))
+      issues.push(`organization ${organization}, neither ${exp.workspaceId} nor a child it listed`);
     const expected = createHash('sha256').update(`${exp.id}:${stamp}`).digest('hex').slice(0, 12);
     if (job !== expected) issues.push(`job ${job}, not ${expected}`);
   }
@@ -162,7 +179,8 @@ export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undef
     toMs,
     index: Number(part),
     format: FORMAT_OF_EXTENSION.get(extension!)!,
-    window: `${dataset}/${stamp}`,
+    window: windowOf(`${dataset}/${stamp}`, organization),
+    organization: organization!,
     ...(issues.length > 0 ? { nameIssue: issues.join('; ') } : {}),
   };
 }
@@ -171,12 +189,13 @@ export function parseDataKey(key: string, exp?: ModelExport): FileWindow | undef
 function parseManifestKey(key: string): { window: string; dataset: EventDataset; files: string } | undefined {
   const match = MANIFEST_KEY.exec(key);
   if (match) {
-    const [, dataset, date, from, to] = match;
+    const [, dataset, date, organization, from, to] = match;
     const prefix = key.slice(0, match.index);
+    const folder = organization === undefined ? '' : `organization_id=${organization}/`;
     return {
-      window: `${dataset}/${from}-${to}`,
+      window: windowOf(`${dataset}/${from}-${to}`, organization),
       dataset: dataset as EventDataset,
-      files: `${prefix}/${dataset}/date=${date}/${dataset}-${from}-${to}-`,
+      files: `${prefix}/${dataset}/date=${date}/${folder}${dataset}-${from}-${to}-`,
     };
   }
   const hour = RUN_HOUR_MANIFEST_KEY.exec(key);
@@ -184,7 +203,7 @@ function parseManifestKey(key: string): { window: string; dataset: EventDataset;
   const prefix = key.slice(0, hour.index);
   const stem = key.slice(hour.index + '/_sluice/manifests'.length, -'.json'.length);
   return {
-    window: `${hour[1]}/${hour[7]}`,
+    window: windowOf(`${hour[1]}/${hour[7]}`, hour[6]),
     dataset: hour[1] as EventDataset,
     files: `${prefix}${stem}.part-`,
   };
@@ -293,16 +312,20 @@ export function checkStep(
       violate('grid', `${key}: slot ${iso(file.toMs + 1 + RUN_HOUR_LEAD_MS)} is on none of its schedules`);
     }
     if (file.nameIssue !== undefined) violate('name', `${key}: ${file.nameIssue}`);
-    // Each row: known, of this workspace and dataset, recorded inside the window, after the start, once.
+    // Each row: known, of this workspace (or a child it included then) and dataset, in its organisation's
+    // files, recorded inside the window, after the start, once.
     for (const id of object.ids ?? []) {
       const row = model.rows.get(id);
-      if (row === undefined || row.workspace !== exp.workspace || row.dataset !== file.dataset) {
+      const own = row?.workspace === exp.workspace;
+      if (row === undefined || row.dataset !== file.dataset || (!own && !isChildRow(exp, row))) {
         violate(
           'recorded-time',
           `${key}: row ${id} was never ingested into this workspace's ${file.dataset}`,
         );
         continue;
       }
+      const issue = organizationIssue(model, exp, file, row);
+      if (issue !== undefined) violateRow('organization', key, `row ${id} ${issue}`);
       if (!(row.recordedMs > file.fromMs && row.recordedMs <= file.toMs)) {
         violate(
           'recorded-time',
@@ -379,6 +402,36 @@ export function checkStep(
     }
   }
   return violations;
+}
+
+/** Whether `row` is of a workspace the export ever listed as a child (any other is never ingested into it). */
+function isChildRow(exp: ModelExport, row: ModelRow): boolean {
+  return (exp.children ?? []).some((entry) => entry.child === row.workspace);
+}
+
+/**
+ * What is wrong with `row` in `file` for parent organisations: not in its own organisation's files (a
+ * partitioned `date` file or a `run_hour` name naming another; an unpartitioned file holding a child's row),
+ * or a child's row recorded while the child was not both linked and listed.
+ */
+function organizationIssue(
+  model: Model,
+  exp: ModelExport,
+  file: FileWindow,
+  row: ModelRow,
+): string | undefined {
+  const ownerId = row.workspace === exp.workspace ? exp.workspaceId : childIdOf(exp, row.workspace);
+  const named = file.organization ?? exp.workspaceId;
+  // A name of no organisation the export knows is the `name` check's.
+  const known = named === exp.workspaceId || (exp.children ?? []).some((entry) => entry.childId === named);
+  if (known && named !== ownerId) return `of ${ownerId} is in the files of ${named}`;
+  if (!model.includesRowsOf(exp, row.workspace, row.recordedMs))
+    return `of child ${ownerId} recorded at ${iso(row.recordedMs)}, when it was not both linked and listed`;
+  return undefined;
+}
+
+function childIdOf(exp: ModelExport, workspace: number): string | undefined {
+  return (exp.children ?? []).find((entry) => entry.child === workspace)?.childId;
 }
 
 /** Which of the export's prefixes a key is under (the longest), or undefined. */
@@ -492,7 +545,8 @@ export function missingRows(
   ) => {
     if (backfillId !== undefined) backfillOf.set(why, { id: backfillId, dataset });
     for (const [id, row] of model.rows) {
-      if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
+      if (!model.includesRowsOf(exp, row.workspace, row.recordedMs) || row.dataset !== dataset || row.refused)
+        continue;
       if (row.erasedMs !== undefined || row.lapsedMs !== undefined) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs || delivered.has(id)) continue;
       if (!available(id, row.recordedMs) || superseded(model, row, delivered)) continue;
@@ -636,7 +690,8 @@ export function checkTotals(
     let owed = 0;
     let example = '';
     for (const [id, row] of model.rows) {
-      if (row.workspace !== exp.workspace || row.dataset !== dataset || row.refused) continue;
+      if (!model.includesRowsOf(exp, row.workspace, row.recordedMs) || row.dataset !== dataset || row.refused)
+        continue;
       if (row.erasedMs !== undefined || row.lapsedMs !== undefined || delivered.has(id)) continue;
       if (row.recordedMs <= fromMs || row.recordedMs > throughMs) continue;
       if (!model.isAvailable(id, row.recordedMs, nowMs, retentionMs) || superseded(model, row, delivered))

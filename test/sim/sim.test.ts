@@ -352,3 +352,63 @@ describe('the oracle', () => {
     expect(checks(runHour('20260302T021000Z', '02'))).toEqual(['grid']);
   });
 });
+
+describe('the oracle on parent organisations', () => {
+  const now = T0 + 5 * HOUR;
+  /** ws_1 linked under ws_0 at T0 + 1 h, listed at T0 + 100 min, removed at T0 + 3 h; rows c, d, e of ws_1. */
+  function withChild() {
+    const { model, exp } = modelWithExport();
+    model.links.push({ parent: 0, child: 1, linkedMs: T0 + HOUR });
+    exp.children = [{ child: 1, childId: 'ws_1', addedMs: T0 + 100 * 60_000, removedMs: T0 + 3 * HOUR }];
+    for (const [id, minutes] of [
+      ['c', 95],
+      ['d', 110],
+      ['e', 200],
+    ] as const)
+      model.rows.set(id, {
+        workspace: 1,
+        dataset: 'email_events',
+        recordedMs: T0 + minutes * 60_000,
+        refused: false,
+      });
+    return { model, exp };
+  }
+  const partitioned = (
+    organization: string,
+    fromMs: number,
+    toMs: number,
+    ids: string[],
+  ): BucketObjectView => {
+    const plain = file(fromMs, toMs, ids);
+    return {
+      ...plain,
+      key: plain.key.replace('date=2026-03-02/', `date=2026-03-02/organization_id=${organization}/`),
+    };
+  };
+
+  it("accepts each organisation's rows in its own partition, a child's while linked and listed", () => {
+    const { model, exp } = withChild();
+    const bucket = bucketOf(
+      partitioned('ws_0', T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['b']),
+      partitioned('ws_1', T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['d']),
+    );
+    expect(checkStep(model, exp, bucket, new BucketHistory(), now)).toEqual([]);
+    expect(missingRows(model, exp, bucket, now, 30 * 24 * HOUR, () => false)).toEqual([]);
+  });
+
+  it("names a child's row outside its time, in another's partition or unpartitioned, and one owed but missing", () => {
+    const { model, exp } = withChild();
+    const early = partitioned('ws_1', T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['c', 'd']);
+    const afterRemoval = partitioned('ws_1', T0 + 3 * HOUR - 1, T0 + 4 * HOUR - 1, ['e']);
+    const checks = (objects: BucketObjectView[]) =>
+      checkStep(model, exp, bucketOf(...objects), new BucketHistory(), now).map((v) => v.check);
+    expect(checks([early])).toEqual(['organization']);
+    expect(checks([afterRemoval])).toEqual(['organization']);
+    expect(checks([partitioned('ws_0', T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['d'])])).toEqual(['organization']);
+    expect(checks([file(T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['d'])])).toEqual(['organization']);
+    const withoutChild = bucketOf(partitioned('ws_0', T0 + HOUR - 1, T0 + 2 * HOUR - 1, ['b']));
+    expect(
+      missingRows(model, exp, withoutChild, now, 30 * 24 * HOUR, () => false).map((v) => v.check),
+    ).toEqual(['caught-up']);
+  });
+});

@@ -674,6 +674,55 @@ class Update extends ExportOp {
   }
 }
 
+/**
+ * Parent organisations (issue 27), on the target export's workspace and the other one: the operator links or
+ * unlinks the other as its child (the `OrganizationStore` that `sluice orgs link|unlink` uses), or the export's
+ * `childOrganizations` is set to it or emptied (PATCH, the API path of `update`). A refusal (a second parent, a
+ * child of a child, not a child, a PATCH naming a workspace that is not a current child) changes nothing.
+ */
+export type OrganizeAction = 'link' | 'unlink' | 'list' | 'unlist';
+class Organize extends ExportOp {
+  constructor(
+    k: number,
+    readonly action: OrganizeAction,
+  ) {
+    super(k);
+  }
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    const now = virtualNow();
+    const child = (exp.workspace + 1) % sim.world.workspaces.length;
+    const childId = sim.world.workspaces[child]!.id;
+    if (this.action === 'link' || this.action === 'unlink') {
+      try {
+        if (this.action === 'link')
+          await sim.world.organizations.link(exp.workspaceId, childId, new Date(now));
+        else await sim.world.organizations.unlink(exp.workspaceId, childId, new Date(now));
+      } catch (error) {
+        if (['ConflictError', 'NotFoundError', 'InvalidInputError'].includes((error as Error).name)) return;
+        throw error;
+      }
+      if (this.action === 'link') sim.model.links.push({ parent: exp.workspace, child, linkedMs: now });
+      const open = sim.model.links.find(
+        (link) => link.parent === exp.workspace && link.child === child && link.unlinkedMs === undefined,
+      );
+      if (this.action === 'unlink' && open !== undefined) open.unlinkedMs = now;
+      return;
+    }
+    const list = this.action === 'list' ? [childId] : [];
+    const response = await api(sim, exp.workspace, 'PATCH', `/data-exports/${exp.id}`, {
+      childOrganizations: list,
+    });
+    if (response.status !== 200) return;
+    exp.children ??= [];
+    const listed = exp.children.find((entry) => entry.removedMs === undefined);
+    if (this.action === 'list' && listed === undefined) exp.children.push({ child, childId, addedMs: now });
+    if (this.action === 'unlist' && listed !== undefined) listed.removedMs = now;
+  }
+  toString() {
+    return `organize(#${this.k}, ${this.action})`;
+  }
+}
+
 class SetEnabled extends ExportOp {
   constructor(
     k: number,
@@ -1165,21 +1214,19 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // A queue of backfills on a paused export, and another workspace's backfill of rows from before its start.
-    fc
-      .tuple(ws, datasetArb, format)
-      .map(
-        ([w, d, f]) =>
-          new Steps('floodBeside', [
-            new Ingest(1 - w, 10, d),
-            new CreateExport(w, [d], 'hourly', f, 3 * HOUR_MS),
-            new CreateExport(1 - w, [d], 'hourly', f, undefined),
-            // Past the rows' cell and the lag: a backfill asked for now owes them.
-            tick(2 * HOUR_MS),
-            new Flood(-2),
-            new Backfill(-1, undefined, 0),
-            tick(15 * MINUTE_MS),
-          ]),
-      ),
+    fc.tuple(ws, datasetArb, format).map(
+      ([w, d, f]) =>
+        new Steps('floodBeside', [
+          new Ingest(1 - w, 10, d),
+          new CreateExport(w, [d], 'hourly', f, 3 * HOUR_MS),
+          new CreateExport(1 - w, [d], 'hourly', f, undefined),
+          // Past the rows' cell and the lag: a backfill asked for now owes them.
+          tick(2 * HOUR_MS),
+          new Flood(-2),
+          new Backfill(-1, undefined, 0),
+          tick(15 * MINUTE_MS),
+        ]),
+    ),
     // A person's rows in several datasets, archived, then erased by address.
     fc
       .tuple(ws, pick)
@@ -1378,6 +1425,12 @@ export function commandArbitraries(): fc.WeightedArbitrary<fc.AsyncCommand<Model
       fc.tuple(fc.nat(7), fc.integer({ min: 1, max: 40 })).map(([p, n]) => new IngestLive(p, n)),
     ),
     weighted(3, recipeArbitrary()),
+    weighted(
+      3,
+      fc
+        .tuple(exportRef, fc.constantFrom<OrganizeAction>('link', 'list', 'link', 'list', 'unlink', 'unlist'))
+        .map(([k, action]) => new Organize(k, action)),
+    ),
   ];
 }
 

@@ -7,6 +7,7 @@
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { CONTROL_TABLE, EVENTS_TABLE, SUBSCRIBERS_TABLE, type TableSpec } from '@sluice/core';
+import type { OrganizationStore } from '@sluice/control';
 import type { BucketWriterFactory } from '@sluice/engine';
 import type { EventLogWriter } from '@sluice/eventlog';
 import { ApiClient, recordedResponses } from '../helpers/api-client.js';
@@ -43,6 +44,8 @@ export interface World {
    */
   revoked: Set<string>;
   retentionMs: number;
+  /** The operator's `sluice orgs link|unlink` store (issue 27), on the world's control table. */
+  organizations: Pick<OrganizationStore, 'link' | 'unlink'>;
   /** One Dispatch execution and every ExportRun it started. */
   dispatch(): Promise<{ started: number; failed: number }>;
   compact(): Promise<void>;
@@ -259,6 +262,7 @@ export async function createWorld(workspaceCount: number): Promise<World> {
     faults,
     revoked,
     retentionMs,
+    organizations: new control.OrganizationStore({ tableName: controlTable }),
     async dispatch() {
       uploadsThisTick = 0;
       const outcome = await workflows.runDispatch();

@@ -54,6 +54,7 @@ export type DestinationChanges = Partial<
     | 'datasetStartedAt'
     | 'childOrganizations'
     | 'childOrganizationsAddedAt'
+    | 'childOrganizationsRemoved'
     | 'status'
     | 'consecutiveFailures'
     | 'updatedAt'

@@ -204,6 +204,7 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
   if (typeof item.exportedThroughMs === 'number') cursor.exportedThroughMs = item.exportedThroughMs;
   if (typeof item.snapshotDate === 'string') cursor.snapshotDate = item.snapshotDate;
   const planned = Array.isArray(item.planned) ? (item.planned as Item[]) : [];
+  const organizations = Array.isArray(item.plannedOrganizations) ? (item.plannedOrganizations as Item[]) : [];
   for (const entry of planned) {
     const runId = typeof entry.runId === 'string' ? entry.runId : '';
     if (typeof entry.fromMs === 'number' && typeof entry.toMs === 'number') {
@@ -211,6 +212,13 @@ function toCursor(dataset: Dataset, item: Item | undefined): CursorState {
       if (typeof entry.stepMs === 'number') span.stepMs = entry.stepMs;
       if (entry.format !== undefined) span.format = fileFormatOf(entry);
       Object.assign(span, gridExtras(entry));
+      if (Array.isArray(entry.organizationRefs)) {
+        span.organizations = (entry.organizationRefs as unknown[]).flatMap((ref) =>
+          typeof ref === 'number' && organizations[ref] !== undefined
+            ? toIncludedOrganization(organizations[ref])
+            : [],
+        );
+      }
       cursor.plannedSpans.push(span);
     } else if (typeof entry.date === 'string') {
       cursor.plannedSnapshot = { date: entry.date, runId, format: fileFormatOf(entry) };
@@ -237,6 +245,34 @@ function gridExtras(entry: Item): {
       ? { organizations: (entry.organizations as Item[]).flatMap(toIncludedOrganization) }
       : {}),
   };
+}
+
+/**
+ * The organisations of a cursor's planned spans, stored once per cursor (`plannedOrganizations`, each distinct
+ * organisation with its start and stop once) and referred to by index from each span (`organizationRefs`),
+ * so the cursor item stays far under DynamoDB's 400 KB when its spans read the same hundreds of children.
+ * A span stored before (its own `organizations`) is read as it is.
+ */
+class OrganizationTable {
+  readonly entries: IncludedOrganization[] = [];
+  private readonly index = new Map<string, number>();
+
+  refsOf(organizations: readonly IncludedOrganization[]): number[] {
+    return organizations.map(({ id, startMs, stopMs }) => {
+      const key = JSON.stringify([id, startMs, stopMs]);
+      let ref = this.index.get(key);
+      if (ref === undefined) {
+        ref = this.entries.length;
+        this.entries.push({
+          id,
+          ...(startMs !== undefined ? { startMs } : {}),
+          ...(stopMs !== undefined ? { stopMs } : {}),
+        });
+        this.index.set(key, ref);
+      }
+      return ref;
+    });
+  }
 }
 
 /** A stored organisation of a planned span (`[]` when it is not one). */
@@ -475,17 +511,20 @@ export class CursorStore {
       }
     }
     const planned: Item[] = [];
+    const organizations = new OrganizationTable();
     let touchesPlanned = false;
     if (write.plannedSpans !== undefined) {
       touchesPlanned = true;
       for (const span of write.plannedSpans) {
+        const { organizations: included, ...extras } = gridExtras(span as unknown as Item);
         planned.push({
           fromMs: span.fromMs,
           toMs: span.toMs,
           ...(span.stepMs !== undefined ? { stepMs: span.stepMs } : {}),
           runId: span.runId,
           ...(span.format !== undefined ? span.format : {}),
-          ...gridExtras(span as unknown as Item),
+          ...extras,
+          ...(included !== undefined ? { organizationRefs: organizations.refsOf(included) } : {}),
         });
       }
     }
@@ -513,6 +552,13 @@ export class CursorStore {
         sets.push('#planned = :planned');
       } else {
         removes.push('#planned');
+      }
+      names['#plannedOrganizations'] = 'plannedOrganizations';
+      if (organizations.entries.length > 0) {
+        values[':plannedOrganizations'] = organizations.entries;
+        sets.push('#plannedOrganizations = :plannedOrganizations');
+      } else {
+        removes.push('#plannedOrganizations');
       }
     }
     return {

@@ -79,6 +79,7 @@ const STORED: Record<StoredField, true> = {
   datasetStartedAt: true,
   childOrganizations: true,
   childOrganizationsAddedAt: true,
+  childOrganizationsRemoved: true,
   nextRunAt: true,
   lastRunAt: true,
   lastSuccessAt: true,

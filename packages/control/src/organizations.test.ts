@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictError, InvalidInputError, NotFoundError } from '@sluice/core';
+import { ConflictError, InvalidInputError, MAX_CHILD_ORGANIZATIONS, NotFoundError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { controlTable } from '../../../test/helpers/tables.js';
 import { OrganizationStore } from './organizations.js';
@@ -111,6 +111,26 @@ describe('OrganizationStore (DynamoDB Local)', () => {
     await organizations.link(other, parent, T2);
     expect(await organizations.parentOf(parent)).toBe(other);
   });
+
+  it(`refuses a child beyond ${MAX_CHILD_ORGANIZATIONS}, naming the limit; an unlink makes room`, async () => {
+    // Prepare: a parent with the most children a workspace may have
+    const [parent, ...children] = await newWorkspaces(MAX_CHILD_ORGANIZATIONS + 2);
+    const [extra, ...linked] = children as [string, ...string[]];
+    for (const child of linked.slice(0, MAX_CHILD_ORGANIZATIONS))
+      await organizations.link(parent as string, child, T0);
+
+    // Act + Assess: one more is refused, as a conflict naming the limit; after an unlink it is linked
+    await expect(organizations.link(parent as string, extra)).rejects.toThrow(
+      new ConflictError(
+        `Workspace "${parent}" already has ${MAX_CHILD_ORGANIZATIONS} children, the most a workspace may have; unlink one first.`,
+        'conflict',
+      ),
+    );
+    expect(await organizations.parentOf(extra)).toBeNull();
+    await organizations.unlink(parent as string, linked[0] as string, T1);
+    await organizations.link(parent as string, extra, T2);
+    expect(await organizations.listChildren(parent as string)).toHaveLength(MAX_CHILD_ORGANIZATIONS);
+  }, 300_000);
 
   it('refuses to unlink what is not a current child', async () => {
     const [parent, child, other] = (await newWorkspaces(3)) as [string, string, string];

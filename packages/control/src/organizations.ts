@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { GetCommand, paginateQuery } from '@aws-sdk/lib-dynamodb';
-import { type ChildLink, ConflictError, InvalidInputError, NotFoundError } from '@sluice/core';
+import {
+  type ChildLink,
+  ConflictError,
+  InvalidInputError,
+  MAX_CHILD_ORGANIZATIONS,
+  NotFoundError,
+} from '@sluice/core';
 import {
   type ControlTable,
   type ControlTableOptions,
@@ -71,8 +77,8 @@ export class OrganizationStore {
 
   /**
    * Links `childId` to `parentId` and returns the new link. Refused: a self-link (`InvalidInputError`), a
-   * workspace that does not exist (`NotFoundError`), a parent that is a child, a child that is a parent or
-   * already has a parent (`ConflictError`).
+   * workspace that does not exist (`NotFoundError`), a parent that is a child or already has
+   * {@link MAX_CHILD_ORGANIZATIONS} children, a child that is a parent or already has a parent (`ConflictError`).
    */
   async link(parentId: string, childId: string, now: Date = new Date()): Promise<ChildLink> {
     if (parentId === childId) {
@@ -105,8 +111,9 @@ export class OrganizationStore {
           TableName: tableName,
           Key: { PK: workspacePk(parentId), SK: ORG_SK },
           UpdateExpression: 'ADD childCount :one',
-          ConditionExpression: 'attribute_not_exists(parentId)',
-          ExpressionAttributeValues: { ':one': 1 },
+          ConditionExpression:
+            'attribute_not_exists(parentId) AND (attribute_not_exists(childCount) OR childCount < :max)',
+          ExpressionAttributeValues: { ':one': 1, ':max': MAX_CHILD_ORGANIZATIONS },
         },
       },
       {
@@ -137,6 +144,12 @@ export class OrganizationStore {
     if (failed === 1) return workspaceNotFound(childId);
     if (failed === 2) {
       const parentState = await this.state(parentId);
+      if (parentState.parentId === undefined && (parentState.childCount ?? 0) >= MAX_CHILD_ORGANIZATIONS) {
+        return new ConflictError(
+          `Workspace "${parentId}" already has ${MAX_CHILD_ORGANIZATIONS} children, the most a workspace may have; unlink one first.`,
+          'conflict',
+        );
+      }
       return new ConflictError(
         `Workspace "${parentId}" is a child of "${parentState.parentId ?? 'another workspace'}", so it cannot have children (one level only).`,
         'conflict',

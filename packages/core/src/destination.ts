@@ -1,6 +1,6 @@
 import type { Dataset, Frequency } from './datasets.js';
 import { type Compression, type ExportFormat, type FileFormat, JSONL_GZIP } from './file-format.js';
-import { childOrganizationsAddedAt } from './organizations.js';
+import { childOrganizationsAddedAt, type RemovedChildEntry } from './organizations.js';
 import type { AssumedRole } from './role.js';
 import type { Layout, Schedule } from './run-hour.js';
 
@@ -119,6 +119,11 @@ export interface Destination extends BucketLocation {
    * entry stays; dropped when it is removed.
    */
   childOrganizationsAddedAt?: Record<string, string>;
+  /**
+   * Entries removed from `childOrganizations`, each with when it was added and removed (ISO): windows planned
+   * after a removal still include the child for the time before it (`includedOrganizations`). Never shown.
+   */
+  childOrganizationsRemoved?: RemovedChildEntry[];
   nextRunAt: string | null;
   lastRunAt: string | null;
   lastSuccessAt: string | null;

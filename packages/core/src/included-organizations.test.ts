@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { includedOrganizations, includesChildren, organizationIntervals } from './included-organizations.js';
+import {
+  hasIncludedChildren,
+  includedOrganizations,
+  includesChildren,
+  organizationIntervals,
+  plannedOrganizations,
+} from './included-organizations.js';
 import { eventFileKey } from './layout.js';
-import type { ChildLink } from './organizations.js';
+import { type ChildLink, childOrganizationsAddedAt, childOrganizationsRemoved } from './organizations.js';
 import { recipesFor, schemaKeyOf } from './recipes.js';
 import { buildManifest, manifestKey } from './manifest.js';
 import { erasAfterPlanning, groupEraWindows, historyEras, windowsOfEras } from './windows.js';
@@ -143,6 +149,75 @@ describe('includedOrganizations', () => {
     // At the link time itself: not read; right after: read
     expect(owned(T + 7 * MIN, hour)).toBe(false);
     expect(owned(T + 7 * MIN + 1, hour)).toBe(true);
+  });
+
+  it('keeps a child removed from the list for the time before the removal, exactly, in windows planned after it', () => {
+    // A listed from T - 3 h; removed at T + 20 min; B listed at T - 3 h, removed at T + 10 min, added again at T + 40 min
+    const addedAt = { ws_a: iso(T - 3 * HOUR), ws_b: iso(T - 3 * HOUR) };
+    const afterRemovals = (() => {
+      const first = {
+        childOrganizations: ['ws_a'],
+        removed: childOrganizationsRemoved(undefined, addedAt, ['ws_a'], iso(T + 10 * MIN)),
+      };
+      const removed = childOrganizationsRemoved(first.removed, { ws_a: addedAt.ws_a }, [], iso(T + 20 * MIN));
+      const again = childOrganizationsAddedAt({}, ['ws_b'], iso(T + 40 * MIN));
+      return {
+        workspaceId: 'ws_parent',
+        childOrganizations: ['ws_b'],
+        childOrganizationsAddedAt: again,
+        childOrganizationsRemoved: childOrganizationsRemoved(removed, {}, ['ws_b'], iso(T + 40 * MIN)),
+      };
+    })();
+    expect(afterRemovals.childOrganizationsRemoved).toEqual([
+      { entry: 'ws_b', addedAt: iso(T - 3 * HOUR), removedAt: iso(T + 10 * MIN) },
+      { entry: 'ws_a', addedAt: iso(T - 3 * HOUR), removedAt: iso(T + 20 * MIN) },
+    ]);
+    const links = [link('ws_a', T - 5 * HOUR), link('ws_b', T - 5 * HOUR)];
+    const included = includedOrganizations(afterRemovals, links, hour);
+    expect(included).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', stopMs: T + 20 * MIN },
+      { id: 'ws_b', stopMs: T + 10 * MIN },
+      { id: 'ws_b', startMs: T + 40 * MIN },
+    ]);
+    // Stop inclusive, start exclusive, like an unlink and a link
+    const reads = (id: string, ms: number) =>
+      organizationIntervals(included, id, hour).some((i) => i.fromMs < ms && ms <= i.toMs);
+    expect([T + 20 * MIN, T + 20 * MIN + 1].map((ms) => reads('ws_a', ms))).toEqual([true, false]);
+    expect(
+      [T + 10 * MIN, T + 25 * MIN, T + 40 * MIN, T + 40 * MIN + 1].map((ms) => reads('ws_b', ms)),
+    ).toEqual([true, false, false, true]);
+    // Before the range and after the removals: nothing of A; a link after the removal: nothing either
+    const later = { fromMs: hour.toMs, toMs: hour.toMs + HOUR };
+    expect(includedOrganizations(afterRemovals, links, later).map((o) => o.id)).toEqual([
+      'ws_parent',
+      'ws_b',
+    ]);
+    expect(includedOrganizations(afterRemovals, [link('ws_a', T + 30 * MIN)], hour)).toEqual([
+      { id: 'ws_parent' },
+    ]);
+  });
+
+  it('plans windows after the list was emptied partitioned only where a removed child is still included', () => {
+    const emptied = {
+      workspaceId: 'ws_parent',
+      childOrganizations: [],
+      childOrganizationsRemoved: [{ entry: '*', addedAt: iso(T - 3 * HOUR), removedAt: iso(T + 20 * MIN) }],
+    };
+    const links = [link('ws_a', T - 5 * HOUR)];
+    expect(hasIncludedChildren(emptied)).toBe(true);
+    expect(plannedOrganizations(emptied, links, hour)).toEqual([
+      { id: 'ws_parent' },
+      { id: 'ws_a', stopMs: T + 20 * MIN },
+    ]);
+    expect(
+      plannedOrganizations(emptied, links, { fromMs: hour.toMs, toMs: hour.toMs + HOUR }),
+    ).toBeUndefined();
+    expect(plannedOrganizations({ workspaceId: 'ws_parent' }, links, hour)).toBeUndefined();
+    // A current list: partitioned even when no child is included in the range
+    expect(
+      plannedOrganizations({ workspaceId: 'ws_parent', childOrganizations: ['ws_b'] }, links, hour),
+    ).toEqual([{ id: 'ws_parent' }]);
   });
 
   it("clips an organisation's intervals to the export's exact start", () => {

@@ -1,4 +1,4 @@
-import { ALL_CHILDREN, type ChildLink } from './organizations.js';
+import { ALL_CHILDREN, type ChildLink, type RemovedChildEntry } from './organizations.js';
 import type { Window } from './windows.js';
 
 /**
@@ -8,9 +8,9 @@ import type { Window } from './windows.js';
  * for every current and future child). A child's rows are read from its own event log, exactly over the time
  * it was included: from `max(link time, the time its entry (or the '*' entry) was added to the list)`,
  * exclusive (like a dataset added later: no row recorded at or before it, even inside the first window), to its
- * unlink time, inclusive. A removal from the list leaves no trace to compute it from: a removed child is simply
- * not included in windows planned after the removal (windows planned before keep it, since the engine fixes the
- * result in each planned span).
+ * unlink time, inclusive. An entry removed from the list is recorded with its times
+ * (`childOrganizationsRemoved`): it still includes the child over `(added, removed]`, so windows planned after
+ * the removal (a catching-up run, a retry, a backfill) include it exactly for the time before the removal.
  */
 
 /** One organisation an export reads for a span: its workspace id and, when inside the span, its start and stop. */
@@ -28,11 +28,23 @@ export interface OrganizationChoice {
   childOrganizations?: readonly string[];
   /** When each entry of `childOrganizations` (`'*'` included) was added (ISO). */
   childOrganizationsAddedAt?: Readonly<Record<string, string>>;
+  /** Entries removed from `childOrganizations`, each with the time it was added and removed. */
+  childOrganizationsRemoved?: readonly RemovedChildEntry[];
 }
 
 /** True when the destination's files are partitioned by organisation (its list of children is not empty). */
 export function includesChildren(destination: Pick<OrganizationChoice, 'childOrganizations'>): boolean {
   return (destination.childOrganizations?.length ?? 0) > 0;
+}
+
+/**
+ * True when the export includes, or once included, children: its list is not empty or an entry was removed
+ * from it. Only then does the link history matter (windows before a removal still read the removed child).
+ */
+export function hasIncludedChildren(
+  destination: Pick<OrganizationChoice, 'childOrganizations' | 'childOrganizationsRemoved'>,
+): boolean {
+  return includesChildren(destination) || (destination.childOrganizationsRemoved?.length ?? 0) > 0;
 }
 
 /** Epoch ms of an ISO time; an absent or unreadable one is `fallback`. */
@@ -45,7 +57,8 @@ function msOf(iso: string | null | undefined, fallback: number): number {
  * The organisations whose rows an export reads in `range` (`fromMs` exclusive, `toMs` inclusive): the parent
  * first (always, whole), then each child included during some part of the range, ordered by id then start,
  * with `startMs`/`stopMs` only where they lie inside the range. A child linked twice (unlinked, linked
- * again) appears once per link that overlaps the range. Links of other parents are ignored.
+ * again), or listed twice (removed, added again), appears once per part of a link it was listed in that
+ * overlaps the range. Links of other parents are ignored.
  */
 export function includedOrganizations(
   destination: OrganizationChoice,
@@ -53,25 +66,25 @@ export function includedOrganizations(
   range: Window,
 ): IncludedOrganization[] {
   const parent: IncludedOrganization = { id: destination.workspaceId };
-  const list = destination.childOrganizations ?? [];
-  if (list.length === 0) return [parent];
-  const addedAt = destination.childOrganizationsAddedAt ?? {};
-  const addedMs = (entry: string) => msOf(addedAt[entry], Number.NEGATIVE_INFINITY);
+  const listed = listedPeriods(destination);
+  if (listed.length === 0) return [parent];
   const children: IncludedOrganization[] = [];
   for (const link of links) {
     if (link.parentId !== destination.workspaceId || link.childId === destination.workspaceId) continue;
-    const entries = list.filter((entry) => entry === ALL_CHILDREN || entry === link.childId);
-    if (entries.length === 0) continue;
-    // Included from the earliest entry that names it (its own, or '*'), once it is linked.
-    const listedMs = Math.min(...entries.map(addedMs));
-    const startMs = Math.max(msOf(link.linkedAt, Number.NEGATIVE_INFINITY), listedMs);
-    const stopMs = msOf(link.unlinkedAt, Number.POSITIVE_INFINITY);
-    if (!(startMs < stopMs) || !(startMs < range.toMs) || !(stopMs > range.fromMs)) continue;
-    children.push({
-      id: link.childId,
-      ...(startMs > range.fromMs ? { startMs } : {}),
-      ...(stopMs < range.toMs ? { stopMs } : {}),
-    });
+    const linkedMs = msOf(link.linkedAt, Number.NEGATIVE_INFINITY);
+    const unlinkedMs = msOf(link.unlinkedAt, Number.POSITIVE_INFINITY);
+    // Included while linked and listed (its own entry, or '*'): each listed period that overlaps the link.
+    const periods = listed.filter((period) => period.entry === ALL_CHILDREN || period.entry === link.childId);
+    for (const period of mergedPeriods(periods)) {
+      const startMs = Math.max(linkedMs, period.fromMs);
+      const stopMs = Math.min(unlinkedMs, period.toMs);
+      if (!(startMs < stopMs) || !(startMs < range.toMs) || !(stopMs > range.fromMs)) continue;
+      children.push({
+        id: link.childId,
+        ...(startMs > range.fromMs ? { startMs } : {}),
+        ...(stopMs < range.toMs ? { stopMs } : {}),
+      });
+    }
   }
   children.sort(
     (a, b) =>
@@ -79,6 +92,58 @@ export function includedOrganizations(
       (a.startMs ?? Number.NEGATIVE_INFINITY) - (b.startMs ?? Number.NEGATIVE_INFINITY),
   );
   return [parent, ...children];
+}
+
+/**
+ * The organisations a window planned now reads (`PlannedSpan.organizations`): every included one while the
+ * list is not empty (the files partitioned by organisation); once it is emptied, those of the time before
+ * the removals, when a child was still included in `range` (partitioned, so its rows still reach the export);
+ * otherwise `undefined`: the workspace's own rows, unpartitioned.
+ */
+export function plannedOrganizations(
+  destination: OrganizationChoice,
+  links: readonly ChildLink[],
+  range: Window,
+): IncludedOrganization[] | undefined {
+  if (!hasIncludedChildren(destination)) return undefined;
+  const entries = includedOrganizations(destination, links, range);
+  return includesChildren(destination) || entries.length > 1 ? entries : undefined;
+}
+
+/** A period an entry of the list was on it: `(fromMs, toMs]` (to `+Infinity` while it still is). */
+interface ListedPeriod {
+  entry: string;
+  fromMs: number;
+  toMs: number;
+}
+
+/** Every period an entry was on the export's list: the current entries, then the removed ones. */
+function listedPeriods(destination: OrganizationChoice): ListedPeriod[] {
+  const addedAt = destination.childOrganizationsAddedAt ?? {};
+  return [
+    ...(destination.childOrganizations ?? []).map((entry) => ({
+      entry,
+      fromMs: msOf(addedAt[entry], Number.NEGATIVE_INFINITY),
+      toMs: Number.POSITIVE_INFINITY,
+    })),
+    ...(destination.childOrganizationsRemoved ?? []).map((removed) => ({
+      entry: removed.entry,
+      fromMs: msOf(removed.addedAt, Number.NEGATIVE_INFINITY),
+      toMs: msOf(removed.removedAt, Number.NEGATIVE_INFINITY),
+    })),
+  ];
+}
+
+/** Periods merged where they overlap or touch (a child's own entry and '*' at once count once), in order. */
+function mergedPeriods(periods: readonly ListedPeriod[]): { fromMs: number; toMs: number }[] {
+  const sorted = periods.filter((period) => period.fromMs < period.toMs).sort((a, b) => a.fromMs - b.fromMs);
+  const merged: { fromMs: number; toMs: number }[] = [];
+  for (const { fromMs, toMs } of sorted) {
+    const last = merged.at(-1);
+    if (last !== undefined && fromMs <= last.toMs) last.toMs = Math.max(last.toMs, toMs);
+    else merged.push({ fromMs, toMs });
+  }
+  return merged;
 }
 
 /**

@@ -116,6 +116,8 @@ export interface ExportRunOutcome {
   bytes: number;
   /** The execution's final state (ids, windows and counts). */
   output?: Json;
+  /** The largest state input or output of the execution, in UTF-8 bytes (Step Functions allows 256 KiB). */
+  largestStateBytes?: number;
 }
 
 /** One Dispatch execution and every ExportRun it started. */
@@ -257,13 +259,13 @@ export class LocalWorkflows {
     const executionArn = this.executionArn('ExportRun');
     const started = performance.now();
     try {
-      const { output } = await this.execute(
+      const { output, largestStateBytes } = await this.execute(
         this.exportRunMachine,
         input,
         executionArn,
         this.exportRunHandlers,
       );
-      return summarize(executionArn, input, output, performance.now() - started);
+      return { ...summarize(executionArn, input, output, performance.now() - started), largestStateBytes };
     } catch (error) {
       const statesError = toStatesError(error);
       this.options.log?.(

@@ -10,14 +10,12 @@ import {
   earliestAvailableMs,
   groupEraWindows,
   historyEras,
-  includedOrganizations,
   isEventDataset,
   MAX_BACKFILL_CHUNK_ATTEMPTS,
   MAX_SPANS_PER_DATASET,
-  type ChildLink,
   windowsOfEras,
 } from '@sluice/core';
-import { type EngineDeps, linksOf } from './deps.js';
+import { type EngineDeps, exportArchiveCoverage, linksOf } from './deps.js';
 import { describeFailure } from './errors.js';
 import type {
   BackfillSkip,
@@ -60,17 +58,16 @@ export interface BackfillPlan {
  * every row of its windows, also before the export's start (it is a request for that history). Windows that
  * start before `availableFromMs` (per dataset: rows recorded after it are still available) lost rows: they
  * are skipped and reported, so a delivered file is never replaced by one with fewer rows. Pure.
- * A window of an era partitioned by organisation (the export included children) reads the organisations
- * the export includes over it (`includedOrganizations` with the parent's link history `links`): each child
- * from the later of its link and its entry's addition to the list, to its unlink; a child removed from the
- * list since is not included.
+ * A window of an era partitioned by organisation (the export included children) is `partitioned`: its writer
+ * reads the organisations the export includes over it (`withPlannedOrganizations`: `includedOrganizations`
+ * with the parent's link history, each child from the later of its link and its entry's addition to the
+ * list, to its unlink or its entry's removal), so no payload lists them.
  */
 export function planBackfillItems(
   backfill: Backfill,
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   availableFromMs: (dataset: EventDataset) => number,
-  links: readonly ChildLink[] = [],
 ): BackfillPlan {
   const { range } = backfill;
   const items: WorkItem[] = [];
@@ -94,8 +91,8 @@ export function planBackfillItems(
       windows.slice(lost.length),
       MAX_SPANS_PER_DATASET,
     )) {
-      const organizations = partitioned ? includedOrganizations(destination, links, span) : undefined;
-      items.push({ dataset, kind: 'events' as const, ...span, ...(organizations ? { organizations } : {}) });
+      // The writer resolves the organisations of a partitioned span as here (`withPlannedOrganizations`).
+      items.push({ dataset, kind: 'events' as const, ...span, ...(partitioned ? { partitioned } : {}) });
     }
   }
   return { items, skipped };
@@ -149,10 +146,12 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
   );
   if (slot === undefined) return { outcome: 'skipped', reason: 'lease_held' };
   const cursors = await deps.cursors.get(workspaceId, destinationId);
+  const links = await linksOf(destination, deps);
   const available = new Map<EventDataset, number>();
   for (const dataset of backfill.datasets) {
     if (!isEventDataset(dataset)) continue;
-    const archive = await deps.archiveCoverage.get(workspaceId, dataset);
+    // The children's rows too: the archive of every organisation the export includes must reach them.
+    const archive = await exportArchiveCoverage(destination, links, dataset, deps);
     // Rows recorded after this are still there (at or after the earliest available instant).
     available.set(dataset, earliestAvailableMs(nowMs, deps.settings.eventRetentionMs, archive) - 1);
   }
@@ -161,7 +160,6 @@ export async function claimBackfill(input: ClaimAndPlanInput, deps: EngineDeps):
     destination,
     cursors,
     (dataset) => available.get(dataset) ?? nowMs,
-    await linksOf(destination, deps),
   );
   const run: RunRef = {
     workspaceId,

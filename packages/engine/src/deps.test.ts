@@ -8,7 +8,8 @@ describe('engineDeps', () => {
   it('fails where the engine is built, naming every missing dependency and the use cases needing it', () => {
     // Act + Assess
     expect(() => engineDeps({ controlStore: present, cursors: present }, ['writeWindow'])).toThrow(
-      'The engine needs backfills (writeWindow), sealer (writeWindow), eventSource (writeWindow): ' +
+      'The engine needs backfills (writeWindow), sealer (writeWindow), eventSource (writeWindow), ' +
+        'organizations (writeWindow): ' +
         'the entry point builds them from its configuration.',
     );
     expect(() => engineDeps({}, ['commitRun', 'recordFailure'])).toThrow(
@@ -49,6 +50,7 @@ describe('engineDeps', () => {
       backfills: present,
       sealer: present,
       eventSource: present,
+      organizations: present,
     };
     // Act
     const deps = engineDeps(injected, ['writeWindow']);

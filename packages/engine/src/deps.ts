@@ -1,4 +1,5 @@
 import type {
+  ArchiveCoverage,
   ArchiveCursorStore,
   BackfillStore,
   ControlStore,
@@ -12,8 +13,11 @@ import type {
 import {
   type BucketLocation,
   DEFAULT_EVENT_RETENTION_MS,
-  includesChildren,
+  type EventDataset,
+  hasIncludedChildren,
+  includedOrganizations,
   type OrganizationChoice,
+  organizationIds,
   type ChildLink,
 } from '@sluice/core';
 import type { EventSource } from '@sluice/eventlog';
@@ -99,8 +103,36 @@ export async function linksOf(
   destination: OrganizationChoice,
   deps: Pick<EngineDeps, 'organizations'>,
 ): Promise<ChildLink[]> {
-  if (!includesChildren(destination)) return [];
+  if (!hasIncludedChildren(destination)) return [];
   return deps.organizations.listChildren(destination.workspaceId, { includeUnlinked: true });
+}
+
+/**
+ * The event archive's coverage of `dataset` for an export: its own workspace's, narrowed by that of each child
+ * it includes or included over any time (issue 27) to the latest start and the earliest end, so that every
+ * organisation's rows are available over it; undefined (the hot log only) when one of them has no archive.
+ * Planning and backfills then report the windows before it as lost, as for the workspace's own rows, instead
+ * of delivering them without a child's rows.
+ */
+export async function exportArchiveCoverage(
+  destination: OrganizationChoice,
+  links: readonly ChildLink[],
+  dataset: EventDataset,
+  deps: Pick<EngineDeps, 'archiveCoverage'>,
+): Promise<ArchiveCoverage | undefined> {
+  let coverage = await deps.archiveCoverage.get(destination.workspaceId, dataset);
+  const always = { fromMs: Number.NEGATIVE_INFINITY, toMs: Number.POSITIVE_INFINITY };
+  const children = organizationIds(includedOrganizations(destination, links, always)).slice(1);
+  for (const child of children) {
+    if (coverage === undefined) return undefined;
+    const theirs = await deps.archiveCoverage.get(child, dataset);
+    if (theirs === undefined) return undefined;
+    coverage = {
+      startMs: Math.max(coverage.startMs, theirs.startMs),
+      throughMs: Math.min(coverage.throughMs, theirs.throughMs),
+    };
+  }
+  return coverage;
 }
 
 /**
@@ -152,7 +184,7 @@ export const ENGINE_NEEDS = {
     // A parent's children asked for new rows (needsRun).
     'organizations',
   ],
-  writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource'],
+  writeWindow: ['controlStore', 'cursors', 'backfills', 'sealer', 'eventSource', 'organizations'],
 } as const satisfies Record<string, readonly (keyof EngineDeps)[]>;
 
 /** A use case of {@link ENGINE_NEEDS}. */

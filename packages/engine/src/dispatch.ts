@@ -8,7 +8,7 @@ import {
   erasAfterPlanning,
   forEachConcurrently,
   includedOrganizations,
-  includesChildren,
+  hasIncludedChildren,
   isEventDataset,
   organizationIds,
   organizationIntervals,
@@ -166,7 +166,7 @@ export async function needsRun(
     if (await deps.eventSource.hasRowsAfter(destination.workspaceId, check.dataset, check.fromMs, limit))
       return true;
   }
-  if (checks.length === 0 || !includesChildren(destination)) return false;
+  if (checks.length === 0 || !hasIncludedChildren(destination)) return false;
   const links = await linksOf(destination, deps);
   const asks: { id: string; dataset: EventDataset; fromMs: number; toMs: number }[] = [];
   for (const check of checks) {

@@ -4,6 +4,7 @@ export * from './dispatch.js';
 export * from './errors.js';
 export * from './failure.js';
 export * from './health.js';
+export * from './item-organizations.js';
 export * from './metrics.js';
 export * from './notices.js';
 export * from './payloads.js';

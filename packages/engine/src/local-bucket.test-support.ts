@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { gunzipSync } from 'node:zlib';
-import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { Manifest } from '@sluice/core';
 import { expect } from 'vitest';
 import type { RunRef } from './payloads.js';
@@ -27,6 +27,11 @@ const s3 = new S3Client({
 /** Every data key under `prefix/` (Sluice's own `_sluice/` objects left out), sorted. */
 export async function listKeys(prefix: string): Promise<string[]> {
   return (await listAllKeys(prefix)).filter((key) => !key.startsWith(`${prefix}/_sluice/`));
+}
+
+/** Deletes `keys` from the local bucket (a test that rewrites files checks they come back). */
+export async function deleteKeys(keys: readonly string[]): Promise<void> {
+  for (const key of keys) await s3.send(new DeleteObjectCommand({ Bucket: LOCAL_BUCKET, Key: key }));
 }
 
 /** The run manifests under `prefix/`, sorted. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ControlStore, CursorStore, OrganizationStore } from '@sluice/control';
+import { ArchiveCursorStore, ControlStore, CursorStore, OrganizationStore } from '@sluice/control';
 import {
   type Backfill,
   backfillRange,
@@ -7,6 +7,8 @@ import {
   type Destination,
   HOUR_MS,
   type ChildLink,
+  childOrganizationsAddedAt,
+  childOrganizationsRemoved,
   startOfUtcDay,
 } from '@sluice/core';
 import { EventLogReader, EventLogWriter, generateDatasetRows } from '@sluice/eventlog';
@@ -22,6 +24,7 @@ import {
 } from './deps.js';
 import { needsRun } from './dispatch.js';
 import {
+  deleteKeys,
   expectManifestMatchesBucket,
   listKeys,
   listManifestKeys,
@@ -115,6 +118,47 @@ async function exported(prefix: string) {
   return { byFolder, owners };
 }
 
+/** Each data file under `prefix` (its key after the prefix) and its bytes, base64. */
+async function bytesOf(prefix: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  for (const key of await listKeys(prefix)) {
+    files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
+  }
+  return files;
+}
+
+/** Queues a backfill of the export's click events over `(fromMs, toMs]`, asked at `nowMs`. */
+async function queueBackfill(
+  destinationId: string,
+  fromMs: number,
+  toMs: number,
+  nowMs: number,
+): Promise<Backfill> {
+  const iso = new Date(nowMs).toISOString();
+  const backfill: Backfill = {
+    id: `bf_${nowMs.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    workspaceId: PARENT,
+    destinationId,
+    status: 'queued',
+    fullHistory: false,
+    datasets: ['click_events'],
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    range: backfillRange(fromMs, toMs, 'hourly', nowMs),
+    doneThroughMs: {},
+    reached: { click_events: {} },
+    progress: { click_events: { rows: 0, files: 0, bytes: 0, windowsDone: 0, windowsTotal: 0 } },
+    attempts: 0,
+    error: null,
+    createdAt: iso,
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: iso,
+  };
+  expect(await backfills.create(backfill)).toBe('created');
+  return backfill;
+}
+
 /** The click ids of `workspace` recorded in `(fromMs, toMs]`, sorted. */
 function idsOf(workspace: string, fromMs: number, toMs: number): string[] {
   return (ingested.get(workspace) ?? [])
@@ -193,6 +237,35 @@ describe("a parent's export that includes child organisations", () => {
     }
     // Nothing left in progress: the children's progress is forgotten with the windows'
     expect((await new CursorStore(controlTable).getProgress(PARENT, destination.id)).size).toBe(0);
+  }, 120_000);
+
+  it("lists no organisation in a work item: the writer reads the span's from the cursor, and stops on a span it does not hold", async () => {
+    // Prepare: a run planned for an export with A and B
+    const destination = await createDestination({ childOrganizations: [A, B] });
+    const planned = await claimAndPlan(
+      { workspaceId: PARENT, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+      deps(NOW),
+    );
+    const run = planned.run as RunRef;
+    const items = (planned.items ?? []) as Extract<WorkItem, { kind: 'events' }>[];
+    expect(items.length).toBeGreaterThan(0);
+    expect(items.every((item) => item.partitioned === true && item.organizations === undefined)).toBe(true);
+    // The first span with rows of A
+    const first = items.find((item) => idsOf(A, item.fromMs, item.toMs).length > 0) as (typeof items)[number];
+
+    // Act: a span the cursor does not hold (as after another run replanned it), then the run's own first span
+    const foreign = await writeWindow({ run, item: { ...first, fromMs: first.fromMs - HOUR_MS } }, deps(NOW));
+    const own = await writeWindow({ run, item: first }, deps(NOW));
+
+    // Assess: the first stops without a file; the second writes A's rows of its span (and the others')
+    expect(foreign).toMatchObject({ status: 'stopped', stopReason: 'lease_lost', files: 0 });
+    expect(own.status).toBe('written');
+    const { byFolder } = await exported(destination.prefix);
+    expect(byFolder.get(A)).toEqual(idsOf(A, first.fromMs, first.toMs));
+    for (const [folder, ids] of byFolder) {
+      expect([PARENT, A, B]).toContain(folder);
+      expect(idsOf(folder, first.fromMs, first.toMs)).toEqual(expect.arrayContaining(ids));
+    }
   }, 120_000);
 
   it('keeps the organisations a window was planned with: a retry after a child left the list still reads it', async () => {
@@ -373,36 +446,8 @@ describe("a parent's export that includes child organisations", () => {
 
     // Act: the next run finishes; then a backfill of the whole range rewrites it
     await runUntilDone(twin, NOW + MINUTE_MS);
-    const bytesOf = async (prefix: string) => {
-      const files = new Map<string, string>();
-      for (const key of await listKeys(prefix)) {
-        files.set(key.slice(prefix.length), (await readBytes(key)).toString('base64'));
-      }
-      return files;
-    };
     const retried = await bytesOf(twin.prefix);
-    const iso = new Date(NOW).toISOString();
-    const backfill: Backfill = {
-      id: `bf_${NOW.toString(16).padStart(12, '0')}${randomUUID().replaceAll('-', '').slice(0, 12)}`,
-      workspaceId: PARENT,
-      destinationId: twin.id,
-      status: 'queued',
-      fullHistory: false,
-      datasets: ['click_events'],
-      from: new Date(DAY0 - HOUR_MS).toISOString(),
-      to: new Date(DAY0 + 10 * HOUR_MS).toISOString(),
-      range: backfillRange(DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, 'hourly', NOW),
-      doneThroughMs: {},
-      reached: { click_events: {} },
-      progress: { click_events: { rows: 0, files: 0, bytes: 0, windowsDone: 0, windowsTotal: 0 } },
-      attempts: 0,
-      error: null,
-      createdAt: iso,
-      startedAt: null,
-      finishedAt: null,
-      updatedAt: iso,
-    };
-    expect(await backfills.create(backfill)).toBe('created');
+    const backfill = await queueBackfill(twin.id, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, NOW);
     await runUntilDone(twin, NOW + 2 * MINUTE_MS, 'backfill');
 
     // Assess: the same names and bytes as the clean run, every time
@@ -411,6 +456,121 @@ describe("a parent's export that includes child organisations", () => {
     expect(retried).toEqual(expected);
     expect((await backfills.get(PARENT, twin.id, backfill.id))?.status).toBe('succeeded');
     expect(await bytesOf(twin.prefix)).toEqual(expected);
+  }, 180_000);
+
+  it('includes a child removed from the list for the time before the removal: in a catching-up run and a backfill', async () => {
+    // Prepare: two exports with A and B that have not run yet; at R, B leaves the first's list and the second's
+    // list is emptied (the same changes as PATCH makes: `childOrganizationsAddedAt`, `childOrganizationsRemoved`)
+    const removedMs = DAY0 + 4 * HOUR_MS + 17 * MINUTE_MS;
+    const narrowed = await createDestination({ childOrganizations: [A, B] });
+    const emptied = await createDestination({ childOrganizations: [A, B] });
+    for (const [destination, next] of [
+      [narrowed, [A]],
+      [emptied, []],
+    ] as const) {
+      await controlStore.updateDestination(PARENT, destination.id, {
+        childOrganizations: [...next],
+        childOrganizationsAddedAt: childOrganizationsAddedAt(
+          destination.childOrganizationsAddedAt,
+          next,
+          new Date(removedMs).toISOString(),
+        ),
+        childOrganizationsRemoved: childOrganizationsRemoved(
+          undefined,
+          destination.childOrganizationsAddedAt,
+          next,
+          new Date(removedMs).toISOString(),
+        ),
+      });
+    }
+    const bLinkedMs = Date.parse(links.find((link) => link.childId === B)?.linkedAt as string);
+    const start = DAY0 - HOUR_MS;
+    const end = DAY0 + 10 * HOUR_MS - 1;
+
+    // Act: both catch up after the removal; the first's windows are then backfilled
+    await runUntilDone(narrowed, NOW);
+    await runUntilDone(emptied, NOW);
+
+    // Assess: B (and, emptied, A) exactly up to the removal, inclusive; after it the emptied export is unpartitioned
+    const first = await exported(narrowed.prefix);
+    expect(first.byFolder).toEqual(
+      new Map([
+        [PARENT, idsOf(PARENT, start, end)],
+        [A, idsOf(A, start, end)],
+        [B, idsOf(B, bLinkedMs, removedMs)],
+      ]),
+    );
+    // The emptied export: A and B up to the removal; the parent's rows once each, in its partition in the spans
+    // that still included a child (through the one holding the removal), unpartitioned after
+    const second = await exported(emptied.prefix);
+    expect([...second.byFolder.keys()].sort()).toEqual(['(none)', PARENT, A, B].sort());
+    expect(second.byFolder.get(A)).toEqual(idsOf(A, start, removedMs));
+    expect(second.byFolder.get(B)).toEqual(idsOf(B, bLinkedMs, removedMs));
+    const partitioned = second.byFolder.get(PARENT) ?? [];
+    const unpartitioned = second.byFolder.get('(none)') ?? [];
+    expect([...partitioned, ...unpartitioned].sort()).toEqual(idsOf(PARENT, start, end));
+    expect(partitioned).toEqual(expect.arrayContaining(idsOf(PARENT, start, removedMs)));
+    expect(idsOf(PARENT, removedMs, end)).toEqual(expect.arrayContaining(unpartitioned));
+    expect(unpartitioned.length).toBeGreaterThan(0);
+    // A backfill of each, its files deleted first, writes them again, byte for byte
+    for (const destination of [narrowed, emptied]) {
+      const before = await bytesOf(destination.prefix);
+      await deleteKeys([...before.keys()].map((key) => `${destination.prefix}${key}`));
+      const backfill = await queueBackfill(destination.id, start, DAY0 + 10 * HOUR_MS, NOW);
+      await runUntilDone(destination, NOW + MINUTE_MS, 'backfill');
+      expect((await backfills.get(PARENT, destination.id, backfill.id))?.status).toBe('succeeded');
+      expect(await bytesOf(destination.prefix)).toEqual(before);
+    }
+  }, 180_000);
+
+  it("reports a backfill's windows before a child's archive starts, as for the export's own rows", async () => {
+    // Prepare: a child E with rows over the ten hours; the hot log keeps three hours; the parent's archive
+    // reaches back two days, E's only to the fifth hour (both reach the hot log)
+    const E = `ws_child_e_${tag}`;
+    await new ControlStore(controlTable).ensureWorkspace(E);
+    const rows = [
+      ...generateDatasetRows({
+        dataset: 'click_events',
+        count: 40,
+        workspaceId: E,
+        seed: 2704,
+        from: DAY0,
+        to: DAY0 + 10 * HOUR_MS - 1,
+      }),
+    ] as unknown as Record<string, unknown>[];
+    const writer = new EventLogWriter({ ...eventTables, explicitRecordedAt: 'unchecked' });
+    expect((await writer.ingestEvents(E, rows)).invalid).toEqual([]);
+    ingested.set(
+      E,
+      rows.map((row) => ({ id: String(row.click_id), recordedMs: Date.parse(String(row.recorded_at)) })),
+    );
+    await organizations.link(PARENT, E, new Date(DAY0 - 3 * HOUR_MS));
+    const archives = new ArchiveCursorStore(controlTable);
+    const through = DAY0 + 9 * HOUR_MS;
+    await archives.advance(PARENT, 'click_events', undefined, {
+      startMs: DAY0 - 2 * DAY_MS,
+      throughMs: through,
+    });
+    await archives.advance(E, 'click_events', undefined, { startMs: DAY0 + 5 * HOUR_MS, throughMs: through });
+    const destination = await createDestination({ childOrganizations: [E] });
+    await runUntilDone(destination, NOW);
+    const delivered = await bytesOf(destination.prefix);
+    await deleteKeys([...delivered.keys()].map((key) => `${destination.prefix}${key}`));
+    const backfill = await queueBackfill(destination.id, DAY0 - HOUR_MS, DAY0 + 10 * HOUR_MS, NOW);
+
+    // Act: the backfill, with the archive and the short hot log
+    await runUntilDone(destination, NOW + MINUTE_MS, 'backfill', {
+      archiveCoverage: archives,
+      settings: { runBudgetMs: 180_000, eventRetentionMs: 3 * HOUR_MS },
+    });
+
+    // Assess: the windows before E's archive are reported, not delivered without E's rows; the rest are whole
+    const record = await backfills.get(PARENT, destination.id, backfill.id);
+    expect(record?.error ?? '').toMatch(/^Not backfilled: rows recorded click_events from /);
+    const { byFolder } = await exported(destination.prefix);
+    const firstKept = DAY0 + 5 * HOUR_MS - 1;
+    expect(byFolder.get(E)).toEqual(idsOf(E, firstKept, DAY0 + 10 * HOUR_MS - 1));
+    expect(byFolder.get(PARENT)).toEqual(idsOf(PARENT, firstKept, DAY0 + 10 * HOUR_MS - 1));
   }, 180_000);
 
   it("Dispatch starts a run for a child's new rows when the parent has none", async () => {

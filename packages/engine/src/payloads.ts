@@ -77,10 +77,17 @@ export type WorkItem =
       /** The layout the windows were planned with; absent: `date`. */
       layout?: Layout;
       /**
-       * An export that includes child organisations: the organisations the windows read (the export's own
-       * workspace among them), each with its exact start and stop inside the span, as planned
-       * (`@sluice/core` `Span.organizations`); their files are partitioned by organisation. Absent: the
-       * workspace's own rows, unpartitioned.
+       * An export that includes child organisations: the windows' files are partitioned by organisation.
+       * The payload never lists the organisations (an export may include hundreds of children, and a state
+       * is at most 256 KB): the writer reads them from where the plan keeps them (`withPlannedOrganizations`:
+       * the cursor's planned span, or a backfill's link history). Absent: the workspace's own rows,
+       * unpartitioned.
+       */
+      partitioned?: true;
+      /**
+       * Never in a payload: set by the writer from `partitioned` (the organisations the windows read, the
+       * export's own workspace among them, each with its exact start and stop inside the span, as planned:
+       * `@sluice/core` `Span.organizations`).
        */
       organizations?: IncludedOrganization[];
       /** Write the dataset's schema objects (`_sluice/schema/<dataset>/`) before the windows. */

@@ -17,15 +17,14 @@ import {
   layoutOf,
   schemaKeyOf,
   gridPointAtOrBefore,
-  includedOrganizations,
-  includesChildren,
+  plannedOrganizations,
   isEventDataset,
   type ChildLink,
   planEventSpans,
   planSnapshot,
   windowKey,
 } from '@sluice/core';
-import { type EngineDeps, linksOf, resolveDeps } from './deps.js';
+import { type EngineDeps, exportArchiveCoverage, linksOf, resolveDeps } from './deps.js';
 import { classifyEngineError } from './errors.js';
 import type { ClaimAndPlanInput, ClaimAndPlanOutput, RunRef, WorkItem } from './payloads.js';
 import { claimBackfill } from './backfill.js';
@@ -107,8 +106,8 @@ export async function claimAndPlan(
     const fence = { lease };
 
     const cursors = await deps.cursors.get(input.workspaceId, input.destinationId);
-    const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps);
     const links = await linksOf(destination, deps);
+    const archives = await archiveCoverageBehind(destination, cursors, nowMs, deps, links);
     const plan = planDatasets(
       destination,
       cursors,
@@ -209,20 +208,21 @@ export async function claimAndPlan(
 
 /**
  * The event archive's coverage of each event dataset whose cursor is behind the hot log's retention (only
- * those: a current export reads no archive cursor).
+ * those: a current export reads no archive cursor), narrowed by the included children's ({@link exportArchiveCoverage}).
  */
 async function archiveCoverageBehind(
   destination: Destination,
   cursors: ReadonlyMap<Dataset, CursorState>,
   nowMs: number,
   deps: EngineDeps,
+  links: readonly ChildLink[],
 ): Promise<Map<EventDataset, ArchiveCoverage>> {
   const horizon = nowMs - deps.settings.eventRetentionMs;
   const archives = new Map<EventDataset, ArchiveCoverage>();
   for (const dataset of destination.datasets) {
     if (!isEventDataset(dataset)) continue;
     if (eventCursorMs(destination, cursors.get(dataset), dataset) >= horizon) continue;
-    const coverage = await deps.archiveCoverage.get(destination.workspaceId, dataset);
+    const coverage = await exportArchiveCoverage(destination, links, dataset, deps);
     if (coverage !== undefined) archives.set(dataset, coverage);
   }
   return archives;
@@ -283,7 +283,7 @@ export function progressPassed(
  * moves to it: those rows are gone, and the span is reported in `expired`. Rows the archive holds are read
  * from it by the writer's event source, into the same files.
  * An export that includes child organisations fixes in each new span the organisations it reads, with their
- * exact starts and stops (`includedOrganizations` over `links`, the parent's link history), like its format:
+ * exact starts and stops (`plannedOrganizations` over `links`, the parent's link history), like its format:
  * a span planned before keeps its own, so a retry or a late run reads the same rows of the same organisations.
  */
 export function planDatasets(
@@ -336,11 +336,7 @@ export function planDatasets(
         const layout = before !== undefined ? layoutOf(before) : grid.layout;
         // ... and its organisations (absent: the workspace's own rows, unpartitioned); a new one resolves them now.
         const organizations =
-          before !== undefined
-            ? before.organizations
-            : includesChildren(destination)
-              ? includedOrganizations(destination, links, span)
-              : undefined;
+          before !== undefined ? before.organizations : plannedOrganizations(destination, links, span);
         const { organizations: _stored, ...rest } = span;
         return {
           ...rest,
@@ -351,8 +347,15 @@ export function planDatasets(
         };
       });
       for (const span of planned.slice(0, plan.spans.length)) {
-        const { runId: _planner, ...work } = span;
-        const item = { dataset, kind: 'events' as const, ...work, format: span.format ?? currentFormat };
+        // The span's organisations stay in the cursor: the item only says that it is partitioned.
+        const { runId: _planner, organizations: stays, ...work } = span;
+        const item = {
+          dataset,
+          kind: 'events' as const,
+          ...work,
+          format: span.format ?? currentFormat,
+          ...(stays !== undefined ? { partitioned: true as const } : {}),
+        };
         items.push(withStart(item, exactStartMs(destination, dataset)));
       }
       const eras = erasAfterPlanning(cursor?.eras ?? [], planned);

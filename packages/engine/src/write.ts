@@ -42,6 +42,7 @@ import {
   resolveDeps,
 } from './deps.js';
 import { classifyEngineError } from './errors.js';
+import { withPlannedOrganizations } from './item-organizations.js';
 import { latestPerKey, lineKeyOf } from './latest-per-key.js';
 import type { RunRef, StopReason, WindowResult, WorkItem, WriteWindowInput } from './payloads.js';
 
@@ -206,10 +207,12 @@ async function writeSpan(
     const destination = await deps.controlStore.getDestination(run.workspaceId, run.destinationId);
     const reason = stopReasonOf(destination, run);
     if (reason !== undefined || destination === undefined) return stopped(result, reason ?? 'deleted');
-    writer = await openWindowWriter(input, destination, deps, options, result);
+    const planned = await withPlannedOrganizations(run, item, destination, deps);
+    if (planned === undefined) return stopped(result, 'lease_lost');
+    writer = await openWindowWriter({ run, item: planned }, destination, deps, options, result);
     if (item.schema === true && run.backfillId === undefined) await writer.writeSchemaObjects(destination);
-    if (item.kind === 'events') await writer.writeEvents(item);
-    else await writer.writeSnapshot(item);
+    if (planned.kind === 'events') await writer.writeEvents(planned);
+    else await writer.writeSnapshot(planned);
     return result;
   } catch (error) {
     return outcomeOfThrown(error, result, run, deps);

@@ -1,6 +1,7 @@
 import {
   type BucketLocation,
   childOrganizationsAddedAt,
+  childOrganizationsRemoved,
   type Dataset,
   fileFormatOf,
   layoutOf,
@@ -51,7 +52,8 @@ const LOCATION_FIELDS = [
  *    one removed and added back does not resume from its old position (the reference: "Newly added event
  *    datasets start from the time of the change"). `isEnabled: false` pauses (off the due index), `true`
  *    resumes, due now. `childOrganizations` must name current children (or be `["*"]`, or `[]` for none); an
- *    entry added starts now (`childOrganizationsAddedAt`), one kept keeps its time, one removed is dropped.
+ *    entry added starts now (`childOrganizationsAddedAt`), one kept keeps its time, one removed is dropped
+ *    from the list and recorded with its times (`childOrganizationsRemoved`).
  * 9. Write everything in one transaction (the destination and the cursors cleared), bumping `configVersion`
  *    on a location or credential change, so a running export stops before its next file; return the view
  *    (with the connection test's `warnings`, when step 4 ran and found any).
@@ -150,6 +152,14 @@ export async function updateDataExport(
       update.childOrganizations,
       now.toISOString(),
     );
+    // A removed entry keeps its period, so windows planned later still include the child before the removal.
+    const removed = childOrganizationsRemoved(
+      stored.childOrganizationsRemoved,
+      stored.childOrganizationsAddedAt,
+      update.childOrganizations,
+      now.toISOString(),
+    );
+    if (removed.length > 0) changes.childOrganizationsRemoved = removed;
   }
   if (update.isEnabled !== undefined && update.isEnabled !== stored.isEnabled) {
     changes.isEnabled = update.isEnabled;
