@@ -1,6 +1,6 @@
 /**
  * `npm run sim -- --seeds N [--ops M] [--from S] [--minutes T] [--only check,check] [--shrink-seconds T]
- * [--tolerate-known]`: runs N generated schedules (seeds S, S+1, ...; none started after T minutes) on local services it starts, as the tests do. A failure prints
+ * [--tolerate-known] [--recipe name]`: runs N generated schedules (seeds S, S+1, ...; none started after T minutes) on local services it starts, as the tests do. A failure prints
  * `SLUICE_SIM_SEED=<n>` (and `SLUICE_SIM_PATH=<p>` for the shrunk schedule) with the shrunk schedule;
  * `SLUICE_SIM_SEED=<n> npm run sim` replays it.
  */
@@ -15,6 +15,8 @@ const { values } = parseArgs({
     ops: { type: 'string', default: '40' },
     from: { type: 'string' },
     only: { type: 'string' },
+    /** Each schedule opens with this recipe (`recipeSchedule`), its parameters from the seed. */
+    recipe: { type: 'string' },
     'shrink-seconds': { type: 'string', default: '600' },
     'tolerate-known': { type: 'boolean', default: false },
     /** Fail on nothing: print every check each seed trips, with its first message. */
@@ -64,6 +66,7 @@ async function main(): Promise<number> {
       ran += 1;
       const result = await runSeed(seed, ops, {
         ...(only ? { only } : {}),
+        ...(values.recipe ? { recipe: values.recipe } : {}),
         ...(tolerated ? { tolerated } : {}),
         ...(process.env.SLUICE_SIM_PATH ? { path: process.env.SLUICE_SIM_PATH } : {}),
         shrinkMs: Number(values['shrink-seconds']) * 1000,
@@ -87,7 +90,7 @@ async function main(): Promise<number> {
       failures += 1;
       console.log(`seed ${seed}: FAILED after ${result.numShrinks} shrinks`);
       console.log(
-        `SLUICE_SIM_SEED=${seed}${result.path ? ` SLUICE_SIM_PATH=${result.path}` : ''} npm run sim -- --ops ${ops}`,
+        `SLUICE_SIM_SEED=${seed}${result.path ? ` SLUICE_SIM_PATH=${result.path}` : ''} npm run sim -- --ops ${ops}${values.recipe ? ` --recipe ${values.recipe}` : ''}`,
       );
       console.log(`schedule:\n  ${(result.schedule ?? '').split('\n').join('\n  ')}`);
       console.log(result.error ?? '');

@@ -1073,6 +1073,35 @@ class IngestLive extends Op {
 }
 
 /**
+ * Ingest into the child organisation {@link Organize} links under export `k`'s workspace (the next workspace),
+ * into the `pick`-th of the datasets the export currently has: the rows the export owes while the child is
+ * linked and listed, and no others.
+ */
+class IngestChild extends ExportOp {
+  constructor(
+    k: number,
+    readonly pick: number,
+    readonly count: number,
+  ) {
+    super(k);
+  }
+  async on(sim: Sim, exp: ModelExport): Promise<void> {
+    const child = (exp.workspace + 1) % sim.world.workspaces.length;
+    const datasets = sim.model.currentDatasets(exp);
+    const dataset = datasets[this.pick % Math.max(1, datasets.length)];
+    if (dataset === undefined) return;
+    sim.executed[sim.executed.length - 1] += ` ws${child} ${dataset}`;
+    const op = (FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)
+      ? new Ingest(child, this.count, dataset)
+      : new SecondProductIngest(child, dataset as SecondProductDataset, this.count, false);
+    await op.apply(sim);
+  }
+  toString() {
+    return `ingestChild(#${this.k}, ${this.pick}, ${this.count})`;
+  }
+}
+
+/**
  * The clock moves so that the event log's retention horizon falls just after the `pick`-th distinct recorded
  * time of the rows export `k` may deliver (its workspace and current datasets, after its start, still
  * available; never the last one): a window delivered with rows on both sides of that time now lost the
@@ -1140,17 +1169,17 @@ class Steps extends Op {
   }
 }
 
-/** The recipes (see {@link Steps}); `ws` a workspace, `pick` a choice among the model's things. */
-function recipeArbitrary(): fc.Arbitrary<Steps> {
+/** The recipes (see {@link Steps}) by name; `ws` a workspace, `pick` a choice among the model's things. */
+function recipes(): Record<string, fc.Arbitrary<Steps>> {
   const ws = fc.nat(WORKSPACES - 1);
   const pick = fc.nat(50);
   const eventDatasets = fc.subarray([...EVENT_DATASETS], { minLength: 1, maxLength: 3 });
   const tick = (ms: number, fault?: keyof TickFaults) => new Tick(ms, 'tick', fault);
   const ingest = (p: number) => new IngestLive(p, 5 + (p % 20));
   const format = fc.constantFrom(...EXPORT_FORMATS);
-  return fc.oneof(
+  return {
     // Rows over a backlog, a partial run through it, then the other format, more rows, and a backfill over it all.
-    fc
+    partialThenFormat: fc
       .tuple(ws, datasetArb, eventDatasets, format)
       .map(
         ([w, d, more, f]) =>
@@ -1168,7 +1197,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // A finer grid, then a coarser one mid-cell, then a backfill of the whole history.
-    fc
+    finerThenCoarser: fc
       .tuple(ws, eventDatasets, format, pick, fc.constantFrom<Frequency>('hourly', 'daily'))
       .map(
         ([w, d, f, p, coarser]) =>
@@ -1186,7 +1215,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // The horizon moves into a delivered window, then a backfill of the whole history (its first window lost rows).
-    fc
+    expiringBackfill: fc
       .tuple(ws, datasetArb, format, pick)
       .map(
         ([w, d, f, q]) =>
@@ -1202,7 +1231,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // Rows recorded before an export's exact start, inside its first cell.
-    fc
+    beforeStart: fc
       .tuple(ws, datasetArb, format, fc.constantFrom<Frequency>('every_5_minutes', 'hourly'))
       .map(
         ([w, d, f, frequency]) =>
@@ -1214,7 +1243,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // A queue of backfills on a paused export, and another workspace's backfill of rows from before its start.
-    fc.tuple(ws, datasetArb, format).map(
+    floodBeside: fc.tuple(ws, datasetArb, format).map(
       ([w, d, f]) =>
         new Steps('floodBeside', [
           new Ingest(1 - w, 10, d),
@@ -1228,7 +1257,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
         ]),
     ),
     // A person's rows in several datasets, archived, then erased by address.
-    fc
+    eraseAcross: fc
       .tuple(ws, pick)
       .map(
         ([w, p]) =>
@@ -1241,7 +1270,7 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
           ]),
       ),
     // An import into an hour already archived, then the next compaction.
-    fc
+    importArchived: fc
       .tuple(ws, datasetArb, pick)
       .map(
         ([w, d, p]) =>
@@ -1255,7 +1284,52 @@ function recipeArbitrary(): fc.Arbitrary<Steps> {
             new Erase(w, p % 2 === 0 ? 'email' : 'subscriber', p),
           ]),
       ),
-  );
+    // A child organisation linked under an export's workspace and listed, its rows in the export's datasets,
+    // then unlinked or unlisted, more of its rows (not owed), and maybe a backfill over it all.
+    childOrganization: fc
+      .tuple(
+        ws,
+        eventDatasets,
+        format,
+        pick,
+        fc.constantFrom<Frequency>('every_5_minutes', 'hourly'),
+        fc.constantFrom<OrganizeAction>('unlink', 'unlist'),
+        fc.boolean(),
+      )
+      .map(([w, d, f, p, frequency, end, backfill]) => {
+        const child = (q: number) => new IngestChild(-1, q, 5 + (q % 10));
+        return new Steps('childOrganization', [
+          new CreateExport(w, d, frequency, f, undefined),
+          child(p),
+          new Organize(-1, 'link'),
+          new Organize(-1, 'list'),
+          child(p + 1),
+          ingest(p),
+          tick(15 * MINUTE_MS),
+          child(p + 2),
+          tick(HOUR_MS),
+          new Organize(-1, end),
+          child(p + 3),
+          tick(HOUR_MS),
+          ...(backfill ? [new Backfill(-1, undefined, 0), tick(15 * MINUTE_MS)] : []),
+        ]);
+      }),
+  };
+}
+
+/** Any of the recipes. */
+function recipeArbitrary(): fc.Arbitrary<Steps> {
+  return fc.oneof(...Object.values(recipes()));
+}
+
+/**
+ * A schedule of one recipe, its parameters drawn from `seed`: a fixed case that names its recipe keeps it when
+ * an operation or a recipe is added to the generator.
+ */
+export function recipeSchedule(name: string, seed: number): fc.AsyncCommand<Model, Real>[] {
+  const recipe = recipes()[name];
+  if (recipe === undefined) throw new Error(`unknown recipe ${name} (${Object.keys(recipes()).join(', ')})`);
+  return fc.sample(recipe, { seed, numRuns: 1 });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1583,17 +1657,20 @@ export interface SeedResult {
 }
 
 /**
- * Runs the schedule of `seed`; a failure is shrunk (fast-check's `subarray` of the schedule, keeping the order)
+ * Runs the schedule of `seed` (opening with `options.recipe`'s if given); a failure is shrunk (fast-check's `subarray` of the schedule, keeping the order)
  * for at most `shrinkMs`, or replayed at `path` (the shrunk schedule a failure printed).
  */
 export async function runSeed(
   seed: number,
   ops: number,
-  options: SimOptions & { path?: string; shrinkMs?: number },
+  options: SimOptions & { path?: string; shrinkMs?: number; recipe?: string },
 ): Promise<SeedResult> {
   // A replay's path is `<operations kept>:<fast-check's path>`.
   const [cut, fcPath] = options.path?.includes('/') ? options.path.split('/') : [undefined, options.path];
-  let schedule = scheduleOf(seed, ops);
+  // With a recipe: that recipe, then `ops - 1` generated operations.
+  let schedule = options.recipe
+    ? [...recipeSchedule(options.recipe, seed), ...scheduleOf(seed, ops - 1)]
+    : scheduleOf(seed, ops);
   if (cut !== undefined) schedule = schedule.slice(0, Number(cut));
   let last: Sim | undefined;
   const keep = (sim: Sim) => {
