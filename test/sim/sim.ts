@@ -1062,10 +1062,7 @@ class IngestLive extends Op {
       return;
     }
     sim.executed[sim.executed.length - 1] += ` → ws${exp.workspace} ${dataset}`;
-    const op = (FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)
-      ? new Ingest(exp.workspace, this.count, dataset)
-      : new SecondProductIngest(exp.workspace, dataset as SecondProductDataset, this.count, false);
-    await op.apply(sim);
+    await ingestInto(sim, exp.workspace, dataset, this.count);
   }
   toString() {
     return `ingestLive(#${this.pick}, ${this.count})`;
@@ -1091,14 +1088,19 @@ class IngestChild extends ExportOp {
     const dataset = datasets[this.pick % Math.max(1, datasets.length)];
     if (dataset === undefined) return;
     sim.executed[sim.executed.length - 1] += ` ws${child} ${dataset}`;
-    const op = (FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)
-      ? new Ingest(child, this.count, dataset)
-      : new SecondProductIngest(child, dataset as SecondProductDataset, this.count, false);
-    await op.apply(sim);
+    await ingestInto(sim, child, dataset, this.count);
   }
   toString() {
     return `ingestChild(#${this.k}, ${this.pick}, ${this.count})`;
   }
+}
+
+/** `count` rows into `workspace`'s `dataset`: the first product's through {@link Ingest}, the second's through {@link SecondProductIngest}. */
+async function ingestInto(sim: Sim, workspace: number, dataset: EventDataset, count: number): Promise<void> {
+  const op = (FIRST_PRODUCT_EVENT_DATASETS as readonly string[]).includes(dataset)
+    ? new Ingest(workspace, count, dataset)
+    : new SecondProductIngest(workspace, dataset as SecondProductDataset, count, false);
+  await op.apply(sim);
 }
 
 /**
