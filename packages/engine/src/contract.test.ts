@@ -145,6 +145,45 @@ describe('a window keeps the format it was first planned with', () => {
     expect(keys.filter((key) => !key.endsWith('.parquet'))).toEqual([]);
   }, 120_000);
 
+  it('keeps Parquet for the windows planned before a change to JSON lines when the cursor later moves past expired rows', async () => {
+    // Prepare: a Parquet export's first run plans every window and runs out of time (hours 6 and 8 are
+    // written after a gap); then JSON lines; then no run until hours 0-4 left the event log
+    const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });
+    const tight = { settings: { runBudgetMs: 0, eventRetentionMs: RETENTION_MS } };
+    expect((await runOnce(destination, NOW, tight))?.committed.runAgain).toBe(true);
+    await controlStore.updateDestination(
+      workspaceId,
+      destination.id,
+      { format: 'jsonl', compression: 'gzip' },
+      { bumpConfigVersion: false, now: new Date(NOW) },
+    );
+
+    // Act: the cursor moves to 05:00 (the horizon)
+    const later = DAY0 + RETENTION_MS + 5 * HOUR_MS + 5 * MINUTE_MS;
+    await runUntilDone(destination, later);
+
+    // Assess: every window after the horizon written, each in one format: the Parquet it was planned with
+    const keys = await dataKeys(destination);
+    const formats = new Map<string, Set<string>>();
+    for (const key of keys) {
+      const { fromMs, toMs } = windowOfKey(key);
+      const window = `${fromMs}-${toMs}`;
+      formats.set(
+        window,
+        (formats.get(window) ?? new Set()).add(key.endsWith('.parquet') ? 'parquet' : 'jsonl'),
+      );
+    }
+    for (let hour = 5; hour < 10; hour++) {
+      expect([
+        ...(formats.get(`${DAY0 + hour * HOUR_MS - 1}-${DAY0 + (hour + 1) * HOUR_MS - 1}`) ?? []),
+      ]).toEqual(['parquet']);
+    }
+    expect(keys.filter((key) => !key.endsWith('.parquet'))).toEqual([]);
+    for (const key of await listManifestKeys(destination.pathPrefix)) {
+      expect(JSON.parse((await readBytes(key)).toString()).format, key).toBe('parquet');
+    }
+  }, 120_000);
+
   it('reads a span stored without its format (by an older Commit) as the Parquet it was planned with', async () => {
     // Prepare: the cursor an older Commit left after a partial run: planned spans with no format
     const destination = await createDestination({ fileFormat: { format: 'parquet', compression: 'snappy' } });

@@ -122,3 +122,81 @@ describe('planDatasets and spans stored without a format', () => {
     expect(plan.items.every((item) => item.format?.format === 'parquet')).toBe(true);
   });
 });
+
+describe('planDatasets and a cursor moved past expired rows', () => {
+  const DAY_MS = 24 * HOUR_MS;
+  /** 05:10 of DAY's day, 30 days later: rows recorded through DAY + 05:10 have left the event log. */
+  const LATER = DAY + RETENTION_MS + 5 * HOUR_MS + 10 * 60_000;
+  const cursorsOf = (plannedSpans: CursorState['plannedSpans']) =>
+    new Map<CursorState['dataset'], CursorState>([
+      ['email_events', { dataset: 'email_events', exportedThroughMs: DAY - 1, plannedSpans }],
+    ]);
+  const parquet = destination({ format: 'parquet', compression: 'zstd', datasets: ['email_events'] });
+
+  it('keeps the windows planned before that end after the horizon, with their format; drops those before it', () => {
+    // Prepare: ten hours planned in JSON lines (two spans, the first straddling the horizon), then Parquet
+    const cursors = cursorsOf([
+      { fromMs: DAY - 1, toMs: DAY + 8 * HOUR_MS - 1, stepMs: HOUR_MS, format: JSONL_GZIP, runId: 'run_0' },
+      {
+        fromMs: DAY + 8 * HOUR_MS - 1,
+        toMs: DAY + 10 * HOUR_MS - 1,
+        stepMs: HOUR_MS,
+        format: JSONL_GZIP,
+        runId: 'run_0',
+      },
+    ]);
+
+    // Act
+    const plan = planDatasets(parquet, cursors, 'run_1', LATER, RETENTION_MS);
+
+    // Assess: the cursor moves to 05:00; hours 5-9 stay JSON lines, planned by run_0; the lost rows reported
+    const horizon = DAY + 5 * HOUR_MS - 1;
+    expect(plan.items.slice(0, 2)).toMatchObject([
+      { fromMs: horizon, toMs: DAY + 8 * HOUR_MS - 1, stepMs: HOUR_MS, format: JSONL_GZIP },
+      { fromMs: DAY + 8 * HOUR_MS - 1, toMs: DAY + 10 * HOUR_MS - 1, stepMs: HOUR_MS, format: JSONL_GZIP },
+    ]);
+    expect(plan.items.slice(2).every((item) => item.format?.format === 'parquet')).toBe(true);
+    const [write] = plan.writes;
+    expect(write?.next).toEqual({ exportedThroughMs: horizon });
+    expect(write?.plannedSpans?.slice(0, 2).map((span) => span.runId)).toEqual(['run_0', 'run_0']);
+    expect(plan.passed).toEqual([{ dataset: 'email_events', fromMs: DAY - 1, toMs: horizon }]);
+    expect(plan.expired).toEqual([
+      { dataset: 'email_events', fromMs: DAY - 1, toMs: DAY + 5 * HOUR_MS + 10 * 60_000 - 1 },
+    ]);
+  });
+
+  it('keeps a window of another grid holding the horizon whole, on its grid, with the rows left', () => {
+    // Prepare: the previous day and this one planned daily in JSON lines; the export is now hourly Parquet
+    const cursors = new Map<CursorState['dataset'], CursorState>([
+      [
+        'email_events',
+        {
+          dataset: 'email_events',
+          exportedThroughMs: DAY - DAY_MS - 1,
+          plannedSpans: [
+            {
+              fromMs: DAY - DAY_MS - 1,
+              toMs: DAY + DAY_MS - 1,
+              stepMs: DAY_MS,
+              format: JSONL_GZIP,
+              runId: 'run_0',
+            },
+          ],
+        },
+      ],
+    ]);
+
+    // Act
+    const plan = planDatasets(parquet, cursors, 'run_1', LATER, RETENTION_MS);
+
+    // Assess: the cursor moves to the daily window's start, not into it; that window stays daily JSON lines
+    expect(plan.items[0]).toMatchObject({
+      fromMs: DAY - 1,
+      toMs: DAY + DAY_MS - 1,
+      stepMs: DAY_MS,
+      format: JSONL_GZIP,
+    });
+    expect(plan.writes[0]?.next).toEqual({ exportedThroughMs: DAY - 1 });
+    expect(plan.passed).toEqual([{ dataset: 'email_events', fromMs: DAY - DAY_MS - 1, toMs: DAY - 1 }]);
+  });
+});

@@ -22,6 +22,7 @@ import {
   type ChildLink,
   planEventSpans,
   planSnapshot,
+  spanWindows,
   windowKey,
 } from '@sluice/core';
 import { type EngineDeps, exportArchiveCoverage, linksOf, resolveDeps } from './deps.js';
@@ -307,7 +308,10 @@ export function planDatasets(
     if (isEventDataset(dataset)) {
       let cursorMs = eventCursorMs(destination, cursor, dataset);
       let stored: PlannedSpan[] = cursor?.plannedSpans ?? [];
-      const horizon = availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset), phaseMs);
+      const horizon = plannedHorizon(
+        stored,
+        availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset), phaseMs),
+      );
       // Rows recorded at or before this are gone: reported exactly, not rounded to the grid. The window
       // holding it was never delivered (the cursor is before it): it is written with the rows left.
       const lostThroughMs = earliestAvailableMs(nowMs, retentionMs, archives.get(dataset)) - 1;
@@ -319,7 +323,11 @@ export function planDatasets(
       if (moved) {
         passed.push({ dataset, fromMs: cursorMs, toMs: horizon });
         cursorMs = horizon;
-        stored = [];
+        // Windows planned before that end after the horizon keep their format, layout, grid and
+        // organisations (the horizon is a point of their grid); only those wholly before it are dropped.
+        stored = stored
+          .filter((span) => span.toMs > horizon)
+          .map((span) => (span.fromMs < horizon ? { ...span, fromMs: horizon } : span));
       }
       const plan = planEventSpans({
         cursorMs,
@@ -390,6 +398,20 @@ export function planDatasets(
     }
   }
   return { items, writes, expired, passed };
+}
+
+/**
+ * Where a cursor behind `availableMs` (a point of the current grid) moves to: the start of the planned
+ * window holding it when one does (a window planned on another grid, before a frequency change), so that
+ * window keeps its grid and name and is written with the rows left; else `availableMs`. Pure.
+ */
+export function plannedHorizon(planned: readonly PlannedSpan[], availableMs: number): number {
+  for (const span of planned) {
+    if (!(span.fromMs < availableMs && availableMs < span.toMs)) continue;
+    const window = spanWindows(span).find((w) => w.fromMs < availableMs && availableMs < w.toMs);
+    return window?.fromMs ?? availableMs;
+  }
+  return availableMs;
 }
 
 /** The stored position of a cursor, as a write's expected value. */
