@@ -188,7 +188,8 @@ async function benches(services: LocalServices | undefined): Promise<void> {
     }
     for (const c of whole.comparisons) {
       log(
-        `  ${c.frequency.padEnd(16)} ratio segments / per-row: ${c.ratio.toFixed(2)}x; files ` +
+        `  ${c.frequency.padEnd(16)} ratio segments / per-row: ${c.ratio.toFixed(2)}x rows/s` +
+          `${c.cpuRatio !== undefined ? `, ${c.cpuRatio.toFixed(2)}x the CPU a row` : ''}; files ` +
           `${c.identical ? 'byte-identical' : `DIFFERENT (first: ${c.firstDifference})`} (names and sha256)`,
       );
     }

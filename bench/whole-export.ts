@@ -66,6 +66,11 @@ export interface DesignComparison {
   frequency: Frequency;
   /** Rows/s of the segments' export over the per-row items'. */
   ratio: number;
+  /**
+   * CPU a row (this process and DynamoDB Local) of the segments' export over the per-row items': the steadier
+   * figure on a shared machine (below 1: segments use less). Undefined when DynamoDB Local's pid is unknown.
+   */
+  cpuRatio?: number;
   /** Both wrote the same files (names and sha256). */
   identical: boolean;
   /** When they differ: the first file whose name or bytes differ (its key below the prefix). */
@@ -337,6 +342,9 @@ export async function runWholeExportBench(
         figures[design] = await exportAll(design, frequency, workspaces[design], ingested);
         exports.push(figures[design]);
       }
+      const cpuOf = (f: WholeExportFigures) =>
+        f.dynamodbCpuSeconds !== undefined ? f.nodeCpuSeconds + f.dynamodbCpuSeconds : undefined;
+      const cpu = { segments: cpuOf(figures.segments), 'per-row': cpuOf(figures['per-row']) };
       const a = figures.segments.fileHashes;
       const b = figures['per-row'].fileHashes;
       // The exported files: the connection test is the API's check of the destination when it is created.
@@ -346,6 +354,9 @@ export async function runWholeExportBench(
       comparisons.push({
         frequency,
         ratio: figures.segments.rowsPerSecond / figures['per-row'].rowsPerSecond,
+        ...(cpu.segments !== undefined && cpu['per-row'] !== undefined
+          ? { cpuRatio: cpu.segments / cpu['per-row'] }
+          : {}),
         identical: a.size > 1 && a.size === b.size && firstDifference === undefined,
         ...(firstDifference !== undefined ? { firstDifference } : {}),
       });
