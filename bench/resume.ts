@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { GetObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { EventPage, EventSource } from '@sluice/eventlog';
 
 /**
@@ -48,6 +49,36 @@ function memorySource(pool: readonly string[], rows: number): EventSource {
     hasRowsAfter: async () => true,
     async *readSubscribers() {},
   };
+}
+
+/**
+ * sha256 of every object of the local export bucket under `prefix`, by its key below the prefix. With
+ * `metadataWithoutPrefix`, the documents under `_sluice/` (manifests, schema files: they name the full keys)
+ * are hashed with the prefix taken out, so two exports to different prefixes compare equal when they wrote the
+ * same files.
+ */
+export async function objectHashes(
+  bucket: S3Client,
+  prefix: string,
+  options: { metadataWithoutPrefix?: boolean } = {},
+): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let token: string | undefined;
+  do {
+    const page = await bucket.send(
+      new ListObjectsV2Command({ Bucket: 'local-exports', Prefix: `${prefix}/`, ContinuationToken: token }),
+    );
+    for (const item of page.Contents ?? []) {
+      const object = await bucket.send(new GetObjectCommand({ Bucket: 'local-exports', Key: item.Key }));
+      const key = (item.Key as string).slice(prefix.length);
+      let bytes: Uint8Array = (await object.Body?.transformToByteArray()) ?? new Uint8Array();
+      if (options.metadataWithoutPrefix && key.startsWith('/_sluice/'))
+        bytes = Buffer.from(Buffer.from(bytes).toString('utf8').replaceAll(`${prefix}/`, '/'));
+      out.set(key, createHash('sha256').update(bytes).digest('hex'));
+    }
+    token = page.IsTruncated ? page.NextContinuationToken : undefined;
+  } while (token);
+  return out;
 }
 
 /**
@@ -195,33 +226,6 @@ export async function runResumeBench(
     return { ms: performance.now() - started, invocations, rows, files };
   };
 
-  /** sha256 of every object under a prefix, by its key below the prefix. */
-  const hashes = async (prefix: string): Promise<Map<string, string>> => {
-    const out = new Map<string, string>();
-    let token: string | undefined;
-    do {
-      const page = await bucket.send(
-        new s3.ListObjectsV2Command({
-          Bucket: 'local-exports',
-          Prefix: `${prefix}/`,
-          ContinuationToken: token,
-        }),
-      );
-      for (const item of page.Contents ?? []) {
-        const object = await bucket.send(new s3.GetObjectCommand({ Bucket: 'local-exports', Key: item.Key }));
-        const bytes = await object.Body?.transformToByteArray();
-        out.set(
-          (item.Key as string).slice(prefix.length),
-          createHash('sha256')
-            .update(bytes ?? new Uint8Array())
-            .digest('hex'),
-        );
-      }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token);
-    return out;
-  };
-
   const figures: ResumeFigures[] = [];
   const pool = generateEmailLines(10_000, 11);
   // Warm-up (not measured): the first export of the process pays for loading and JIT.
@@ -235,7 +239,10 @@ export async function runResumeBench(
     const one = await exportWindow(whole.id, 24 * HOUR_MS, eventSource);
     const budgetMs = options.budgetMs ?? 1;
     const resumed = await exportWindow(pieces.id, budgetMs, eventSource);
-    const [a, b] = await Promise.all([hashes(whole.prefix), hashes(pieces.prefix)]);
+    const [a, b] = await Promise.all([
+      objectHashes(bucket, whole.prefix),
+      objectHashes(bucket, pieces.prefix),
+    ]);
     const identical =
       a.size === one.files && a.size === b.size && [...a].every(([key, hash]) => b.get(key) === hash);
     if (one.rows !== total || resumed.rows !== total) {

@@ -7,7 +7,8 @@
  *    rows and the JSON lines encoder, rows/s and bytes a row, and the peak memory of one file and of a window.
  * 2. Writer end to end against DynamoDB Local and s3rver: rows/s and peak memory, small and large window.
  * 3. A whole local export through the Step Functions definitions (bench/whole-export.ts): the same rows
- *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone.
+ *    exported with 15-minute and with hourly windows, each with its CPU time, beside the encoder's rate alone;
+ *    each from segments and from per-row items (as stored before segments) in the same run: ratio, files compared.
  * 4. Local ingest (bench/ingest.ts): events/s through the CLI and EventLogWriter into DynamoDB Local as
  *    `npm start` runs it, beside raw BatchWriteItem into an in-memory DynamoDB Local, as a ratio.
  * 0. Event log segments (bench/segments.ts, skip with `segments`; alone `npm run bench:segments`): codecs compared,
@@ -165,7 +166,8 @@ async function benches(services: LocalServices | undefined): Promise<void> {
       ...(process.env.BENCH_PROFILE_DIR ? { profileDir: process.env.BENCH_PROFILE_DIR } : {}),
     });
     log(
-      `  ${fmt(whole.rows)} events ingested in ${(whole.ingestMs / 1000).toFixed(1)} s (not part of the figures)`,
+      `  ${fmt(whole.rows)} events ingested in ${(whole.ingestMs / 1000).toFixed(1)} s through EventLogWriter ` +
+        `(segments), and as per-row items in ${(whole.perRowSeedMs / 1000).toFixed(1)} s (not part of the figures)`,
     );
     const cores = availableParallelism();
     for (const e of whole.exports) {
@@ -178,12 +180,20 @@ async function benches(services: LocalServices | undefined): Promise<void> {
             `at most ${fmt(e.rows / (cpuSeconds / cores))} rows/s on ${cores} free cores`
           : '';
       log(
-        `  ${e.frequency.padEnd(16)} ${fmt(e.rows)} rows in ${(e.exportMs / 1000).toFixed(1)} s: ` +
+        `  ${e.frequency.padEnd(16)} ${e.design.padEnd(8)} ${fmt(e.rows)} rows in ${(e.exportMs / 1000).toFixed(1)} s: ` +
           `${fmt(e.rowsPerSecond).padStart(6)} rows/s, ${(e.rowsPerSecond / whole.encoderRowsPerSecond).toFixed(2)}x ` +
           `the encoder; ${e.runs} run(s), ${e.files} files, ${fmt(e.bytes)} B; CPU of this export: node ` +
           `${e.nodeCpuSeconds.toFixed(1)} s${dynamodb}`,
       );
     }
+    for (const c of whole.comparisons) {
+      log(
+        `  ${c.frequency.padEnd(16)} ratio segments / per-row: ${c.ratio.toFixed(2)}x rows/s` +
+          `${c.cpuRatio !== undefined ? `, ${c.cpuRatio.toFixed(2)}x the CPU a row` : ''}; files ` +
+          `${c.identical ? 'byte-identical' : `DIFFERENT (first: ${c.firstDifference})`} (names and sha256)`,
+      );
+    }
+    if (whole.comparisons.some((c) => !c.identical)) process.exitCode = 1;
     log(
       `  encoder alone (same rows, 50,000-line files, this process): ${fmt(whole.encoderRowsPerSecond)} rows/s`,
     );

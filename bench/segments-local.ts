@@ -77,7 +77,7 @@ function roundCalls(count: number, seed: number, now: number): Event[][] {
 const expiresAt = (recordedMs: number) => Math.floor(recordedMs / 1000) + RETENTION_SECONDS;
 
 /** Today's items of a call: one a row, in its shard's partition. */
-function perRowRequests(workspaceId: string, call: readonly Event[]): WriteRequest[] {
+export function perRowRequests(workspaceId: string, call: readonly Event[]): WriteRequest[] {
   return call.map((event) => {
     const recordedMs = Date.parse(event.recorded_at as string);
     return {
