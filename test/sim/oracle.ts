@@ -332,7 +332,8 @@ export function checkStep(
           `${key}: row ${id} recorded at ${iso(row.recordedMs)} is outside the window`,
         );
       }
-      if (!mayDeliver(exp, file.dataset, row.recordedMs)) {
+      const runHourStepMs = file.layout === 'run_hour' ? file.toMs + 1 - file.fromMs : undefined;
+      if (!mayDeliver(exp, file.dataset, row.recordedMs, runHourStepMs)) {
         violateRow(
           'before-start',
           key,
@@ -626,11 +627,23 @@ function superseded(model: Model, row: ModelRow, delivered: Map<string, FileWind
 }
 
 /** Whether the contract lets this export deliver a row of `dataset` recorded at `recordedMs`. */
-function mayDeliver(exp: ModelExport, dataset: EventDataset, recordedMs: number): boolean {
+function mayDeliver(
+  exp: ModelExport,
+  dataset: EventDataset,
+  recordedMs: number,
+  runHourStepMs?: number,
+): boolean {
+  // A `run_hour` window is whole (docs/customer-buckets.md), also when the export changed to `run_hour` before its
+  // first window went out: rows of up to two windows before the export's start may appear there (not owed), as in
+  // an export created in `run_hour`. A dataset added later starts exactly in either layout.
+  const startMs =
+    runHourStepMs === undefined ? exp.startMs : Math.min(exp.startMs, exp.dueFromMs - 2 * runHourStepMs);
   const inMembership =
-    recordedMs > exp.startMs &&
+    recordedMs > startMs &&
     (exp.memberships.get(dataset) ?? []).some(
-      (m) => recordedMs > m.addedMs && (m.removedMs === undefined || recordedMs <= m.removedMs),
+      (m) =>
+        recordedMs > (m.addedMs === exp.startMs ? startMs : m.addedMs) &&
+        (m.removedMs === undefined || recordedMs <= m.removedMs),
     );
   if (inMembership) return true;
   return inBackfillCells(exp, dataset, recordedMs);
