@@ -44,6 +44,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { type LocalOutput, routeLocalOutput, STATE_DIR } from '@sluice/local';
 import type { LocalServices } from '@sluice/devstack';
+import type { Frequency } from '@sluice/core';
 
 // The packages read their environment at load, so they are imported after the local services are up.
 const MAX_LINES_PER_FILE = 50_000;
@@ -161,6 +162,11 @@ async function benches(services: LocalServices | undefined): Promise<void> {
     const { runWholeExportBench } = await import('./whole-export.js');
     const whole = await runWholeExportBench({
       rows,
+      // The rows' density sets the segments' size: 1,000,000 rows over 3 days is ~230 a minute.
+      ...(process.env.BENCH_WHOLE_DAYS ? { days: Number(process.env.BENCH_WHOLE_DAYS) } : {}),
+      ...(process.env.BENCH_WHOLE_FREQUENCIES
+        ? { frequencies: process.env.BENCH_WHOLE_FREQUENCIES.split(',') as Frequency[] }
+        : {}),
       log,
       ...(services?.dynamodb.pid !== undefined ? { dynamodbPid: services.dynamodb.pid } : {}),
       ...(process.env.BENCH_PROFILE_DIR ? { profileDir: process.env.BENCH_PROFILE_DIR } : {}),
