@@ -7,22 +7,14 @@
  * destination's stand-in: a queue with SQS's receive, hide and delete behaviour, readable by `redriveDeadLetters`.
  */
 import { randomUUID } from 'node:crypto';
-import type { DeadLetter, DeadLetterQueue } from '@sluice/eventlog';
+import {
+  type AsyncFailureRecord,
+  asyncFailureRecord,
+  type DeadLetter,
+  type DeadLetterQueue,
+} from '@sluice/eventlog';
 
-/** The record Lambda sends to an on-failure destination (`requestContext.condition` says why). */
-export interface AsyncFailureRecord {
-  version: '1.0';
-  timestamp: string;
-  requestContext: {
-    requestId: string;
-    functionArn: string;
-    condition: 'RetriesExhausted';
-    approximateInvokeCount: number;
-  };
-  requestPayload: unknown;
-  responseContext: { statusCode: 200; executedVersion: '$LATEST'; functionError: 'Unhandled' };
-  responsePayload: { errorType: string; errorMessage: string };
-}
+export type { AsyncFailureRecord };
 
 /** Options of {@link invokeAsync}. */
 export interface AsyncInvokeOptions {
@@ -54,23 +46,12 @@ export async function invokeAsync<E>(
       lastError = error;
     }
   }
-  const record: AsyncFailureRecord = {
-    version: '1.0',
-    timestamp: new Date().toISOString(),
-    requestContext: {
-      requestId: randomUUID(),
-      functionArn:
-        options.functionArn ?? 'arn:aws:lambda:us-east-1:000000000000:function:sluice-local-ingest:$LATEST',
-      condition: 'RetriesExhausted',
-      approximateInvokeCount: attempts,
-    },
-    requestPayload: event,
-    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
-    responsePayload: {
-      errorType: lastError instanceof Error ? lastError.name : 'Error',
-      errorMessage: lastError instanceof Error ? lastError.message : String(lastError),
-    },
-  };
+  const record = asyncFailureRecord(event, lastError, {
+    requestId: randomUUID(),
+    functionArn:
+      options.functionArn ?? 'arn:aws:lambda:us-east-1:000000000000:function:sluice-local-ingest:$LATEST',
+    attempts,
+  });
   await options.onFailure(record);
   return { status: 'failed', attempts, record };
 }

@@ -171,6 +171,45 @@ function writtenAlready(share: IngestResult): BusWriter {
   };
 }
 
+/** The record Lambda sends to an on-failure destination (`requestContext.condition` says why). */
+export interface AsyncFailureRecord {
+  version: '1.0';
+  timestamp: string;
+  requestContext: {
+    requestId: string;
+    functionArn: string;
+    condition: 'RetriesExhausted';
+    approximateInvokeCount: number;
+  };
+  requestPayload: unknown;
+  responseContext: { statusCode: 200; executedVersion: '$LATEST'; functionError: 'Unhandled' };
+  responsePayload: { errorType: string; errorMessage: string };
+}
+
+/** Lambda's on-failure record of `event`, given up after `attempts` with `error`. */
+export function asyncFailureRecord(
+  event: unknown,
+  error: unknown,
+  options: { functionArn: string; requestId: string; attempts: number; now?: () => number },
+): AsyncFailureRecord {
+  return {
+    version: '1.0',
+    timestamp: new Date((options.now ?? Date.now)()).toISOString(),
+    requestContext: {
+      requestId: options.requestId,
+      functionArn: options.functionArn,
+      condition: 'RetriesExhausted',
+      approximateInvokeCount: options.attempts,
+    },
+    requestPayload: event,
+    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
+    responsePayload: {
+      errorType: error instanceof Error ? error.name : 'Error',
+      errorMessage: error instanceof Error ? error.message : String(error),
+    },
+  };
+}
+
 /**
  * The dead letter of a bus event given up after {@link BUS_EVENT_ATTEMPTS} attempts: Lambda's on-failure record
  * (what the ingest dead-letter queue held when EventBridge invoked the function), so `sluice events redrive`
@@ -181,20 +220,5 @@ export function busEventDeadLetter(
   error: unknown,
   options: { functionArn: string; requestId: string; now?: () => number },
 ): string {
-  return JSON.stringify({
-    version: '1.0',
-    timestamp: new Date((options.now ?? Date.now)()).toISOString(),
-    requestContext: {
-      requestId: options.requestId,
-      functionArn: options.functionArn,
-      condition: 'RetriesExhausted',
-      approximateInvokeCount: BUS_EVENT_ATTEMPTS,
-    },
-    requestPayload: event,
-    responseContext: { statusCode: 200, executedVersion: '$LATEST', functionError: 'Unhandled' },
-    responsePayload: {
-      errorType: error instanceof Error ? error.name : 'Error',
-      errorMessage: error instanceof Error ? error.message : String(error),
-    },
-  });
+  return JSON.stringify(asyncFailureRecord(event, error, { ...options, attempts: BUS_EVENT_ATTEMPTS }));
 }
