@@ -1694,10 +1694,14 @@ export async function runSeed(
   if (fcPath !== undefined || (error !== undefined && (options.shrinkMs ?? 0) > 0)) {
     const started = performance.now();
     let failedSim: Sim | undefined;
+    let replayed = false;
     const details = await fc.check(
       fc.asyncProperty(fc.subarray(schedule), async (commands) => {
         // The whole schedule is known to fail (unless replaying): not run twice.
         if (fcPath === undefined && commands.length === schedule.length) throw error;
+        // A replay runs the schedule at the path only (fast-check would go on to the candidates after it).
+        if (fcPath !== undefined && replayed) return true;
+        replayed = true;
         // Out of shrinking time: this candidate counts as passing, so the smallest failure so far is kept.
         if (performance.now() - started > (options.shrinkMs ?? 0) && fcPath === undefined) return true;
         try {
@@ -1708,7 +1712,8 @@ export async function runSeed(
           throw thrown;
         }
       }),
-      { seed, numRuns: 1, examples: [[schedule]], ...(fcPath ? { path: fcPath } : {}) },
+      // A replay runs the printed schedule once and stops there (fast-check would otherwise go on shrinking).
+      { seed, numRuns: 1, examples: [[schedule]], ...(fcPath ? { path: fcPath, endOnFailure: true } : {}) },
     );
     numShrinks = details.numShrinks;
     if (details.failed) {

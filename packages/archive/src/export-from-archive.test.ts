@@ -7,7 +7,7 @@ import {
   RunStateStore,
   RunStore,
 } from '@sluice/control';
-import { type Destination, newDestination } from '@sluice/core';
+import { type Destination, type NewDestinationInput, newDestination } from '@sluice/core';
 import {
   claimAndPlan,
   commitRun,
@@ -42,6 +42,7 @@ import { ArchivedEventSource } from './source.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
 const RETENTION_MS = 90 * MINUTE;
 const H = Math.floor(Date.now() / HOUR) * HOUR - 8 * HOUR;
 const ROWS = 400;
@@ -55,6 +56,15 @@ const archive = new ArchiveBucket({
 });
 const expired: ExpiredRowsFigures[] = [];
 const hotAt = (nowMs: number) => new EventLogReader({ ...eventTables, now: () => nowMs });
+/** The engine's source at `nowMs`: the hot log, and the archive behind it. */
+const archivedAt = (nowMs: number) =>
+  new ArchivedEventSource({
+    hot: hotAt(nowMs),
+    archive,
+    coverage: archiveCursors,
+    hotRetentionMs: RETENTION_MS,
+    now: () => nowMs,
+  });
 
 function deps(nowMs: number, eventSource: EventSource, withArchive: boolean): Partial<EngineDeps> {
   return {
@@ -73,11 +83,17 @@ function deps(nowMs: number, eventSource: EventSource, withArchive: boolean): Pa
   };
 }
 
-async function createDestination(): Promise<Destination> {
+async function createDestination(
+  options: Pick<Partial<NewDestinationInput>, 'workspaceId' | 'datasets' | 'frequency'> & {
+    startMs?: number;
+  } = {},
+): Promise<Destination> {
   const id = `exp_${randomUUID().replaceAll('-', '')}`;
+  const owner = options.workspaceId ?? workspaceId;
+  const startMs = options.startMs ?? H;
   return controlStore.createDestination({
     ...newDestination({
-      workspaceId,
+      workspaceId: owner,
       id,
       name: 'Behind the hot log',
       provider: 's3',
@@ -86,11 +102,11 @@ async function createDestination(): Promise<Destination> {
       endpoint: LOCAL_S3_ENDPOINT,
       pathPrefix: `archive-export/${id}`,
       accessKeyId: 'S3RVER',
-      secret: await sealer.seal('S3RVER', { workspaceId, destinationId: id }),
-      datasets: ['custom_events'],
-      frequency: 'hourly',
-      startFrom: new Date(H).toISOString(),
-      now: new Date(H),
+      secret: await sealer.seal('S3RVER', { workspaceId: owner, destinationId: id }),
+      datasets: options.datasets ?? ['custom_events'],
+      frequency: options.frequency ?? 'hourly',
+      startFrom: new Date(startMs).toISOString(),
+      now: new Date(startMs),
     }),
     status: 'idle',
     manualRunQueued: false,
@@ -101,7 +117,12 @@ async function createDestination(): Promise<Destination> {
 /** One whole run in-process (the Map's items one after the other). */
 async function runOnce(destination: Destination, engine: Partial<EngineDeps>) {
   const planned = await claimAndPlan(
-    { workspaceId, destinationId: destination.id, trigger: 'schedule', executionId: randomUUID() },
+    {
+      workspaceId: destination.workspaceId,
+      destinationId: destination.id,
+      trigger: 'schedule',
+      executionId: randomUUID(),
+    },
     engine,
   );
   if (planned.outcome !== 'planned') throw new Error(`skipped: ${planned.reason}`);
@@ -162,14 +183,7 @@ describe('an export behind the hot log reads the archive', () => {
     // Act: one that was paused exports the same hours seven hours later, when the hot log has lost them.
     const late = H + 7 * HOUR;
     const behind = await createDestination();
-    const source = new ArchivedEventSource({
-      hot: hotAt(late),
-      archive,
-      coverage: archiveCursors,
-      hotRetentionMs: RETENTION_MS,
-      now: () => late,
-    });
-    expect(await runOnce(behind, deps(late, source, true))).toMatchObject({ status: 'succeeded' });
+    expect(await runOnce(behind, deps(late, archivedAt(late), true))).toMatchObject({ status: 'succeeded' });
     // Assess
     const expected = await filesOf(onTime);
     expect([...expected.keys()]).toEqual([
@@ -202,3 +216,71 @@ describe('an export behind the hot log reads the archive', () => {
 function dateOf(ms: number): string {
   return `date=${new Date(ms).toISOString().slice(0, 10)}`;
 }
+
+describe("an archive that stopped before the hot log's horizon", () => {
+  it('is not read for the window holding the horizon: no row of the stretch reported expired goes out, no stale status of a message', async () => {
+    // Prepare: a day D of message_events. Message m1 is queued and sent in hour 1, which the last compaction
+    // archived (the compaction stopped after it); it is delivered in hour 2, which only the hot log held.
+    // m2 is sent in the day's last hour.
+    const owner = `ws_${randomUUID()}`;
+    const D = Math.floor(Date.now() / DAY) * DAY - 3 * DAY;
+    const ingestAt = async (atMs: number, input: Record<string, unknown>) => {
+      const writer = new EventLogWriter({
+        ...eventTables,
+        explicitRecordedAt: 'unchecked',
+        retentionSeconds: RETENTION_MS / 1000,
+        now: () => atMs,
+      });
+      const result = await writer.ingestEvents(owner, [
+        { dataset: 'message_events', updated_at: new Date(atMs).toISOString(), ...input },
+      ]);
+      expect(result.currentRows).toMatchObject({ emitted: 1 });
+    };
+    const whole = (id: string, atMs: number) => ({
+      message_id: id,
+      conversation_id: 'conv_1',
+      direction: 'outbound',
+      status: 'queued',
+      from_phone_number: '471016',
+      to_phone_number: '+15555550123',
+      media_url_count: 0,
+      created_at: new Date(atMs).toISOString(),
+    });
+    await ingestAt(D + HOUR + 5 * MINUTE, whole('m1', D + HOUR + 5 * MINUTE));
+    await ingestAt(D + HOUR + 25 * MINUTE, { message_id: 'm1', status: 'sent' });
+    const compactedAt = D + 2 * HOUR + 15 * MINUTE;
+    await new ArchiveCompactor({
+      hot: hotAt(compactedAt),
+      archive,
+      cursors: archiveCursors,
+      hotRetentionMs: RETENTION_MS,
+      now: () => compactedAt,
+    }).compactDataset(owner, 'message_events');
+    expect(await archiveCursors.get(owner, 'message_events')).toMatchObject({ throughMs: D + 2 * HOUR });
+    await ingestAt(D + 2 * HOUR + 20 * MINUTE, { message_id: 'm1', status: 'delivered' });
+    await ingestAt(D + 23 * HOUR + 50 * MINUTE, whole('m2', D + 23 * HOUR + 50 * MINUTE));
+    const destination = await createDestination({
+      workspaceId: owner,
+      datasets: ['message_events'],
+      frequency: 'daily',
+      startMs: D,
+    });
+
+    // Act: the daily export's first run, ten minutes after the day, when the hot log keeps 90 minutes
+    const late = D + DAY + 10 * MINUTE;
+    expect(await runOnce(destination, deps(late, archivedAt(late), true))).toMatchObject({
+      status: 'succeeded',
+    });
+
+    // Assess: the day's file holds m2 only; m1's rows are in the stretch reported expired
+    const files = [...(await filesOf(destination)).keys()];
+    expect(files).toEqual([
+      `/message_events/${dateOf(D)}/message_events-${D - 1}-${D + DAY - 1}-0000.jsonl.gz`,
+    ]);
+    const lines = await readLines(`${destination.pathPrefix}${files[0]}`);
+    expect(lines.map((line) => JSON.parse(line).message_id)).toEqual(['m2']);
+    expect(expired.filter((figures) => figures.destinationId === destination.id)).toEqual([
+      expect.objectContaining({ dataset: 'message_events', fromMs: D - 1, toMs: late - RETENTION_MS - 1 }),
+    ]);
+  });
+});

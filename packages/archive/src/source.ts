@@ -1,6 +1,6 @@
 import type { ArchiveCoverage } from '@sluice/control';
 import type { EventDataset } from '@sluice/core';
-import type { EventPage, EventSource, SourcePage } from '@sluice/eventlog';
+import { type EventPage, type EventSource, resumeFrom, type SourcePage } from '@sluice/eventlog';
 import type { ArchiveBucket } from './bucket.js';
 import {
   ARCHIVE_HOUR_MS,
@@ -97,19 +97,15 @@ export class ArchivedEventSource implements EventSource {
     toMs: number,
     afterKey?: string,
   ): AsyncGenerator<EventPage, void, undefined> {
-    const afterMs = afterKey !== undefined ? Number(afterKey.slice(0, 13)) - 1 : undefined;
-    if (afterMs !== undefined && !(Number.isInteger(afterMs) && afterMs >= fromMs && afterMs < toMs)) {
-      throw new Error(`afterKey ${afterKey} is not inside the window`);
-    }
-    const startMs = afterMs ?? fromMs;
+    const { startMs, afterKey: resumeAfter } = resumeFrom(fromMs, toMs, afterKey);
     if (!(toMs > startMs)) return;
     const span = await this.archiveSpan(workspaceId, dataset, startMs, toMs);
     if (span === undefined) {
-      yield* this.hot.readWindow(workspaceId, dataset, fromMs, toMs, afterKey);
+      yield* this.hot.readWindow(workspaceId, dataset, fromMs, toMs, resumeAfter);
       return;
     }
     // Hot before the archived hours (older than the archive's start), the archive, hot after them.
-    let resumeKey = afterKey;
+    let resumeKey = resumeAfter;
     if (span.loMs > startMs) {
       yield* this.hot.readWindow(workspaceId, dataset, startMs, span.loMs, resumeKey);
       resumeKey = undefined;

@@ -93,8 +93,9 @@ export type WorkItem =
       /** Write the dataset's schema objects (`_sluice/schema/<dataset>/`) before the windows. */
       schema?: true;
       /**
-       * The export's (or the dataset's) exact start, when it lies inside the span's first window: rows
-       * recorded at or before it are not exported, and that window's files keep the grid window's name.
+       * The export's (or the dataset's) exact start, or the instant through which rows expired (reported),
+       * when it lies inside the span's first window: rows recorded at or before it are not exported, and that
+       * window's files keep the grid window's name.
        */
       startMs?: number;
     }

@@ -313,7 +313,9 @@ export function planDatasets(
         availableFromMs(nowMs, retentionMs, stepMs, archives.get(dataset), phaseMs),
       );
       // Rows recorded at or before this are gone: reported exactly, not rounded to the grid. The window
-      // holding it was never delivered (the cursor is before it): it is written with the rows left.
+      // holding it was never delivered (the cursor is before it): it is written with the rows recorded after
+      // it only, so no row of the reported stretch goes out (an archive that stopped before the hot log's
+      // horizon still holds some of its hours: a message's status from there would be a stale last row).
       const lostThroughMs = earliestAvailableMs(nowMs, retentionMs, archives.get(dataset)) - 1;
       const moved = cursorMs < horizon;
       // Reported once: when the cursor moves, or when the window holding the horizon is first planned.
@@ -364,7 +366,7 @@ export function planDatasets(
           format: span.format ?? currentFormat,
           ...(stays !== undefined ? { partitioned: true as const } : {}),
         };
-        items.push(withStart(item, exactStartMs(destination, dataset)));
+        items.push(withStart(item, Math.max(exactStartMs(destination, dataset), lostThroughMs)));
       }
       const eras = erasAfterPlanning(cursor?.eras ?? [], planned);
       const erasChanged = JSON.stringify(eras) !== JSON.stringify(cursor?.eras ?? []);

@@ -72,6 +72,25 @@ export function recordedMsOfSk(sk: string): number {
   return Number(sk.slice(0, 13));
 }
 
+/**
+ * Where a read of `(fromMs, toMs]` resumed after the position `afterKey` begins: at the millisecond of that
+ * line, skipping through it; or at `fromMs`, without it, when the line was recorded at or before `fromMs` (a
+ * window whose start moved after it was begun: every row left to read comes after the line). Throws when
+ * `afterKey` is not a position or lies past the window.
+ */
+export function resumeFrom(
+  fromMs: number,
+  toMs: number,
+  afterKey: string | undefined,
+): { startMs: number; afterKey?: string } {
+  if (afterKey === undefined) return { startMs: fromMs };
+  const lineMs = recordedMsOfSk(afterKey);
+  if (!(Number.isInteger(lineMs) && lineMs <= toMs)) {
+    throw new Error(`afterKey ${afterKey} is not inside the window`);
+  }
+  return lineMs <= fromMs ? { startMs: fromMs } : { startMs: lineMs - 1, afterKey };
+}
+
 /** Subscribers partition key. */
 export function subscriberPk(workspaceId: string, shard: number): string {
   return `${workspaceId}#${shard}`;

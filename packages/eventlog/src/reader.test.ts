@@ -95,6 +95,31 @@ describe('EventLogReader.readWindow', () => {
     expect(await reader.countWindow(workspaceId, 'custom_events', t - 2, t + HOUR + 1)).toBe(5);
   });
 
+  it('resumes after a position, and reads a whole window when the position lies at or before its start', async () => {
+    // Prepare: a window whose start moved after a writer stopped in it (rows that expired are left out)
+    const workspaceId = `ws_${randomUUID()}`;
+    const t = MIDNIGHT + 7 * HOUR;
+    await seed(workspaceId, [
+      { id: 'a', recordedMs: t + 1 },
+      { id: 'b', recordedMs: t + 2 },
+      { id: 'c', recordedMs: t + 3 },
+    ]);
+    const reader = new EventLogReader({ ...eventTables, now: writtenAt });
+    const after = async (fromMs: number, afterKey: string) => {
+      const ids: string[] = [];
+      for await (const page of reader.readWindow(workspaceId, 'custom_events', fromMs, t + HOUR, afterKey))
+        ids.push(...page.lines.map((line) => (JSON.parse(line) as { id: string }).id));
+      return ids;
+    };
+    const positionOf = (ms: number, id: string) => `${String(ms).padStart(13, '0')}#${id}`;
+
+    // Act and assess
+    expect(await after(t, positionOf(t + 1, 'a'))).toEqual(['b', 'c']);
+    expect(await after(t + 2, positionOf(t + 1, 'a'))).toEqual(['c']);
+    expect(await after(t + 1, positionOf(t + 1, 'a'))).toEqual(['b', 'c']);
+    await expect(after(t, positionOf(t + HOUR + 1, 'z'))).rejects.toThrow(/not inside the window/);
+  });
+
   it('streams a partition larger than one 1 MB DynamoDB page', async () => {
     // Prepare: 2,400 rows of about 2 KB in one hour: about 1.2 MB per shard, over Query's 1 MB page.
     const workspaceId = `ws_${randomUUID()}`;

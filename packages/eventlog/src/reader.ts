@@ -33,6 +33,7 @@ import {
   HOUR_MS,
   hourStart,
   padMs,
+  resumeFrom,
   SUBSCRIBER_SHARDS,
   subscriberPk,
 } from './keys.js';
@@ -374,11 +375,7 @@ export class EventLogReader implements EventSource {
   ): AsyncGenerator<EventPage, void, undefined> {
     assertWorkspaceId(workspaceId);
     // A resumed read starts at the millisecond of the last line written and skips through that line.
-    const afterMs = afterKey !== undefined ? Number(afterKey.slice(0, 13)) - 1 : undefined;
-    if (afterMs !== undefined && !(Number.isInteger(afterMs) && afterMs >= fromMs && afterMs < toMs)) {
-      throw new Error(`afterKey ${afterKey} is not inside the window`);
-    }
-    const startMs = afterMs ?? fromMs;
+    const { startMs, afterKey: resumeAfter } = resumeFrom(fromMs, toMs, afterKey);
     if (!(toMs > startMs)) return;
     let out: EventPage = { lines: [], keys: [], recordedMs: [] };
     const slices = EventLogReader.hours(startMs, toMs);
@@ -394,7 +391,7 @@ export class EventLogReader implements EventSource {
         slice,
         nowSeconds,
         this.batchSize,
-        afterKey,
+        resumeAfter,
       ),
       ...Array.from(
         { length: slice.loMs <= perRowUntil ? EVENT_SHARDS : 0 },
@@ -402,7 +399,7 @@ export class EventLogReader implements EventSource {
           new ShardCursor(
             this.client,
             this.partitionQuery(workspaceId, dataset, slice, shard, nowSeconds, ['#sk', '#line']),
-            afterKey,
+            resumeAfter,
           ),
       ),
     ];

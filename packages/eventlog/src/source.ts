@@ -14,7 +14,7 @@ export interface EventSource {
    * pages of lines in recorded-time order, ties broken by id, each line with its position and its recorded
    * time. Streams: memory is bounded by a few pages, not by the window. An empty window yields nothing. With
    * `afterKey` (a position from an earlier page), reading continues right after that line: a writer out of
-   * time resumes there. The writer reads a span of consecutive windows in one pass and cuts it into windows
+   * time resumes there (a line recorded at or before `fromMs` skips nothing: `resumeFrom` in keys.ts). The writer reads a span of consecutive windows in one pass and cuts it into windows
    * by the recorded times.
    */
   readWindow(
