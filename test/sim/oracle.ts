@@ -302,7 +302,14 @@ export function checkStep(
         Object.values(FREQUENCY_MS).includes(step) &&
         (file.fromMs + 1) % step === 0 &&
         (had.includes(step) || (had.some((s) => s < step) && had.some((s) => s > step)));
-      if (!onGrid) {
+      // After a change from `run_hour` (a new shift), the first `date` window runs from the cursor, the end of a
+      // `run_hour` window (five minutes before one of its slots), to the next point of the `date` grid
+      // (docs/internals.md, "The run_hour layout and schedules").
+      const afterRunHour =
+        had.some((s) => (file.toMs + 1) % s === 0 && step < s) &&
+        exp.configs.some((config) => config.layout === 'run_hour') &&
+        runHourFrequencyOf(exp, file.fromMs + 1 + RUN_HOUR_LEAD_MS) !== undefined;
+      if (!onGrid && !afterRunHour) {
         violate(
           'grid',
           `${key}: window ${iso(file.fromMs)}–${iso(file.toMs)} is no cell of ${[...exp.frequencies].join('/')}`,

@@ -341,6 +341,20 @@ describe('the oracle', () => {
     expect(owed([])).toEqual(['caught-up']);
   });
 
+  it('accepts the first date window after a change from run_hour: from the end of a run_hour window to the grid', () => {
+    const { model, exp } = modelWithExport();
+    exp.configs = [
+      { sinceMs: T0, layout: 'run_hour', frequency: 'hourly', schedule: { minute: 10 } },
+      { sinceMs: T0 + 70 * 60_000, layout: 'date', frequency: 'hourly', schedule: null },
+    ];
+    const checks = (object: BucketObjectView) =>
+      checkStep(model, exp, bucketOf(object), new BucketHistory(), now).map((v) => v.check);
+    // The 01:10 run's window ended at 01:05; the date grid's next point is 02:00. Row b (01:40) is in it.
+    expect(checks(file(T0 + HOUR + 5 * 60_000 - 1, T0 + 2 * HOUR - 1, ['b']))).toEqual([]);
+    // 01:20 is the end of no run_hour window of the export ({minute: 10}).
+    expect(checks(file(T0 + HOUR + 20 * 60_000 - 1, T0 + 2 * HOUR - 1, ['b']))).toEqual(['grid']);
+  });
+
   it("names a run_hour file whose organisation, job or slot is not the contract's", () => {
     const { model, exp } = modelWithExport();
     exp.configs = [{ sinceMs: T0, layout: 'run_hour', frequency: 'hourly', schedule: { minute: 5 } }];
