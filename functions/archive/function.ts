@@ -72,14 +72,6 @@ export function createArchiveFunction(
         errorMessage: error?.message,
       });
     }
-    for (const result of results) {
-      if (result.restartedAtMs === undefined) continue;
-      logger.warn('archive started again after a gap longer than the hot retention', {
-        workspaceId: result.workspaceId,
-        dataset: result.dataset,
-        restartedAt: new Date(result.restartedAtMs).toISOString(),
-      });
-    }
     const summary: ArchiveSummary = {
       datasets: results.length,
       hours: results.reduce((sum, r) => sum + r.hours, 0),

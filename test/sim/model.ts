@@ -172,7 +172,7 @@ export class Model {
    * down to the hour), or undefined before the first.
    */
   archiveThroughMs: number | undefined;
-  /** The first hour the archive holds (the first compaction's hot horizon, down to the hour; after a gap, the first hour the hot log then held whole). */
+  /** The first hour the archive holds (the first compaction's hot horizon, down to the hour). */
   archiveStartMs: number | undefined;
   /**
    * Each message's current state as the simulation sent it, by `<workspace>/<message_id>`, with when it last
@@ -196,8 +196,7 @@ export class Model {
   /**
    * Whether a row can still be exported at `nowMs`: in the hot log with a day to spare (the expiry horizon may
    * be rounded to a day), or archived while the archive reaches the hot log's horizon (with an hour to spare).
-   * An archive that started again after a gap (compactions stopped for longer than the retention) holds only
-   * the rows from its new start. An archive that stopped before the horizon is not read: the rows between them are gone, so the export
+   * An archive that stopped before the horizon is not read: the rows between them are gone, so the export
    * reports the expired stretch instead of delivering the archived hours before it (docs/internals.md, the
    * export contract, "Nothing lost"; core `earliestAvailableMs`).
    */
@@ -205,8 +204,6 @@ export class Model {
     if (recordedMs > nowMs - retentionMs + 86_400_000) return true;
     return (
       this.archived.has(id) &&
-      this.archiveStartMs !== undefined &&
-      recordedMs >= this.archiveStartMs &&
       this.archiveThroughMs !== undefined &&
       this.archiveThroughMs > nowMs - retentionMs + 3_600_000
     );

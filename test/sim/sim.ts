@@ -896,14 +896,9 @@ class Compact extends Op {
   async apply(sim: Sim): Promise<void> {
     await sim.world.compact();
     const now = virtualNow();
-    // The archive of every workspace and dataset starts at the hour of the hot horizon of the first compaction,
-    // and again at the first hour the hot log holds whole when the last compaction's hours fell behind it (the
-    // hours between lost rows no compaction archived: the archive before them is no longer read).
-    const wholeFromMs = Math.ceil((now - sim.world.retentionMs + ARCHIVE_SETTLE_MS) / HOUR_MS) * HOUR_MS;
-    if (sim.model.archiveThroughMs !== undefined && sim.model.archiveThroughMs < wholeFromMs)
-      sim.model.archiveStartMs = wholeFromMs;
     sim.model.archiveThroughMs = Math.floor((now - ARCHIVE_SETTLE_MS) / HOUR_MS) * HOUR_MS;
     const missing: Violation[] = [];
+    // The archive of every workspace and dataset starts at the hour of the hot horizon of the first compaction.
     sim.model.archiveStartMs ??= Math.floor((now - sim.world.retentionMs) / HOUR_MS) * HOUR_MS;
     const startMs = sim.model.archiveStartMs;
     for (const [w, ws] of sim.world.workspaces.entries()) {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ArchiveCursorStore, archiveCursorSk, ErasureLogStore, workspacePk } from '@sluice/control';
-import { type EventDataset, earliestAvailableMs } from '@sluice/core';
+import type { EventDataset } from '@sluice/core';
 import {
   DynamoRejectedEvents,
   type EventPage,
@@ -186,36 +186,6 @@ describe('event archive: compaction, reading behind the hot log, erasure', () =>
     const rows = await collect(source.readWindow(workspaceId, dataset, H + HOUR - 1, H + 2 * HOUR - 1));
     expect(rows.lines).toEqual(hotRows.lines.slice(300));
     expect(reads).toBe(0);
-  });
-});
-
-describe('compaction after a stop longer than the hot retention', () => {
-  it('starts the archive again at the first hour the hot log holds whole: it never claims hours whose rows expired unarchived', async () => {
-    // Prepare: hour H archived; then no compaction while rows of H + 1h expire; rows in H + 4h
-    const workspaceId = `ws_${randomUUID()}`;
-    await ingest(workspaceId, 20, H, H + 30 * MINUTE);
-    await compactorAt(H + 75 * MINUTE).compactDataset(workspaceId, dataset);
-    expect(await cursors.get(workspaceId, dataset)).toEqual({ startMs: H - HOUR, throughMs: H + HOUR });
-    await ingest(workspaceId, 30, H + HOUR, H + HOUR + 30 * MINUTE);
-    await ingest(workspaceId, 10, H + 4 * HOUR, H + 4 * HOUR + 10 * MINUTE);
-
-    // Act: the compaction runs again five hours after H (the hot log keeps 90 minutes)
-    const now = H + 5 * HOUR + 15 * MINUTE;
-    const result = await compactorAt(now).compactDataset(workspaceId, dataset);
-
-    // Assess: the archive holds H + 4h and starts there; the rows of H + 1h count as expired, not as archived
-    expect(result).toMatchObject({
-      restartedAtMs: H + 4 * HOUR,
-      hours: 1,
-      rows: 10,
-      throughMs: H + 5 * HOUR,
-    });
-    const coverage = await cursors.get(workspaceId, dataset);
-    expect(coverage).toEqual({ startMs: H + 4 * HOUR, throughMs: H + 5 * HOUR });
-    expect(earliestAvailableMs(now, RETENTION_MS, coverage)).toBe(now - RETENTION_MS);
-    expect(await archive.exists(archiveHourKey(workspaceId, dataset, H))).toBe(true);
-    const served = await collect(sourceAt(now).readWindow(workspaceId, dataset, H - 1, now - RETENTION_MS));
-    expect(served.lines).toEqual([]);
   });
 });
 

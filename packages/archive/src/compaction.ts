@@ -55,13 +55,6 @@ export interface DatasetCompaction {
   lagSeconds: number;
   /** Why it stopped before catching up, if it did. */
   stopped?: 'deadline' | 'cursor_moved';
-  /**
-   * Where the archive started again, when its cursor had fallen behind the first hour the hot log still holds
-   * whole (compactions stopped for longer than the retention): the hours between lost rows no compaction
-   * archived, so the archive before them is no longer read (`startMs` moved; the exports report the stretch
-   * expired).
-   */
-  restartedAtMs?: number;
 }
 
 /**
@@ -72,8 +65,6 @@ export interface DatasetCompaction {
  *    order and stream them into the hour's object (an hour without rows writes no object).
  * 3. Advance the cursor by that hour, conditionally on the value read: a compaction that crashes resumes at
  *    the next hour, and two concurrent compactions never both advance it.
- * A cursor behind the first hour the hot log holds whole (compactions stopped for longer than the retention)
- * starts again at that hour (`restartedAtMs`): the archive never claims hours whose rows expired unarchived.
  * Idempotent: writing an hour again writes the same bytes. An hour whose rows may have started to expire is
  * not rewritten over an existing object (it would lose the expired rows).
  */
@@ -144,16 +135,6 @@ export class ArchiveCompactor {
       await this.cursors.clearLate(workspaceId, dataset, late);
     }
     const endMs = hourFloor(this.now() - this.settleMs);
-    const wholeFromMs = this.hotWholeFromMs();
-    if (coverage !== undefined && coverage.throughMs < wholeFromMs) {
-      const restarted = { startMs: wholeFromMs, throughMs: wholeFromMs };
-      if (!(await this.cursors.advance(workspaceId, dataset, coverage, restarted))) {
-        result.stopped = 'cursor_moved';
-        return result;
-      }
-      coverage = restarted;
-      result.restartedAtMs = wholeFromMs;
-    }
     let hourMs = coverage?.throughMs ?? hourFloor(this.now() - this.hotRetentionMs);
     while (hourMs + ARCHIVE_HOUR_MS <= endMs) {
       if (this.now() >= deadlineMs) {
@@ -196,14 +177,9 @@ export class ArchiveCompactor {
     );
   }
 
-  /** The first hour the hot log still holds whole (no row of it can have expired before it is read). */
-  private hotWholeFromMs(): number {
-    return hourCeil(this.now() - this.hotRetentionMs + this.settleMs);
-  }
-
   /** Writes one hour's object from the hot log; undefined when an existing object was kept. */
   private async archiveHour(workspaceId: string, dataset: EventDataset, hourMs: number) {
-    const hotWhole = hourMs >= this.hotWholeFromMs();
+    const hotWhole = hourMs >= hourCeil(this.now() - this.hotRetentionMs + this.settleMs);
     if (!hotWhole && (await this.archive.exists(archiveHourKey(workspaceId, dataset, hourMs))))
       return undefined;
     return this.archive.writeHour(
