@@ -56,6 +56,15 @@ const archive = new ArchiveBucket({
 });
 const expired: ExpiredRowsFigures[] = [];
 const hotAt = (nowMs: number) => new EventLogReader({ ...eventTables, now: () => nowMs });
+/** The scheduled compaction at `nowMs`. */
+const compactorAt = (nowMs: number) =>
+  new ArchiveCompactor({
+    hot: hotAt(nowMs),
+    archive,
+    cursors: archiveCursors,
+    hotRetentionMs: RETENTION_MS,
+    now: () => nowMs,
+  });
 /** The engine's source at `nowMs`: the hot log, and the archive behind it. */
 const archivedAt = (nowMs: number) =>
   new ArchivedEventSource({
@@ -165,13 +174,7 @@ describe('an export behind the hot log reads the archive', () => {
     expect(accepted).toBe(ROWS);
     // The scheduled compaction, every hour: hour H is archived while its rows are still hot.
     for (let at = H + 75 * MINUTE; at <= H + 7 * HOUR; at += HOUR) {
-      await new ArchiveCompactor({
-        hot: hotAt(at),
-        archive,
-        cursors: archiveCursors,
-        hotRetentionMs: RETENTION_MS,
-        now: () => at,
-      }).compactDataset(workspaceId, 'custom_events');
+      await compactorAt(at).compactDataset(workspaceId, 'custom_events');
     }
   });
 
@@ -249,13 +252,7 @@ describe("an archive that stopped before the hot log's horizon", () => {
     await ingestAt(D + HOUR + 5 * MINUTE, whole('m1', D + HOUR + 5 * MINUTE));
     await ingestAt(D + HOUR + 25 * MINUTE, { message_id: 'm1', status: 'sent' });
     const compactedAt = D + 2 * HOUR + 15 * MINUTE;
-    await new ArchiveCompactor({
-      hot: hotAt(compactedAt),
-      archive,
-      cursors: archiveCursors,
-      hotRetentionMs: RETENTION_MS,
-      now: () => compactedAt,
-    }).compactDataset(owner, 'message_events');
+    await compactorAt(compactedAt).compactDataset(owner, 'message_events');
     expect(await archiveCursors.get(owner, 'message_events')).toMatchObject({ throughMs: D + 2 * HOUR });
     await ingestAt(D + 2 * HOUR + 20 * MINUTE, { message_id: 'm1', status: 'delivered' });
     await ingestAt(D + 23 * HOUR + 50 * MINUTE, whole('m2', D + 23 * HOUR + 50 * MINUTE));
